@@ -1,0 +1,3 @@
+"""The ``pyskick`` command-line interface (Click, lazily loaded subcommands)."""
+
+from __future__ import annotations

@@ -1,0 +1,3 @@
+"""Subcommands of ``pyskick``, one module each, imported lazily."""
+
+from __future__ import annotations

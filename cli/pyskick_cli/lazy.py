@@ -1,0 +1,29 @@
+"""A Click group whose subcommands are imported only when used (fast ``--help``)."""
+
+from __future__ import annotations
+
+import importlib
+
+import click
+
+
+class LazyGroup(click.Group):
+    """Click group mapping command names to ``"module:attribute"`` import paths."""
+
+    def __init__(
+        self, *args: object, lazy_subcommands: dict[str, str] | None = None, **kwargs: object
+    ) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self.lazy_subcommands = dict(lazy_subcommands or {})
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *self.lazy_subcommands})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in self.lazy_subcommands:
+            module_name, attribute = self.lazy_subcommands[cmd_name].split(":")
+            command = getattr(importlib.import_module(module_name), attribute)
+            if not isinstance(command, click.Command):
+                raise TypeError(f"lazy command {cmd_name!r} is not a click.Command")
+            return command
+        return super().get_command(ctx, cmd_name)

@@ -1,0 +1,86 @@
+"""Entry point of the ``pyskick`` command.
+
+Exit codes: 0 success, 1 runtime failure, 2 bad usage or bad input. Errors are one line on
+stderr; ``pyskick --debug ...`` shows the traceback instead.
+"""
+
+from __future__ import annotations
+
+import sys
+import traceback
+
+import click
+
+from pyskick import __version__
+from pyskick_cli.lazy import LazyGroup
+
+EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
+
+COMMANDS = {
+    "info": "pyskick_cli.commands.info:info",
+    "bench": "pyskick_cli.commands.bench:bench",
+}
+
+
+def _version_message() -> str:
+    from pyskick.ops import build_info
+
+    info = build_info()
+    native = "yes" if info["native"] else "no"
+    cuda = f"yes (CUDA {info['cuda_version']})" if info.get("cuda") else "no"
+    return f"pyskick {__version__} (native: {native}, cuda kernels: {cuda})"
+
+
+def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    if value and not ctx.resilient_parsing:
+        click.echo(_version_message())
+        ctx.exit(0)
+
+
+@click.group(
+    cls=LazyGroup,
+    lazy_subcommands=COMMANDS,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+@click.option(
+    "--version",
+    is_flag=True,
+    expose_value=False,
+    is_eager=True,
+    callback=_print_version,
+    help="Show the version and how the native kernels were built, then exit.",
+)
+@click.option("--debug", is_flag=True, help="Show full tracebacks on errors.")
+def cli(debug: bool) -> None:
+    """pyskick: sidekick policy learning for active visual exploration.
+
+    \b
+    Exit codes: 0 ok, 1 runtime failure, 2 bad usage or input.
+    """
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Run the CLI and exit with its documented exit code."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in args
+    try:
+        cli.main(args=args, prog_name="pyskick", standalone_mode=False)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except click.Abort:
+        click.echo("Aborted!", err=True)
+        sys.exit(EXIT_FAILURE)
+    except click.ClickException as exc:  # UsageError/BadParameter: 2, ClickException: 1
+        exc.show()
+        sys.exit(exc.exit_code)
+    except (ValueError, TypeError, FileNotFoundError) as exc:
+        if debug:
+            traceback.print_exc()
+        click.echo(f"Error: {exc}", err=True)
+        sys.exit(EXIT_USAGE)
+    except Exception as exc:  # a runtime failure: one line unless --debug
+        if debug:
+            traceback.print_exc()
+        click.echo(f"Error: {type(exc).__name__}: {exc}", err=True)
+        sys.exit(EXIT_FAILURE)
+    sys.exit(EXIT_OK)

@@ -1,0 +1,27 @@
+"""Kernels of pyskick: validated wrappers over the C++/CUDA ops, with pure-PyTorch twins.
+
+Every op takes ``backend="auto" | "native" | "reference"``. ``auto`` runs the native kernel
+when one was built for the tensors' device and otherwise the twin in
+:mod:`pyskick.ops._reference` (warning once). Ops are not differentiable.
+"""
+
+from __future__ import annotations
+
+from pyskick.ops._native import build_info, has_cuda, has_native
+from pyskick.ops.coverage import coverage_matrix
+from pyskick.ops.greedy import greedy_coverage
+from pyskick.ops.nms import nms_rewards
+from pyskick.ops.viewgrid import rotate_viewgrid
+
+OPS = ("rotate_viewgrid", "coverage_matrix", "greedy_coverage", "nms_rewards")
+
+__all__ = [
+    "OPS",
+    "build_info",
+    "coverage_matrix",
+    "greedy_coverage",
+    "has_cuda",
+    "has_native",
+    "nms_rewards",
+    "rotate_viewgrid",
+]

@@ -1,0 +1,129 @@
+"""Input validation and backend dispatch shared by the op wrappers.
+
+Every wrapper validates once, here, with messages that name the argument and what it got, and
+then picks a backend. Kernels trust what reaches them.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from typing import Literal
+
+import torch
+
+from pyskick.ops._native import has_cuda, native_module
+
+Backend = Literal["auto", "native", "reference"]
+BACKENDS = ("auto", "native", "reference")
+
+# Every element count and byte offset must stay far from int64 overflow in the kernels.
+MAX_NUMEL = 2**62
+
+
+def describe(t: torch.Tensor) -> str:
+    """One-line description of a tensor for error messages."""
+    return f"{t.dtype} tensor of shape {tuple(t.shape)} on {t.device}"
+
+
+def check_tensor(
+    name: str,
+    t: object,
+    *,
+    op: str,
+    dtypes: Sequence[torch.dtype],
+    ndim: int | None = None,
+) -> torch.Tensor:
+    """Check that ``t`` is a tensor of one of ``dtypes`` with ``ndim`` dimensions.
+
+    Returns:
+        ``t`` detached and made contiguous (a copy only when it was not contiguous).
+    """
+    if not isinstance(t, torch.Tensor):
+        raise TypeError(f"{op}: {name} must be a torch.Tensor, got {type(t).__name__}")
+    if t.dtype not in dtypes:
+        allowed = " or ".join(str(d) for d in dtypes)
+        raise TypeError(f"{op}: {name} must have dtype {allowed}, got {describe(t)}")
+    if ndim is not None and t.dim() != ndim:
+        raise ValueError(f"{op}: {name} must have {ndim} dimensions, got {describe(t)}")
+    if t.numel() > MAX_NUMEL:
+        raise ValueError(f"{op}: {name} has too many elements ({t.numel()})")
+    # Ops are not differentiable: inputs are read as plain data.
+    return t.detach().contiguous()
+
+
+def check_int(name: str, value: object, *, op: str, minimum: int = 0) -> int:
+    """Check that ``value`` is an integer (not a bool) of at least ``minimum``."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{op}: {name} must be an int, got {type(value).__name__} {value!r}")
+    if value < minimum:
+        raise ValueError(f"{op}: {name} must be >= {minimum}, got {value}")
+    return value
+
+
+def check_same_device(op: str, **tensors: torch.Tensor) -> torch.device:
+    """Check that all tensors share one device and return it."""
+    devices = {name: t.device for name, t in tensors.items()}
+    first = next(iter(devices.values()))
+    if any(d != first for d in devices.values()):
+        listing = ", ".join(f"{n} on {d}" for n, d in devices.items())
+        raise ValueError(f"{op}: all tensors must be on one device, got {listing}")
+    return first
+
+
+def check_finite(name: str, t: torch.Tensor, *, op: str) -> None:
+    """Reject NaN and infinite values (they would make the greedy choices meaningless)."""
+    if t.numel() and not bool(torch.isfinite(t).all()):
+        raise ValueError(f"{op}: {name} contains NaN or infinite values")
+
+
+def check_index_range(name: str, t: torch.Tensor, upper: int, *, op: str) -> None:
+    """Check that every entry of an index tensor lies in [0, upper)."""
+    if t.numel() == 0:
+        return
+    lo, hi = int(t.min()), int(t.max())
+    if lo < 0 or hi >= upper:
+        raise ValueError(f"{op}: {name} must lie in [0, {upper}), got values in [{lo}, {hi}]")
+
+
+_warned_fallback: set[str] = set()
+
+
+def use_native(op: str, backend: str, device: torch.device) -> bool:
+    """Resolve ``backend`` for ``device``: True to run the native kernel, False for the twin.
+
+    Raises:
+        ValueError: unknown backend name.
+        RuntimeError: ``backend="native"`` but no native kernel was built for ``device``.
+    """
+    if backend not in BACKENDS:
+        raise ValueError(f"{op}: backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
+    if backend == "reference":
+        return False
+    if device.type == "cpu":
+        available, missing = native_module() is not None, "the native module pyskick._C"
+    elif device.type == "cuda":
+        available, missing = has_cuda(), "CUDA kernels (rebuild with PYSKICK_WITH_CUDA=ON)"
+    else:
+        available, missing = False, f"kernels for device type {device.type!r}"
+    if available:
+        return True
+    if backend == "native":
+        raise RuntimeError(
+            f"{op}: backend='native' needs {missing}, which this build of pyskick lacks "
+            "(see `pyskick info`); use backend='reference'"
+        )
+    if device.type not in _warned_fallback:
+        _warned_fallback.add(device.type)
+        warnings.warn(
+            f"pyskick: no native kernels for {device.type} tensors ({missing} missing); "
+            "using the pure-PyTorch reference ops",
+            RuntimeWarning,
+            stacklevel=3,
+        )
+    return False
+
+
+def cuda_stream(device: torch.device) -> int:
+    """Address of the current CUDA stream of ``device``, for the kernels to launch on."""
+    return int(torch.cuda.current_stream(device).cuda_stream)

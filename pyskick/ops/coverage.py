@@ -1,0 +1,68 @@
+"""Public wrapper of ``coverage_matrix``."""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+from pyskick.ops import _reference
+from pyskick.ops._checks import (
+    MAX_NUMEL,
+    Backend,
+    check_same_device,
+    check_tensor,
+    cuda_stream,
+    use_native,
+)
+from pyskick.ops._native import native_module
+
+OP = "coverage_matrix"
+
+
+def coverage_matrix(recon: Tensor, grid: Tensor, *, backend: Backend = "auto") -> Tensor:
+    """Normalised utility ``U[b, s, t]`` of every source view s for every target view t.
+
+    For each source start view ``s = (i, j)``, its one-view reconstruction is rolled back to the
+    absolute frame, the squared error against each true target view is summed over pixels,
+    turned into ``u = 1 / (1000 * err + 1e-8)`` and min-max normalised over sources for each
+    target (paper-reference §5.4). Fused: one pass over ``recon``.
+
+    Args:
+        recon: ``[B, V, N, M, C, H, W]`` float32 with ``V = N * M``: the reconstruction from each
+            start view, in that start's frame (slot m holds absolute azimuth ``(j + m) mod M``).
+        grid: ``[B, N, M, C, H, W]`` float32, the true preprocessed grid (absolute frame).
+        backend: ``"auto"``, ``"native"`` or ``"reference"``.
+
+    Returns:
+        ``[B, V, V]`` float32 in [0, 1].
+    """
+    recon = check_tensor("recon", recon, op=OP, dtypes=(torch.float32,), ndim=7)
+    grid = check_tensor("grid", grid, op=OP, dtypes=(torch.float32,), ndim=6)
+    B, V, N, M = recon.shape[:4]
+    if V != N * M:
+        raise ValueError(
+            f"{OP}: recon must be [B, V, N, M, C, H, W] with V = N*M = {N * M} start views, "
+            f"got V={V} (shape {tuple(recon.shape)})"
+        )
+    if grid.shape != recon.shape[:1] + recon.shape[2:]:
+        raise ValueError(
+            f"{OP}: grid must have shape {(B, *recon.shape[2:])} to match recon, "
+            f"got {tuple(grid.shape)}"
+        )
+    if B * V * V > MAX_NUMEL:
+        raise ValueError(f"{OP}: output of {B}x{V}x{V} elements is too large")
+    device = check_same_device(OP, recon=recon, grid=grid)
+    if not use_native(OP, backend, device):
+        return _reference.coverage_matrix(recon, grid)
+
+    out = torch.empty(B, V, V, dtype=torch.float32, device=device)
+    if out.numel() == 0:
+        return out
+    lib = native_module()
+    args = (recon.data_ptr(), grid.data_ptr(), out.data_ptr(), B, N, M, grid[0, 0, 0].numel())
+    if device.type == "cuda":
+        with torch.cuda.device(device):
+            lib.coverage_matrix_cuda(*args, cuda_stream(device))
+    else:
+        lib.coverage_matrix_cpu(*args)
+    return out

@@ -1,0 +1,117 @@
+"""Public wrapper of ``greedy_coverage``."""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+from pyskick.ops import _reference
+from pyskick.ops._checks import (
+    Backend,
+    check_finite,
+    check_index_range,
+    check_int,
+    check_same_device,
+    check_tensor,
+    cuda_stream,
+    use_native,
+)
+from pyskick.ops._native import native_module
+
+OP = "greedy_coverage"
+
+
+def greedy_coverage(
+    coverage: Tensor,
+    starts: Tensor,
+    steps: int,
+    *,
+    n_elevations: int,
+    n_azimuths: int,
+    action_grid: tuple[int, int] = (3, 5),
+    wrap_azimuth: bool = True,
+    wrap_elevation: bool = False,
+    backend: Backend = "auto",
+) -> tuple[Tensor, Tensor]:
+    """The demonstration sidekick's greedy coverage trajectories (paper-reference §5.5).
+
+    From every start, each step takes the reachable action (``dN x dM`` neighbourhood, the
+    environment's wrap/clip rules) whose view adds most to the saturated, duplicate-free coverage
+    ``Cov(S) = sum_t min(sum_{s in unique(S)} U[s, t], 1)``. A revisited or clipped-in-place view
+    adds exactly 0; ties go to the lowest action index.
+
+    Args:
+        coverage: ``[B, V, V]`` float32 ``U[b, source, target]`` (see ``coverage_matrix``).
+        starts: ``[B, S]`` int64 start views in ``[0, V)``, ``v = n * M + m``.
+        steps: actions per trajectory (T - 1 for an episode of T glimpses).
+        n_elevations: N. n_azimuths: M. ``N * M`` must equal V.
+        action_grid: ``(dN, dM)``, positive and odd; action ``(de + dN//2) * dM + (da + dM//2)``.
+        wrap_azimuth: azimuth moves wrap around (else clip).
+        wrap_elevation: elevation moves wrap around (else clip).
+        backend: ``"auto"``, ``"native"`` or ``"reference"``.
+
+    Returns:
+        ``(actions [B, S, steps], views [B, S, steps + 1])``, both int64; ``views[..., 0]`` are
+        the starts.
+    """
+    coverage = check_tensor("coverage", coverage, op=OP, dtypes=(torch.float32,), ndim=3)
+    starts = check_tensor("starts", starts, op=OP, dtypes=(torch.int64,), ndim=2)
+    steps = check_int("steps", steps, op=OP)
+    N = check_int("n_elevations", n_elevations, op=OP, minimum=1)
+    M = check_int("n_azimuths", n_azimuths, op=OP, minimum=1)
+    if not (isinstance(action_grid, tuple | list) and len(action_grid) == 2):
+        raise TypeError(f"{OP}: action_grid must be a pair (dN, dM), got {action_grid!r}")
+    dN = check_int("action_grid[0]", action_grid[0], op=OP, minimum=1)
+    dM = check_int("action_grid[1]", action_grid[1], op=OP, minimum=1)
+    if dN % 2 == 0 or dM % 2 == 0:
+        raise ValueError(f"{OP}: action_grid must be odd in both axes, got {tuple(action_grid)}")
+    B, V = coverage.shape[:2]
+    if coverage.shape != (B, N * M, N * M):
+        raise ValueError(
+            f"{OP}: coverage must have shape [B, {N * M}, {N * M}] for a {N}x{M} grid, "
+            f"got {tuple(coverage.shape)}"
+        )
+    if starts.shape[0] != B:
+        raise ValueError(f"{OP}: starts must have shape [{B}, S], got {tuple(starts.shape)}")
+    check_index_range("starts", starts, V, op=OP)
+    check_finite("coverage", coverage, op=OP)
+    device = check_same_device(OP, coverage=coverage, starts=starts)
+    if not use_native(OP, backend, device):
+        return _reference.greedy_coverage(
+            coverage,
+            starts,
+            steps,
+            n_elevations=N,
+            n_azimuths=M,
+            action_grid=(dN, dM),
+            wrap_azimuth=bool(wrap_azimuth),
+            wrap_elevation=bool(wrap_elevation),
+        )
+
+    S = starts.shape[1]
+    actions = torch.zeros(B, S, steps, dtype=torch.int64, device=device)
+    views = torch.empty(B, S, steps + 1, dtype=torch.int64, device=device)
+    if B * S == 0:
+        return actions, views
+    lib = native_module()
+    args = (
+        coverage.data_ptr(),
+        starts.data_ptr(),
+        actions.data_ptr(),
+        views.data_ptr(),
+        B,
+        S,
+        steps,
+        N,
+        M,
+        dN,
+        dM,
+        bool(wrap_azimuth),
+        bool(wrap_elevation),
+    )
+    if device.type == "cuda":
+        with torch.cuda.device(device):
+            lib.greedy_coverage_cuda(*args, cuda_stream(device))
+    else:
+        lib.greedy_coverage_cpu(*args)
+    return actions, views

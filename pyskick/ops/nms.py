@@ -1,0 +1,58 @@
+"""Public wrapper of ``nms_rewards``."""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+from pyskick.ops import _reference
+from pyskick.ops._checks import (
+    Backend,
+    check_finite,
+    check_int,
+    check_same_device,
+    check_tensor,
+    cuda_stream,
+    use_native,
+)
+from pyskick.ops._native import native_module
+
+OP = "nms_rewards"
+
+
+def nms_rewards(scores: Tensor, k: int, radius: int, *, backend: Backend = "auto") -> Tensor:
+    """Greedy non-maximum suppression of one-view score maps (paper-reference §5.2).
+
+    ``k`` times per sample: keep the highest cell not yet suppressed (ties: lowest row-major
+    index ``n * M + m``) and suppress every cell within Chebyshev distance ``radius``; azimuth
+    wraps, elevation clips (the environment's topology).
+
+    Args:
+        scores: ``[B, N, M]`` float32, finite.
+        k: number of peaks to keep (>= 0).
+        radius: suppression radius (>= 0).
+        backend: ``"auto"``, ``"native"`` or ``"reference"``.
+
+    Returns:
+        ``[B, N, M]`` float32: the scores at the kept peaks, 0 elsewhere.
+    """
+    scores = check_tensor("scores", scores, op=OP, dtypes=(torch.float32,), ndim=3)
+    k = check_int("k", k, op=OP)
+    radius = check_int("radius", radius, op=OP)
+    check_finite("scores", scores, op=OP)
+    device = check_same_device(OP, scores=scores)
+    if not use_native(OP, backend, device):
+        return _reference.nms_rewards(scores, k, radius)
+
+    B, N, M = scores.shape
+    out = torch.empty_like(scores)
+    if out.numel() == 0:
+        return out
+    lib = native_module()
+    args = (scores.data_ptr(), out.data_ptr(), B, N, M, k, radius)
+    if device.type == "cuda":
+        with torch.cuda.device(device):
+            lib.nms_rewards_cuda(*args, cuda_stream(device))
+    else:
+        lib.nms_rewards_cpu(*args)
+    return out

@@ -1,0 +1,91 @@
+"""Public wrapper of ``rotate_viewgrid``."""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+from pyskick.ops import _reference
+from pyskick.ops._checks import (
+    Backend,
+    check_same_device,
+    check_tensor,
+    cuda_stream,
+    use_native,
+)
+from pyskick.ops._native import native_module
+
+OP = "rotate_viewgrid"
+
+
+def rotate_viewgrid(
+    grid: Tensor,
+    azimuth_shift: Tensor,
+    elevation_shift: Tensor | None = None,
+    *,
+    inverse: bool = False,
+    backend: Backend = "auto",
+) -> Tensor:
+    """Roll each sample's viewgrid along azimuth (and optionally elevation).
+
+    ``out[b, n, m] = grid[b, (n + e_b) mod N, (m + a_b) mod M]``; ``inverse=True`` rolls by the
+    negated shifts and undoes a forward roll. With ``a_b`` the start azimuth this puts a grid in
+    the start-relative frame (slot m = absolute azimuth ``a_b + m``); the inverse takes decoded
+    grids back to the absolute frame. Not differentiable.
+
+    Args:
+        grid: ``[B, N, M, C, H, W]`` uint8 or float32.
+        azimuth_shift: ``[B]`` int64; any value, taken modulo M.
+        elevation_shift: ``[B]`` int64 or None; any value, taken modulo N.
+        inverse: roll by the negated shifts.
+        backend: ``"auto"`` (native when built for the device), ``"native"`` or ``"reference"``.
+
+    Returns:
+        A new ``[B, N, M, C, H, W]`` tensor of the dtype and device of ``grid``.
+    """
+    grid = check_tensor("grid", grid, op=OP, dtypes=(torch.uint8, torch.float32), ndim=6)
+    azimuth_shift = check_tensor(
+        "azimuth_shift", azimuth_shift, op=OP, dtypes=(torch.int64,), ndim=1
+    )
+    B, N, M = grid.shape[:3]
+    if azimuth_shift.shape[0] != B:
+        raise ValueError(
+            f"{OP}: azimuth_shift must have shape [{B}] to match grid, "
+            f"got {tuple(azimuth_shift.shape)}"
+        )
+    tensors = {"grid": grid, "azimuth_shift": azimuth_shift}
+    if elevation_shift is not None:
+        elevation_shift = check_tensor(
+            "elevation_shift", elevation_shift, op=OP, dtypes=(torch.int64,), ndim=1
+        )
+        if elevation_shift.shape[0] != B:
+            raise ValueError(
+                f"{OP}: elevation_shift must have shape [{B}] to match grid, "
+                f"got {tuple(elevation_shift.shape)}"
+            )
+        tensors["elevation_shift"] = elevation_shift
+    device = check_same_device(OP, **tensors)
+    if not use_native(OP, backend, device):
+        return _reference.rotate_viewgrid(grid, azimuth_shift, elevation_shift, inverse=inverse)
+
+    out = torch.empty_like(grid)
+    if grid.numel() == 0:
+        return out
+    lib = native_module()
+    args = (
+        grid.data_ptr(),
+        out.data_ptr(),
+        B,
+        N,
+        M,
+        grid[0, 0, 0].numel() * grid.element_size(),
+        azimuth_shift.data_ptr(),
+        elevation_shift.data_ptr() if elevation_shift is not None else 0,
+        inverse,
+    )
+    if device.type == "cuda":
+        with torch.cuda.device(device):
+            lib.rotate_viewgrid_cuda(*args, cuda_stream(device))
+    else:
+        lib.rotate_viewgrid_cpu(*args)
+    return out
