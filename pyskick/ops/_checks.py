@@ -77,6 +77,15 @@ def check_finite(name: str, t: torch.Tensor, *, op: str) -> None:
         raise ValueError(f"{op}: {name} contains NaN or infinite values")
 
 
+def check_unit_range(name: str, t: torch.Tensor, *, op: str) -> None:
+    """Reject values outside [0, 1] (NaN included)."""
+    if t.numel() and not bool(((t >= 0) & (t <= 1)).all()):
+        raise ValueError(
+            f"{op}: {name} must lie in [0, 1] (as coverage_matrix returns), got "
+            f"values in [{float(t.min())}, {float(t.max())}] or NaN"
+        )
+
+
 def check_index_range(name: str, t: torch.Tensor, upper: int, *, op: str) -> None:
     """Check that every entry of an index tensor lies in [0, upper)."""
     if t.numel() == 0:

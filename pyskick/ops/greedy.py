@@ -8,11 +8,11 @@ from torch import Tensor
 from pyskick.ops import _reference
 from pyskick.ops._checks import (
     Backend,
-    check_finite,
     check_index_range,
     check_int,
     check_same_device,
     check_tensor,
+    check_unit_range,
     cuda_stream,
     use_native,
 )
@@ -41,7 +41,8 @@ def greedy_coverage(
     adds exactly 0; ties go to the lowest action index.
 
     Args:
-        coverage: ``[B, V, V]`` float32 ``U[b, source, target]`` (see ``coverage_matrix``).
+        coverage: ``[B, V, V]`` float32 ``U[b, source, target]`` in [0, 1] (see
+            ``coverage_matrix``).
         starts: ``[B, S]`` int64 start views in ``[0, V)``, ``v = n * M + m``.
         steps: actions per trajectory (T - 1 for an episode of T glimpses).
         n_elevations: N. n_azimuths: M. ``N * M`` must equal V.
@@ -74,7 +75,7 @@ def greedy_coverage(
     if starts.shape[0] != B:
         raise ValueError(f"{OP}: starts must have shape [{B}, S], got {tuple(starts.shape)}")
     check_index_range("starts", starts, V, op=OP)
-    check_finite("coverage", coverage, op=OP)
+    check_unit_range("coverage", coverage, op=OP)
     device = check_same_device(OP, coverage=coverage, starts=starts)
     if not use_native(OP, backend, device):
         return _reference.greedy_coverage(
