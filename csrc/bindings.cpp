@@ -140,10 +140,16 @@ PYBIND11_MODULE(_C, m) {
         check_pointer("greedy_coverage", "starts", starts, 1);
         check_pointer("greedy_coverage", "views", views, 1);
         check_pointer("greedy_coverage", "actions", actions, steps);
-        py::gil_scoped_release release;
-        pyskick::greedy_coverage_cpu(ptr<const float>(coverage), ptr<const int64_t>(starts),
-                                     ptr<int64_t>(actions), ptr<int64_t>(views), B, S, steps, N,
-                                     M, dN, dM, wrap_azimuth, wrap_elevation);
+        bool valid;
+        {
+          py::gil_scoped_release release;
+          valid = pyskick::greedy_coverage_cpu(ptr<const float>(coverage),
+                                               ptr<const int64_t>(starts), ptr<int64_t>(actions),
+                                               ptr<int64_t>(views), B, S, steps, N, M, dN, dM,
+                                               wrap_azimuth, wrap_elevation);
+        }
+        PYSKICK_CHECK(valid, "greedy_coverage: coverage must lie in [0, 1] (as coverage_matrix ",
+                      "returns), got values outside it or NaN");
       },
       py::arg("coverage"), py::arg("starts"), py::arg("actions"), py::arg("views"), py::arg("B"),
       py::arg("S"), py::arg("steps"), py::arg("N"), py::arg("M"), py::arg("dN"), py::arg("dM"),
@@ -158,8 +164,13 @@ PYBIND11_MODULE(_C, m) {
         if (B * N * M == 0) return;
         check_pointer("nms_rewards", "scores", scores, 1);
         check_pointer("nms_rewards", "out", out, 1);
-        py::gil_scoped_release release;
-        pyskick::nms_rewards_cpu(ptr<const float>(scores), ptr<float>(out), B, N, M, k, radius);
+        bool finite;
+        {
+          py::gil_scoped_release release;
+          finite = pyskick::nms_rewards_cpu(ptr<const float>(scores), ptr<float>(out), B, N, M, k,
+                                            radius);
+        }
+        PYSKICK_CHECK(finite, "nms_rewards: scores contains NaN or infinite values");
       },
       py::arg("scores"), py::arg("out"), py::arg("B"), py::arg("N"), py::arg("M"), py::arg("k"),
       py::arg("radius"));

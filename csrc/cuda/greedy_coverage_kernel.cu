@@ -1,6 +1,7 @@
 // CUDA kernel of greedy_coverage: one thread per (b, start) trajectory. Each thread keeps its
 // running coverage (double) and chosen-set flags in shared memory, strided by blockDim so that
-// neighbouring threads touch neighbouring banks.
+// neighbouring threads touch neighbouring banks. Gains use the same formula and summation order
+// as the CPU kernel, so both backends give identical trajectories.
 #include "common/cuda_utils.cuh"
 #include "ops/greedy_coverage.h"
 
@@ -57,11 +58,14 @@ __global__ void greedy_coverage_kernel(const float* __restrict__ coverage,
       const std::int64_t v = ne * M + na;
       double gain = 0.0;
       if (!chosen[v * T + tid]) {
+        // sum_t min(U[v, t], max(1 - cov_t, 0)) over 4 interleaved lanes, as on the CPU.
         const float* row = U + v * V;
+        double acc[4] = {0.0, 0.0, 0.0, 0.0};
         for (std::int64_t t = 0; t < V; ++t) {
-          const double c = cov[t * T + tid];
-          gain += fmin(c + static_cast<double>(row[t]), 1.0) - fmin(c, 1.0);
+          const double residual = fmax(1.0 - cov[t * T + tid], 0.0);
+          acc[t % 4] += fmin(static_cast<double>(row[t]), residual);
         }
+        gain = (acc[0] + acc[1]) + (acc[2] + acc[3]);
       }
       if (gain > best_gain) {  // strict: ties keep the lowest action index
         best_gain = gain;

@@ -93,8 +93,10 @@ def greedy_coverage(
     ``Cov(S) = sum_t min(sum_{s in unique(S)} U[s, t], 1)``; a view already in S adds exactly 0
     and ties go to the lowest action index. Gains are computed in float64.
 
+    The paper's greedy rule is the same; its tie rule (last maximum) is a documented deviation.
+
     Args:
-        coverage: ``[B, V, V]`` float32 utilities ``U[b, source, target]``, ``V = N * M``.
+        coverage: ``[B, V, V]`` float32 utilities ``U[b, source, target]`` in [0, 1], ``V = N * M``.
         starts: ``[B, S]`` int64 start views.
         steps: number of actions per trajectory.
         n_elevations: N. n_azimuths: M.
@@ -119,22 +121,22 @@ def greedy_coverage(
     actions = torch.zeros(B * S, steps, dtype=torch.int64, device=device)
     views = torch.zeros(B * S, steps + 1, dtype=torch.int64, device=device)
     views[:, 0] = current
-    saturated = covered.clamp(max=1.0)
     for k in range(steps):
+        # With U in [0, 1], Cov(S + v) - Cov(S) = sum_t min(U[v, t], what is left of target t).
+        residual = (1.0 - covered).clamp(min=0.0)
         elevation, azimuth = current // M, current % M
         candidates, gains = [], []
         for action in range(dN * dM):
             ne = _move(elevation, action // dM - dN // 2, N, wrap_elevation)
             na = _move(azimuth, action % dM - dM // 2, M, wrap_azimuth)
             view = ne * M + na
-            gain = ((covered + U[sample, view]).clamp(max=1.0) - saturated).sum(-1)
+            gain = torch.minimum(U[sample, view], residual).sum(-1)
             gains.append(torch.where(chosen[rows, view], 0.0, gain))
             candidates.append(view)
         best = torch.stack(gains, dim=1).argmax(dim=1)  # first maximum: lowest action index
         view = torch.stack(candidates, dim=1)[rows, best]
         is_new = ~chosen[rows, view]
         covered = covered + torch.where(is_new[:, None], U[sample, view], 0.0)
-        saturated = covered.clamp(max=1.0)
         chosen[rows, view] = True
         actions[:, k] = best
         views[:, k + 1] = view
