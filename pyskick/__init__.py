@@ -9,4 +9,6 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-__all__ = ["__version__"]
+from pyskick.hookspecs import hookimpl  # plugins write @pyskick.hookimpl
+
+__all__ = ["__version__", "hookimpl"]

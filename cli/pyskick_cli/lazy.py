@@ -1,4 +1,8 @@
-"""A Click group whose subcommands are imported only when used (fast ``--help``)."""
+"""A Click group whose subcommands are imported only when used (fast ``--help``).
+
+Plugin commands (hook ``pyskick_register_commands``) are added on the first listing or lookup,
+not at import time.
+"""
 
 from __future__ import annotations
 
@@ -15,11 +19,23 @@ class LazyGroup(click.Group):
     ) -> None:
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
         self.lazy_subcommands = dict(lazy_subcommands or {})
+        self._plugin_commands_added = False
+
+    def _add_plugin_commands(self) -> None:
+        if self._plugin_commands_added:
+            return
+        self._plugin_commands_added = True
+        from pyskick.plugins import get_host
+
+        get_host().pm.hook.pyskick_register_commands(cli=self)
 
     def list_commands(self, ctx: click.Context) -> list[str]:
+        self._add_plugin_commands()
         return sorted({*super().list_commands(ctx), *self.lazy_subcommands})
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.lazy_subcommands and cmd_name not in self.commands:
+            self._add_plugin_commands()
         if cmd_name in self.lazy_subcommands:
             module_name, attribute = self.lazy_subcommands[cmd_name].split(":")
             command = getattr(importlib.import_module(module_name), attribute)

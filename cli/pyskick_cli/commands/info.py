@@ -11,13 +11,16 @@ import click
 @click.command()
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of text.")
 def info(as_json: bool) -> None:
-    """Show the version, how the native kernels were built and which devices torch sees."""
+    """Show the version, the native build, the devices torch sees and the registered names."""
     import torch
 
     from pyskick import __version__
     from pyskick.ops import build_info
+    from pyskick.plugins import get_host
+    from pyskick.registry import KINDS
 
     build = build_info()
+    host = get_host()
     report = {
         "pyskick": __version__,
         "python": platform.python_version(),
@@ -25,6 +28,9 @@ def info(as_json: bool) -> None:
         "torch_cuda_available": torch.cuda.is_available(),
         "torch_threads": torch.get_num_threads(),
         "build": build,
+        "plugins": sorted(name for name, p in host.plugins.items() if not p.builtin),
+        "plugin_failures": sorted(host.failures),
+        "registered": {kind: host.registries[kind].names() for kind in KINDS},
     }
     if as_json:
         click.echo(json.dumps(report, indent=2, sort_keys=True))
@@ -44,3 +50,8 @@ def info(as_json: bool) -> None:
             click.echo("cuda kernels: not built")
     gpu = "available" if report["torch_cuda_available"] else "not available"
     click.echo(f"torch devices: cpu ({report['torch_threads']} threads), cuda {gpu}")
+    click.echo(f"plugins: {', '.join(report['plugins']) or 'none'} (see `pyskick plugins`)")
+    for name in report["plugin_failures"]:
+        click.echo(f"plugin {name}: failed to load (see `pyskick plugins`)")
+    for kind, names in report["registered"].items():
+        click.echo(f"{kind}s: {', '.join(names) or '-'}")

@@ -1,0 +1,60 @@
+"""``pyskick plugins``: installed plugins, their hooks and the names they registered."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import click
+
+
+def plugin_report(include_builtins: bool) -> dict[str, Any]:
+    """Plugins (with distribution, version, hooks, registered names) and load failures."""
+    from pyskick.plugins import get_host
+    from pyskick.registry import KINDS
+
+    host = get_host()
+    registered: dict[str, dict[str, list[str]]] = {}
+    for kind in KINDS:
+        for entry in host.registries[kind]:
+            registered.setdefault(entry.plugin, {}).setdefault(kind, []).append(entry.name)
+    plugins = []
+    for name, info in sorted(host.plugins.items()):
+        if info.builtin and not include_builtins:
+            continue
+        plugin = host.pm.get_plugin(name)
+        hooks = sorted(caller.name for caller in host.pm.get_hookcallers(plugin) or [])
+        plugins.append(
+            {
+                "name": name,
+                "distribution": info.distribution,
+                "version": info.version,
+                "builtin": info.builtin,
+                "hooks": hooks,
+                "registered": registered.get(name, {}),
+            }
+        )
+    return {"plugins": plugins, "failures": dict(sorted(host.failures.items()))}
+
+
+@click.command()
+@click.option("--all", "include_builtins", is_flag=True, help="Include pyskick's built-ins.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+def plugins(include_builtins: bool, as_json: bool) -> None:
+    """List installed plugins, their hooks and the names they registered."""
+    report = plugin_report(include_builtins)
+    if as_json:
+        click.echo(json.dumps(report, indent=2))
+        return
+    if not report["plugins"]:
+        click.echo(
+            "no plugins installed" + ("" if include_builtins else " (--all shows built-ins)")
+        )
+    for plugin in report["plugins"]:
+        origin = f"{plugin['distribution']} {plugin['version']}" if plugin["distribution"] else "?"
+        click.echo(f"{plugin['name']} ({origin}{', built-in' if plugin['builtin'] else ''})")
+        click.echo(f"  hooks: {', '.join(plugin['hooks']) or '-'}")
+        for kind, names in sorted(plugin["registered"].items()):
+            click.echo(f"  {kind}s: {', '.join(names)}")
+    for name, error in report["failures"].items():
+        click.echo(f"{name}: FAILED to load: {error}", err=True)

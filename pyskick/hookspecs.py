@@ -1,0 +1,83 @@
+"""Hook specifications of pyskick's plugin API (pluggy project name ``"pyskick"``).
+
+A plugin is a module (or object) with functions decorated by :data:`pyskick.hookimpl` and named
+after these hooks; installed distributions expose it through an entry point of group
+``"pyskick"``. Every ``pyskick_register_*`` hook is called once per plugin when the registries
+are built, and receives a ``register(name, factory, *, aliases=())`` callback:
+
+- ``name``: a short kebab-case name, the one users type (``--sidekick rew``);
+- ``factory``: a callable building the object; its docstring's first line is the summary shown
+  by ``pyskick plugins``;
+- ``aliases``: other accepted names.
+
+A name may be registered once per kind: a second registration is an error naming both plugins.
+Hooks return nothing.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Protocol
+
+import pluggy
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
+    import click
+
+hookspec = pluggy.HookspecMarker("pyskick")
+hookimpl = pluggy.HookimplMarker("pyskick")
+
+
+class Register(Protocol):
+    """The callback every registration hook receives."""
+
+    def __call__(
+        self, name: str, factory: Callable[..., Any], *, aliases: Sequence[str] = ()
+    ) -> None: ...
+
+
+@hookspec
+def pyskick_register_sidekicks(register: Register) -> None:
+    """Register sidekicks: objects that turn full observability at training time into reward
+    bonuses or demonstrations (``--sidekick NAME``).
+
+    :param register: ``register(name, factory, *, aliases=())``.
+    """
+
+
+@hookspec
+def pyskick_register_critics(register: Register) -> None:
+    """Register critics: the baseline or value of each policy-gradient step
+    (``--critic NAME``).
+
+    :param register: ``register(name, factory, *, aliases=())``.
+    """
+
+
+@hookspec
+def pyskick_register_actors(register: Register) -> None:
+    """Register actors: what picks the camera motions at training and test time
+    (``--actor NAME``).
+
+    :param register: ``register(name, factory, *, aliases=())``.
+    """
+
+
+@hookspec
+def pyskick_register_datasets(register: Register) -> None:
+    """Register datasets by name (``--dataset NAME``); the factory builds or locates the
+    dataset's HDF5 file.
+
+    :param register: ``register(name, factory, *, aliases=())``.
+    """
+
+
+@hookspec
+def pyskick_register_commands(cli: click.Group) -> None:
+    """Add subcommands to the ``pyskick`` command line.
+
+    Called once, when the CLI first lists or looks up its commands.
+
+    :param cli: the root :class:`click.Group`; use ``cli.add_command(...)`` or ``@cli.command()``.
+    """

@@ -1,0 +1,125 @@
+"""The plugin manager: built-ins and installed plugins, through the same door.
+
+Order: hook specifications; external plugins from entry points of group ``"pyskick"`` (unless
+``PYSKICK_DISABLE_PLUGIN_AUTOLOAD`` is set; ``PYSKICK_LOAD_PLUGINS=a,b`` loads only those);
+then the built-in modules of :data:`DEFAULT_PLUGINS`; then ``check_pending()``, which rejects
+hook implementations that match no specification (typos). A plugin that fails to import is
+recorded with its error and skipped, so ``pyskick --help`` and ``pyskick plugins`` still work.
+``PYSKICK_TRACE_PLUGINS=1`` prints every hook call to stderr.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import importlib.metadata
+import os
+import sys
+from dataclasses import dataclass, field
+from typing import Any
+
+import pluggy
+
+from pyskick import hookspecs
+from pyskick.registry import Registries, build_registries
+
+ENTRY_POINT_GROUP = "pyskick"
+DEFAULT_PLUGINS: tuple[str, ...] = ("pyskick.builtins.datasets",)
+
+
+@dataclass(frozen=True)
+class PluginInfo:
+    """Where a registered plugin comes from."""
+
+    name: str
+    distribution: str | None
+    version: str | None
+    builtin: bool
+
+
+@dataclass
+class PluginHost:
+    """A plugin manager with what it loaded, what failed, and its registries."""
+
+    pm: pluggy.PluginManager
+    plugins: dict[str, PluginInfo] = field(default_factory=dict)
+    failures: dict[str, str] = field(default_factory=dict)
+    _registries: Registries | None = None
+
+    @property
+    def registries(self) -> Registries:
+        """The registries, built on first use."""
+        if self._registries is None:
+            self._registries = build_registries(self.pm)
+        return self._registries
+
+
+def _env_flag(name: str) -> bool:
+    return os.environ.get(name, "").strip().lower() not in ("", "0", "false", "no")
+
+
+def _load_entry_points(host: PluginHost) -> None:
+    selected = {
+        n.strip() for n in os.environ.get("PYSKICK_LOAD_PLUGINS", "").split(",") if n.strip()
+    }
+    for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+        if selected and ep.name not in selected:
+            continue
+        dist = ep.dist
+        try:
+            plugin = ep.load()
+            host.pm.register(plugin, name=ep.name)
+        except Exception as exc:  # a broken plugin must not break the CLI
+            host.failures[ep.name] = f"{type(exc).__name__}: {exc}"
+            continue
+        host.plugins[ep.name] = PluginInfo(
+            ep.name, dist.name if dist else None, dist.version if dist else None, builtin=False
+        )
+
+
+def _trace(host: PluginHost) -> None:
+    def before(hook_name: str, hook_impls: Any, kwargs: dict[str, Any]) -> None:
+        names = [impl.plugin_name for impl in hook_impls]
+        sys.stderr.write(f"pyskick: hook {hook_name} -> {names}\n")
+
+    def after(outcome: Any, hook_name: str, hook_impls: Any, kwargs: dict[str, Any]) -> None:
+        sys.stderr.write(f"pyskick: hook {hook_name} done\n")
+
+    host.pm.add_hookcall_monitoring(before, after)
+
+
+def make_plugin_host(*, autoload: bool | None = None, builtins: bool = True) -> PluginHost:
+    """Build a fresh plugin manager (tests build their own; the CLI shares :func:`get_host`).
+
+    Args:
+        autoload: load entry-point plugins; default: unless ``PYSKICK_DISABLE_PLUGIN_AUTOLOAD``.
+        builtins: register :data:`DEFAULT_PLUGINS`.
+    """
+    pm = pluggy.PluginManager("pyskick")
+    pm.add_hookspecs(hookspecs)
+    host = PluginHost(pm)
+    if autoload is None:
+        autoload = not _env_flag("PYSKICK_DISABLE_PLUGIN_AUTOLOAD")
+    if autoload:
+        _load_entry_points(host)
+    if builtins:
+        from pyskick import __version__
+
+        for module_name in DEFAULT_PLUGINS:
+            pm.register(importlib.import_module(module_name), name=module_name)
+            host.plugins[module_name] = PluginInfo(module_name, "pyskick", __version__, True)
+    pm.check_pending()
+    if _env_flag("PYSKICK_TRACE_PLUGINS"):
+        _trace(host)
+    return host
+
+
+@functools.cache
+def get_host() -> PluginHost:
+    """The process-wide plugin host used by the CLI and the library's name lookups."""
+    return make_plugin_host()
+
+
+def get_registries() -> Registries:
+    """The registries of :func:`get_host`."""
+    return get_host().registries

@@ -1,0 +1,134 @@
+"""Named registries of sidekicks, critics, actors and datasets, filled by plugins.
+
+Every entry records which plugin registered it, so a clash names both sides and
+``pyskick plugins`` can say who provides what.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pluggy
+
+KINDS = ("sidekick", "critic", "actor", "dataset")
+HOOKS = {kind: f"pyskick_register_{kind}s" for kind in KINDS}
+
+
+class DuplicateNameError(ValueError):
+    """A name (or alias) was registered twice for the same kind."""
+
+
+class UnknownNameError(ValueError):
+    """A name that no plugin registered was asked for."""
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One registered name.
+
+    Attributes:
+        kind: ``"sidekick"``, ``"critic"``, ``"actor"`` or ``"dataset"``.
+        name: the primary name users type.
+        factory: builds the registered object.
+        plugin: the name of the plugin that registered it.
+        aliases: other accepted names.
+    """
+
+    kind: str
+    name: str
+    factory: Callable[..., Any]
+    plugin: str
+    aliases: tuple[str, ...] = ()
+
+    @property
+    def summary(self) -> str:
+        """First line of the factory's docstring."""
+        doc = (self.factory.__doc__ or "").strip()
+        return doc.splitlines()[0] if doc else ""
+
+
+@dataclass
+class Registry:
+    """Names of one kind, with their aliases."""
+
+    kind: str
+    _entries: dict[str, Entry] = field(default_factory=dict)
+    _lookup: dict[str, Entry] = field(default_factory=dict)
+
+    def register(
+        self,
+        name: str,
+        factory: Callable[..., Any],
+        *,
+        aliases: Sequence[str] = (),
+        plugin: str,
+    ) -> None:
+        """Add ``name`` (and ``aliases``) for ``factory``, registered by ``plugin``."""
+        if not isinstance(name, str) or not name or name != name.strip():
+            raise ValueError(f"plugin {plugin!r}: invalid {self.kind} name {name!r}")
+        if not callable(factory):
+            raise TypeError(f"plugin {plugin!r}: {self.kind} {name!r} factory is not callable")
+        entry = Entry(self.kind, name, factory, plugin, tuple(aliases))
+        for key in (name, *entry.aliases):
+            if key in self._lookup:
+                other = self._lookup[key].plugin
+                raise DuplicateNameError(
+                    f"{self.kind} {key!r} registered by both {other} and {plugin}"
+                )
+        self._entries[name] = entry
+        for key in (name, *entry.aliases):
+            self._lookup[key] = entry
+
+    def get(self, name: str) -> Entry:
+        """The entry for ``name`` or one of its aliases.
+
+        Raises:
+            UnknownNameError: listing the valid names.
+        """
+        try:
+            return self._lookup[name]
+        except KeyError:
+            valid = ", ".join(self.names()) or "(none registered)"
+            raise UnknownNameError(f"unknown {self.kind} {name!r}; valid names: {valid}") from None
+
+    def names(self) -> list[str]:
+        """Primary names, sorted."""
+        return sorted(self._entries)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._lookup
+
+    def __iter__(self) -> Iterator[Entry]:
+        return iter(self._entries[name] for name in self.names())
+
+
+@dataclass
+class Registries:
+    """All registries, built from one plugin manager."""
+
+    sidekick: Registry
+    critic: Registry
+    actor: Registry
+    dataset: Registry
+
+    def __getitem__(self, kind: str) -> Registry:
+        if kind not in KINDS:
+            raise KeyError(f"unknown registry kind {kind!r}; valid: {', '.join(KINDS)}")
+        return getattr(self, kind)
+
+
+def build_registries(pm: pluggy.PluginManager) -> Registries:
+    """Call every plugin's registration hooks and collect the names.
+
+    Each hook implementation is called separately so that every entry records its plugin.
+    """
+    registries = Registries(*(Registry(kind) for kind in KINDS))
+    for kind, hook_name in HOOKS.items():
+        registry = registries[kind]
+        for impl in getattr(pm.hook, hook_name).get_hookimpls():
+            plugin = pm.get_name(impl.plugin) or repr(impl.plugin)
+            impl.function(register=functools.partial(registry.register, plugin=plugin))
+    return registries

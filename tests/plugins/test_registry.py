@@ -1,0 +1,160 @@
+"""The plugin manager and registries: discovery, provenance, clashes, broken plugins."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from pyskick.plugins import DEFAULT_PLUGINS, make_plugin_host
+from pyskick.registry import DuplicateNameError, Registry, UnknownNameError
+
+MakeDist = Callable[[str, str], Path]
+
+TOY_PLUGIN = """
+import click
+import pyskick
+
+
+def toy_sidekick():
+    "A toy sidekick used by the tests."
+    return "toy"
+
+
+@pyskick.hookimpl
+def pyskick_register_sidekicks(register):
+    register("toy-sidekick", toy_sidekick, aliases=("toy",))
+
+
+@pyskick.hookimpl
+def pyskick_register_commands(cli):
+    @cli.command(name="hello-toy")
+    def hello_toy():
+        "Say hello."
+        click.echo("hello from toy")
+"""
+
+
+def test_builtins_register_through_the_hooks() -> None:
+    host = make_plugin_host(autoload=False)
+    assert set(DEFAULT_PLUGINS) <= set(host.plugins)
+    entry = host.registries.dataset.get("synthetic-scenes")
+    assert entry.plugin == "pyskick.builtins.datasets"
+    assert entry.summary.startswith("Procedural 360")
+
+
+def test_entry_point_plugin_is_discovered_with_provenance(make_dist: MakeDist) -> None:
+    make_dist("pyskick-toy", TOY_PLUGIN)
+    host = make_plugin_host()
+    assert host.plugins["pyskick-toy"].distribution == "pyskick-toy"
+    assert host.plugins["pyskick-toy"].version == "0.1"
+    entry = host.registries.sidekick.get("toy-sidekick")
+    assert entry.plugin == "pyskick-toy"
+    assert host.registries.sidekick.get("toy").name == "toy-sidekick"  # alias
+
+
+def test_autoload_can_be_disabled_and_restricted(
+    make_dist: MakeDist, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    make_dist("pyskick-toy", TOY_PLUGIN)
+    monkeypatch.setenv("PYSKICK_DISABLE_PLUGIN_AUTOLOAD", "1")
+    assert "pyskick-toy" not in make_plugin_host().plugins
+    monkeypatch.delenv("PYSKICK_DISABLE_PLUGIN_AUTOLOAD")
+    monkeypatch.setenv("PYSKICK_LOAD_PLUGINS", "something-else")
+    assert "pyskick-toy" not in make_plugin_host().plugins
+    monkeypatch.setenv("PYSKICK_LOAD_PLUGINS", "something-else, pyskick-toy")
+    assert "pyskick-toy" in make_plugin_host().plugins
+
+
+def test_duplicate_name_names_both_plugins(make_dist: MakeDist) -> None:
+    make_dist(
+        "pyskick-clash",
+        """
+        import pyskick
+
+        def scenes():
+            "Another dataset with a taken name."
+
+        @pyskick.hookimpl
+        def pyskick_register_datasets(register):
+            register("synthetic-scenes", scenes)
+        """,
+    )
+    host = make_plugin_host()
+    with pytest.raises(DuplicateNameError) as exc:
+        _ = host.registries
+    message = str(exc.value)
+    assert "pyskick-clash" in message
+    assert "pyskick.builtins.datasets" in message
+
+
+def test_unknown_name_lists_valid_names() -> None:
+    registry = Registry("critic")
+    registry.register("average", lambda: None, plugin="p")
+    registry.register("critic", lambda: None, plugin="p")
+    with pytest.raises(
+        UnknownNameError, match="unknown critic 'avg'; valid names: average, critic"
+    ):
+        registry.get("avg")
+
+
+def test_alias_clash_is_rejected() -> None:
+    registry = Registry("actor")
+    registry.register("random", lambda: None, aliases=("rnd",), plugin="a")
+    with pytest.raises(DuplicateNameError, match="actor 'rnd' registered by both a and b"):
+        registry.register("rnd", lambda: None, plugin="b")
+
+
+def test_misspelled_hook_is_rejected(make_dist: MakeDist) -> None:
+    make_dist(
+        "pyskick-typo",
+        """
+        import pyskick
+
+        @pyskick.hookimpl
+        def pyskick_register_sidekick(register):  # missing "s"
+            pass
+        """,
+    )
+    with pytest.raises(Exception, match="pyskick_register_sidekick"):
+        make_plugin_host()
+
+
+def _run_cli(site: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")]),
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "pyskick_cli", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
+
+
+def test_broken_plugin_does_not_break_the_cli(make_dist: MakeDist) -> None:
+    site = make_dist("pyskick-broken", "raise ImportError('needs a missing library')\n")
+    make_dist("pyskick-toy", TOY_PLUGIN)
+    helped = _run_cli(site, "--help")
+    assert helped.returncode == 0, helped.stderr
+    assert "hello-toy" in helped.stdout  # the working plugin's command is still there
+    listed = _run_cli(site, "plugins", "--json")
+    assert listed.returncode == 0, listed.stderr
+    report = json.loads(listed.stdout)
+    assert "needs a missing library" in report["failures"]["pyskick-broken"]
+    assert [p["name"] for p in report["plugins"]] == ["pyskick-toy"]
+    assert report["plugins"][0]["registered"] == {"sidekick": ["toy-sidekick"]}
+
+
+def test_plugin_command_runs(make_dist: MakeDist) -> None:
+    site = make_dist("pyskick-toy", TOY_PLUGIN)
+    result = _run_cli(site, "hello-toy")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "hello from toy\n"
