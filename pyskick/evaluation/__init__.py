@@ -1,0 +1,3 @@
+"""Evaluation: the paper's avg and adv metrics and their statistics."""
+
+from __future__ import annotations

@@ -1,0 +1,3 @@
+"""Training: configs, rollouts, losses, the trainer, checkpoints, logging and distribution."""
+
+from __future__ import annotations

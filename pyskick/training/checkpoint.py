@@ -1,0 +1,95 @@
+"""Atomic, weights-only-loadable checkpoints and exact RNG capture.
+
+A checkpoint is a plain dict of tensors, numbers, strings, lists and dicts, written with
+``torch.save`` to a temporary file in the destination folder and renamed over the target, so a
+crash never leaves a torn file; it always loads with ``torch.load(weights_only=True)``.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import torch
+
+FORMAT_VERSION = 1
+
+
+def save_checkpoint(path: str | os.PathLike[str], state: dict[str, Any]) -> Path:
+    """Write ``state`` atomically to ``path`` (temp file in the same folder, then rename).
+
+    Args:
+        path: destination file.
+        state: plain-typed dict; a ``format`` key with :data:`FORMAT_VERSION` is added.
+
+    Returns:
+        The destination path.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            torch.save({"format": FORMAT_VERSION, **state}, handle)
+            handle.flush()
+            os.fsync(handle.fileno())
+        Path(tmp).replace(path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def load_checkpoint(
+    path: str | os.PathLike[str], *, map_location: str | torch.device = "cpu"
+) -> dict[str, Any]:
+    """Load a checkpoint written by :func:`save_checkpoint` (``weights_only=True``).
+
+    Raises:
+        FileNotFoundError: no such file.
+        ValueError: not a pyskick checkpoint, or from a newer format.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"checkpoint {path} does not exist")
+    try:
+        state = torch.load(path, map_location=map_location, weights_only=True)
+    except Exception as exc:
+        raise ValueError(f"{path} is not a readable pyskick checkpoint ({exc})") from exc
+    if not isinstance(state, dict) or "format" not in state:
+        raise ValueError(f"{path} is not a pyskick checkpoint (no 'format' key)")
+    if state["format"] > FORMAT_VERSION:
+        raise ValueError(
+            f"{path} has checkpoint format {state['format']}; this pyskick reads up to "
+            f"{FORMAT_VERSION}: upgrade pyskick"
+        )
+    return state
+
+
+def capture_rng_state() -> dict[str, Any]:
+    """The global RNGs, as plain types. pyskick itself draws only from torch's RNGs; Python's
+    ``random`` is captured too for plugins that use it."""
+    state: dict[str, Any] = {
+        "torch": torch.get_rng_state(),
+        "python": _python_state_to_plain(random.getstate()),
+    }
+    if torch.cuda.is_available():
+        state["cuda"] = torch.cuda.get_rng_state_all()
+    return state
+
+
+def restore_rng_state(state: dict[str, Any]) -> None:
+    """Restore what :func:`capture_rng_state` captured."""
+    torch.set_rng_state(state["torch"])
+    version, internal, gauss = state["python"]
+    random.setstate((version, tuple(internal), gauss))
+    if "cuda" in state and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["cuda"])
+
+
+def _python_state_to_plain(state: tuple[Any, ...]) -> list[Any]:
+    version, internal, gauss = state
+    return [version, list(internal), gauss]

@@ -1,0 +1,79 @@
+"""Checkpoints: atomic writes, weights-only loads, exact RNG restore, clear errors."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+import torch
+
+from pyskick.training.checkpoint import (
+    FORMAT_VERSION,
+    capture_rng_state,
+    load_checkpoint,
+    restore_rng_state,
+    save_checkpoint,
+)
+
+
+def test_round_trip_with_weights_only(tmp_path: Path) -> None:
+    model = torch.nn.Linear(3, 2)
+    optim = torch.optim.Adam(model.parameters(), lr=1e-3)
+    model(torch.randn(4, 3)).sum().backward()
+    optim.step()
+    state = {
+        "model": model.state_dict(),
+        "optim": optim.state_dict(),
+        "epoch": 3,
+        "config": {"lr": 1e-3, "preset": "cpu-demo", "grid": [4, 8]},
+        "rng": capture_rng_state(),
+    }
+    path = save_checkpoint(tmp_path / "run" / "latest.pt", state)
+    raw = torch.load(path, weights_only=True)
+    assert raw["format"] == FORMAT_VERSION
+    loaded = load_checkpoint(path)
+    assert loaded["epoch"] == 3
+    assert loaded["config"]["grid"] == [4, 8]
+    restored = torch.nn.Linear(3, 2)
+    restored.load_state_dict(loaded["model"])
+    assert torch.equal(restored.weight, model.weight)
+    optim2 = torch.optim.Adam(restored.parameters(), lr=1e-3)
+    optim2.load_state_dict(loaded["optim"])
+    assert optim2.state_dict()["state"][0]["step"] == optim.state_dict()["state"][0]["step"]
+    assert [p.name for p in path.parent.iterdir()] == ["latest.pt"]  # no temp files left
+
+
+def test_rng_restore_replays_the_same_draws() -> None:
+    state = capture_rng_state()
+    first = (torch.rand(5), random.random())
+    torch.rand(7)  # move on
+    restore_rng_state(state)
+    second = (torch.rand(5), random.random())
+    assert torch.equal(first[0], second[0])
+    assert first[1] == second[1]
+
+
+def test_failed_write_leaves_the_old_checkpoint(tmp_path: Path) -> None:
+    path = save_checkpoint(tmp_path / "latest.pt", {"epoch": 1})
+    with pytest.raises(Exception, match=r"pickle|serial|lambda|Can.t"):
+        save_checkpoint(path, {"epoch": 2, "bad": lambda: None})
+    assert load_checkpoint(path)["epoch"] == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["latest.pt"]
+
+
+def test_errors_are_clear(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        load_checkpoint(tmp_path / "missing.pt")
+    junk = tmp_path / "junk.pt"
+    junk.write_bytes(b"not a checkpoint")
+    with pytest.raises(ValueError, match="not a readable pyskick checkpoint"):
+        load_checkpoint(junk)
+    foreign = tmp_path / "foreign.pt"
+    torch.save({"state_dict": {}}, foreign)
+    with pytest.raises(ValueError, match="no 'format' key"):
+        load_checkpoint(foreign)
+    future = tmp_path / "future.pt"
+    torch.save({"format": FORMAT_VERSION + 1}, future)
+    with pytest.raises(ValueError, match="upgrade pyskick"):
+        load_checkpoint(future)
