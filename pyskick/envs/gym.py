@@ -94,12 +94,15 @@ def _single_spaces(
     env: LookAroundEnv, view_shape: Sequence[int], n_elevations: int, n_azimuths: int
 ) -> tuple[spaces.Dict, spaces.Discrete]:
     """Observation and action spaces of one agent."""
-    grid = env.action_grid
-    low = [-(grid.elevation // 2), -(grid.azimuth // 2), 0]
-    high = [grid.elevation // 2, grid.azimuth // 2, n_elevations - 1]
+    # Each bound spans at least 1 so no entry is degenerate (a 1-wide action grid or a single
+    # elevation ring would give low == high, which Gymnasium warns about); values stay inside.
+    half_elev = max(env.action_grid.elevation // 2, 1)
+    half_azim = max(env.action_grid.azimuth // 2, 1)
+    low = [-half_elev, -half_azim, 0]
+    high = [half_elev, half_azim, max(n_elevations - 1, 1)]
     if env.known_azimuth:
         low.append(0)
-        high.append(n_azimuths - 1)
+        high.append(max(n_azimuths - 1, 1))
     observation_space = spaces.Dict(
         {
             # (x - mean) / 255 with x and mean in [0, 255] lies in [-1, 1].
@@ -111,6 +114,15 @@ def _single_spaces(
         }
     )
     return observation_space, spaces.Discrete(env.n_actions)
+
+
+def _check_gym_budget(T: object) -> None:
+    """A Gymnasium episode must have a step: T = 1 (one-view episodes) is batched-env only."""
+    if isinstance(T, int) and not isinstance(T, bool) and T < 2:
+        raise ValueError(
+            f"Gymnasium episodes need at least one action, so T >= 2, got {T}; "
+            "use LookAroundEnv for one-glimpse episodes"
+        )
 
 
 def _options(options: dict[str, Any] | None, allowed: set[str]) -> dict[str, Any]:
@@ -228,6 +240,7 @@ class LookAroundGymEnv(gymnasium.Env[dict[str, Any], np.int64]):
     ) -> None:
         if render_mode is not None:
             raise ValueError(f"LookAroundGymEnv has no render modes, got {render_mode!r}")
+        _check_gym_budget(T)
         source = _load_source(dataset, split, grids, channel_mean, reward_maps)
         env = LookAroundEnv(
             T,
@@ -349,6 +362,7 @@ class LookAroundVectorEnv(VectorEnv):
             raise ValueError(f"num_envs must be an int >= 1, got {num_envs!r}")
         if render_mode is not None:
             raise ValueError(f"LookAroundVectorEnv has no render modes, got {render_mode!r}")
+        _check_gym_budget(T)
         source = _load_source(dataset, split, grids, channel_mean, reward_maps)
         env = LookAroundEnv(
             T,
