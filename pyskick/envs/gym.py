@@ -90,41 +90,6 @@ def _load_source(
     return _Source(grids, mean, maps)
 
 
-def _single_spaces(
-    env: LookAroundEnv, view_shape: Sequence[int], n_elevations: int, n_azimuths: int
-) -> tuple[spaces.Dict, spaces.Discrete]:
-    """Observation and action spaces of one agent."""
-    # Each bound spans at least 1 so no entry is degenerate (a 1-wide action grid or a single
-    # elevation ring would give low == high, which Gymnasium warns about); values stay inside.
-    half_elev = max(env.action_grid.elevation // 2, 1)
-    half_azim = max(env.action_grid.azimuth // 2, 1)
-    low = [-half_elev, -half_azim, 0]
-    high = [half_elev, half_azim, max(n_elevations - 1, 1)]
-    if env.known_azimuth:
-        low.append(0)
-        high.append(max(n_azimuths - 1, 1))
-    observation_space = spaces.Dict(
-        {
-            # (x - mean) / 255 with x and mean in [0, 255] lies in [-1, 1].
-            "view": spaces.Box(-1.0, 1.0, shape=tuple(view_shape), dtype=np.float32),
-            "proprio": spaces.Box(
-                np.array(low, dtype=np.float32), np.array(high, dtype=np.float32), dtype=np.float32
-            ),
-            "time": spaces.Discrete(env.T),
-        }
-    )
-    return observation_space, spaces.Discrete(env.n_actions)
-
-
-def _check_gym_budget(T: object) -> None:
-    """A Gymnasium episode must have a step: T = 1 (one-view episodes) is batched-env only."""
-    if isinstance(T, int) and not isinstance(T, bool) and T < 2:
-        raise ValueError(
-            f"Gymnasium episodes need at least one action, so T >= 2, got {T}; "
-            "use LookAroundEnv for one-glimpse episodes"
-        )
-
-
 def _options(options: dict[str, Any] | None, allowed: set[str]) -> dict[str, Any]:
     options = dict(options or {})
     unknown = set(options) - allowed
@@ -156,6 +121,44 @@ class _Episodes:
         self.device = device
         self.indices = np.zeros(0, dtype=np.int64)
         self.starts = np.zeros(0, dtype=np.int64)
+
+    @classmethod
+    def build(
+        cls, source: _Source, device: torch.device | str, T: int, **settings: Any
+    ) -> _Episodes:
+        """A batched env with ``settings`` and the source's channel mean, for Gymnasium (T >= 2)."""
+        if isinstance(T, int) and not isinstance(T, bool) and T < 2:
+            raise ValueError(
+                f"Gymnasium episodes need at least one action, so T >= 2, got {T}; "
+                "use LookAroundEnv for one-glimpse episodes"
+            )
+        env = LookAroundEnv(T, channel_mean=source.channel_mean, **settings)
+        return cls(source, env, torch.device(device))
+
+    def spaces(self) -> tuple[spaces.Dict, spaces.Discrete]:
+        """Observation and action spaces of one agent."""
+        N, M = self.source.grids.shape[1:3]
+        grid, known_azimuth = self.env.action_grid, self.env.known_azimuth
+        # Each bound spans at least 1 so no entry is degenerate (a 1-wide action grid or a single
+        # elevation ring would give low == high, which Gymnasium warns about); values stay inside.
+        half_elev, half_azim = max(grid.elevation // 2, 1), max(grid.azimuth // 2, 1)
+        low = [-half_elev, -half_azim, 0] + ([0] if known_azimuth else [])
+        high = [half_elev, half_azim, max(N - 1, 1)] + ([max(M - 1, 1)] if known_azimuth else [])
+        observation_space = spaces.Dict(
+            {
+                # (x - mean) / 255 with x and mean in [0, 255] lies in [-1, 1].
+                "view": spaces.Box(
+                    -1.0, 1.0, shape=tuple(self.source.grids.shape[3:]), dtype=np.float32
+                ),
+                "proprio": spaces.Box(
+                    np.array(low, dtype=np.float32),
+                    np.array(high, dtype=np.float32),
+                    dtype=np.float32,
+                ),
+                "time": spaces.Discrete(self.env.T),
+            }
+        )
+        return observation_space, spaces.Discrete(self.env.n_actions)
 
     def reset(self, rng: np.random.Generator, count: int, options: dict[str, Any]) -> Observation:
         n, N, M = self.source.grids.shape[:3]
@@ -240,22 +243,17 @@ class LookAroundGymEnv(gymnasium.Env[dict[str, Any], np.int64]):
     ) -> None:
         if render_mode is not None:
             raise ValueError(f"LookAroundGymEnv has no render modes, got {render_mode!r}")
-        _check_gym_budget(T)
-        source = _load_source(dataset, split, grids, channel_mean, reward_maps)
-        env = LookAroundEnv(
+        self._episodes = _Episodes.build(
+            _load_source(dataset, split, grids, channel_mean, reward_maps),
+            "cpu",
             T,
             action_grid=action_grid,
             wrap_azimuth=wrap_azimuth,
             wrap_elevation=wrap_elevation,
             known_azimuth=known_azimuth,
             reward_radius=reward_radius,
-            channel_mean=source.channel_mean,
         )
-        self._episodes = _Episodes(source, env, torch.device("cpu"))
-        N, M = source.grids.shape[1:3]
-        self.observation_space, self.action_space = _single_spaces(
-            env, source.grids.shape[3:], N, M
-        )
+        self.observation_space, self.action_space = self._episodes.spaces()
         if seed is not None:
             self._np_random, self._np_random_seed = seeding.np_random(seed)
 
@@ -362,23 +360,18 @@ class LookAroundVectorEnv(VectorEnv):
             raise ValueError(f"num_envs must be an int >= 1, got {num_envs!r}")
         if render_mode is not None:
             raise ValueError(f"LookAroundVectorEnv has no render modes, got {render_mode!r}")
-        _check_gym_budget(T)
-        source = _load_source(dataset, split, grids, channel_mean, reward_maps)
-        env = LookAroundEnv(
+        self._episodes = _Episodes.build(
+            _load_source(dataset, split, grids, channel_mean, reward_maps),
+            device,
             T,
             action_grid=action_grid,
             wrap_azimuth=wrap_azimuth,
             wrap_elevation=wrap_elevation,
             known_azimuth=known_azimuth,
             reward_radius=reward_radius,
-            channel_mean=source.channel_mean,
         )
-        self._episodes = _Episodes(source, env, torch.device(device))
         self.num_envs = num_envs
-        N, M = source.grids.shape[1:3]
-        self.single_observation_space, self.single_action_space = _single_spaces(
-            env, source.grids.shape[3:], N, M
-        )
+        self.single_observation_space, self.single_action_space = self._episodes.spaces()
         self.observation_space = batch_space(self.single_observation_space, num_envs)
         self.action_space = batch_space(self.single_action_space, num_envs)
         if seed is not None:

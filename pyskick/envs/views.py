@@ -46,7 +46,9 @@ def normalize_views(views: Tensor, channel_mean: Tensor) -> Tensor:
     Returns:
         ``[..., C, H, W]`` float32.
     """
-    return (views.to(torch.float32) - channel_mean[:, None, None]) / 255.0
+    # One converted copy, then in place: the float32 grid is the largest tensor of an episode.
+    out = views.to(torch.float32, copy=True)
+    return out.sub_(channel_mean[:, None, None]).div_(255.0)
 
 
 def denormalize_views(views: Tensor, channel_mean: Tensor) -> Tensor:
