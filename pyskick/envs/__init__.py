@@ -1,0 +1,41 @@
+"""Environments: the batched look-around task and its Gymnasium interfaces.
+
+Importing this package registers the Gymnasium id ``"pyskick/LookAround-v0"`` (entry points are
+strings, so :mod:`pyskick.envs.gym` and the data module load only when an env is made)::
+
+    import gymnasium
+    import pyskick.envs
+
+    env = gymnasium.make("pyskick/LookAround-v0", dataset="synthetic-scenes")
+    envs = gymnasium.make_vec("pyskick/LookAround-v0", num_envs=32, dataset="synthetic-scenes")
+"""
+
+from __future__ import annotations
+
+import gymnasium
+
+from pyskick.envs.actions import ActionGrid
+from pyskick.envs.lookaround import LookAroundEnv, Observation, Step
+from pyskick.envs.topology import neighbourhood
+from pyskick.envs.views import denormalize_views, normalize_views
+
+GYM_ID = "pyskick/LookAround-v0"
+
+# Registering an existing id warns; the guard keeps re-imports (importlib reloads, tests) quiet.
+if GYM_ID not in gymnasium.registry:
+    gymnasium.register(
+        GYM_ID,
+        entry_point="pyskick.envs.gym:LookAroundGymEnv",
+        vector_entry_point="pyskick.envs.gym:LookAroundVectorEnv",
+    )
+
+__all__ = [
+    "GYM_ID",
+    "ActionGrid",
+    "LookAroundEnv",
+    "Observation",
+    "Step",
+    "denormalize_views",
+    "neighbourhood",
+    "normalize_views",
+]

@@ -1,0 +1,435 @@
+"""Gymnasium interfaces to the look-around environment.
+
+- :class:`LookAroundGymEnv`: one agent, one viewgrid per episode, numpy observations; passes
+  ``gymnasium.utils.env_checker.check_env``. Registered as ``"pyskick/LookAround-v0"``.
+- :class:`LookAroundVectorEnv`: a native ``gymnasium.vector.VectorEnv`` over the batched
+  :class:`~pyskick.envs.lookaround.LookAroundEnv` (``gymnasium.make_vec`` of the same id).
+
+Viewgrids come from a dataset (a registered name or an ``.h5`` path, read through
+:mod:`pyskick.data`) or from a ``grids`` tensor ``[n, N, M, C, H, W]``. Full observability (the
+whole normalised grid and the reconstruction target) is given only in ``info``, under
+``"full_viewgrid"`` and ``"target"``, for sidekicks and asymmetric critics; a policy that reads
+only the observation cannot see it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import gymnasium
+import numpy as np
+import torch
+from gymnasium import spaces
+from gymnasium.utils import seeding
+from gymnasium.vector import AutoresetMode, VectorEnv
+from gymnasium.vector.utils import batch_space
+from torch import Tensor
+
+from pyskick.envs.actions import ActionGrid
+from pyskick.envs.lookaround import LookAroundEnv, Observation
+from pyskick.envs.views import parse_channel_mean
+
+
+@dataclass(frozen=True)
+class _Source:
+    """The viewgrids episodes are drawn from, on the CPU."""
+
+    grids: Tensor  # [n, N, M, C, H, W] uint8 or float32, 0–255 scale
+    channel_mean: Tensor | None  # [C] float32
+    reward_maps: Tensor | None  # [n, N, M] float32
+
+
+def _load_source(
+    dataset: str | Path | None,
+    split: str,
+    grids: Tensor | np.ndarray | None,
+    channel_mean: Sequence[float] | Tensor | None,
+    reward_maps: Tensor | np.ndarray | None,
+) -> _Source:
+    """Resolve the dataset or validate the given grids, and the optional reward maps."""
+    if grids is not None and dataset is not None:
+        raise ValueError("give either dataset or grids, not both")
+    if grids is None:
+        # pyskick.data reads HDF5: imported only when a dataset is actually used.
+        from pyskick.data import ViewgridFile, resolve_dataset
+
+        viewgrid_file = ViewgridFile(resolve_dataset(dataset or "synthetic-scenes"))
+        grids = viewgrid_file.split(split).load()
+        if channel_mean is None:
+            channel_mean = viewgrid_file.spec.channel_mean
+    grids = torch.as_tensor(grids).detach().cpu()
+    if grids.dtype not in (torch.uint8, torch.float32):
+        raise TypeError(f"grids must be uint8 or float32 (0–255 scale), got {grids.dtype}")
+    if grids.dim() != 6 or 0 in grids.shape:
+        raise ValueError(
+            f"grids must have shape [n, N, M, C, H, W] with no empty axis, got {list(grids.shape)}"
+        )
+    if grids.dtype == torch.float32 and not bool(((grids >= 0) & (grids <= 255)).all()):
+        raise ValueError("float32 grids must hold raw intensities in [0, 255] (NaN not allowed)")
+    mean = None if channel_mean is None else parse_channel_mean(channel_mean)
+    if mean is not None and mean.numel() != grids.shape[3]:
+        raise ValueError(
+            f"the grids have {grids.shape[3]} channels but channel_mean has {mean.numel()} values"
+        )
+    maps = None
+    if reward_maps is not None:
+        maps = torch.as_tensor(reward_maps).detach().cpu()
+        if not maps.is_floating_point():
+            raise TypeError(f"reward_maps must be a floating array, got {maps.dtype}")
+        maps = maps.to(torch.float32)
+        if maps.shape != grids.shape[:3]:
+            raise ValueError(
+                f"reward_maps must have shape {list(grids.shape[:3])} (one [N, M] map per "
+                f"viewgrid), got {list(maps.shape)}"
+            )
+        if not bool(torch.isfinite(maps).all()):
+            raise ValueError("reward_maps contains NaN or infinite values")
+    return _Source(grids, mean, maps)
+
+
+def _options(options: dict[str, Any] | None, allowed: set[str]) -> dict[str, Any]:
+    options = dict(options or {})
+    unknown = set(options) - allowed
+    if unknown:
+        raise ValueError(f"unknown reset options {sorted(unknown)}; allowed: {sorted(allowed)}")
+    return options
+
+
+def _as_indices(name: str, value: object, count: int, upper: int) -> np.ndarray:
+    """Validate ``count`` integer indices in ``[0, upper)`` (a scalar is broadcast)."""
+    array = np.asarray(value)
+    if array.dtype == np.bool_ or not np.issubdtype(array.dtype, np.integer):
+        raise ValueError(f"options[{name!r}] must be integers, got {value!r}")
+    if array.ndim == 0:
+        array = np.full(count, array)
+    if array.shape != (count,):
+        raise ValueError(f"options[{name!r}] must have shape ({count},), got {array.shape}")
+    if array.size and (array.min() < 0 or array.max() >= upper):
+        raise ValueError(f"options[{name!r}] must lie in [0, {upper}), got {array.tolist()}")
+    return array.astype(np.int64)
+
+
+class _Episodes:
+    """Draws viewgrids and starts from a source and runs them in a batched env."""
+
+    def __init__(self, source: _Source, env: LookAroundEnv, device: torch.device) -> None:
+        self.source = source
+        self.env = env
+        self.device = device
+        self.indices = np.zeros(0, dtype=np.int64)
+        self.starts = np.zeros(0, dtype=np.int64)
+
+    @classmethod
+    def build(
+        cls, source: _Source, device: torch.device | str, T: int, **settings: Any
+    ) -> _Episodes:
+        """A batched env with ``settings`` and the source's channel mean, for Gymnasium (T >= 2)."""
+        if isinstance(T, int) and not isinstance(T, bool) and T < 2:
+            raise ValueError(
+                f"Gymnasium episodes need at least one action, so T >= 2, got {T}; "
+                "use LookAroundEnv for one-glimpse episodes"
+            )
+        env = LookAroundEnv(T, channel_mean=source.channel_mean, **settings)
+        return cls(source, env, torch.device(device))
+
+    def spaces(self) -> tuple[spaces.Dict, spaces.Discrete]:
+        """Observation and action spaces of one agent."""
+        N, M = self.source.grids.shape[1:3]
+        grid, known_azimuth = self.env.action_grid, self.env.known_azimuth
+        # Each bound spans at least 1 so no entry is degenerate (a 1-wide action grid or a single
+        # elevation ring would give low == high, which Gymnasium warns about); values stay inside.
+        half_elev, half_azim = max(grid.elevation // 2, 1), max(grid.azimuth // 2, 1)
+        low = [-half_elev, -half_azim, 0] + ([0] if known_azimuth else [])
+        high = [half_elev, half_azim, max(N - 1, 1)] + ([max(M - 1, 1)] if known_azimuth else [])
+        observation_space = spaces.Dict(
+            {
+                # (x - mean) / 255 with x and mean in [0, 255] lies in [-1, 1].
+                "view": spaces.Box(
+                    -1.0, 1.0, shape=tuple(self.source.grids.shape[3:]), dtype=np.float32
+                ),
+                "proprio": spaces.Box(
+                    np.array(low, dtype=np.float32),
+                    np.array(high, dtype=np.float32),
+                    dtype=np.float32,
+                ),
+                "time": spaces.Discrete(self.env.T),
+            }
+        )
+        return observation_space, spaces.Discrete(self.env.n_actions)
+
+    def reset(self, rng: np.random.Generator, count: int, options: dict[str, Any]) -> Observation:
+        n, N, M = self.source.grids.shape[:3]
+        # Draw both, always in the same order, so given options do not shift the random stream.
+        indices = rng.integers(n, size=count)
+        starts = rng.integers(N * M, size=count)
+        if "index" in options:
+            indices = _as_indices("index", options["index"], count, n)
+        if "start" in options:
+            starts = _as_indices("start", options["start"], count, N * M)
+        self.indices, self.starts = indices.astype(np.int64), starts.astype(np.int64)
+        rows = torch.from_numpy(self.indices)
+        maps = self.source.reward_maps
+        return self.env.reset(
+            self.source.grids[rows].to(self.device),
+            starts=torch.from_numpy(self.starts).to(self.device),
+            reward_maps=None if maps is None else maps[rows].to(self.device),
+        )
+
+    def info(self) -> dict[str, np.ndarray]:
+        """Per-agent info arrays (fresh copies: users may keep them)."""
+        return {
+            "index": self.indices.copy(),
+            "start": self.starts.copy(),
+            "position": self.env.positions.cpu().numpy().copy(),
+            "full_viewgrid": self.env.grid.cpu().numpy().copy(),
+            "target": self.env.target.cpu().numpy().copy(),
+        }
+
+
+def _numpy_observation(obs: Observation) -> dict[str, np.ndarray]:
+    return {
+        "view": obs.view.cpu().numpy().copy(),
+        "proprio": obs.proprio.cpu().numpy().copy(),
+        "time": np.full(obs.view.shape[0], obs.time, dtype=np.int64),
+    }
+
+
+class LookAroundGymEnv(gymnasium.Env[dict[str, Any], np.int64]):
+    """One look-around agent as a Gymnasium environment.
+
+    Observation ``{"view": float32 (C, H, W), "proprio": float32 (P,), "time": int}``; action
+    ``Discrete(dN * dM)``; reward = the raw intrinsic reward of the view reached (0 without
+    reward maps); ``terminated=True`` at the ``T``-th glimpse, ``truncated`` always False.
+    ``info`` holds ``index`` (viewgrid row), ``start``, ``position`` (view indices) and the
+    privileged ``full_viewgrid`` ``(N, M, C, H, W)`` and ``target`` (start-relative frame unless
+    ``known_azimuth``), both normalised float32.
+
+    Args:
+        dataset: a registered dataset name or an ``.h5`` path (resolved by
+            :func:`pyskick.data.resolve_dataset`); None with no ``grids`` means
+            ``"synthetic-scenes"``.
+        split: the dataset split to draw viewgrids from.
+        T: glimpses per episode.
+        seed: seeds ``np_random`` now; ``reset(seed=...)`` reseeds it.
+        grids: ``[n, N, M, C, H, W]`` uint8 or float32 (0–255) viewgrids instead of a dataset.
+        channel_mean: per-channel mean (0–255 scale); None takes the dataset's, or 0 for grids.
+        reward_maps: ``[n, N, M]`` sidekick reward maps, one per viewgrid.
+        action_grid, wrap_azimuth, wrap_elevation, known_azimuth, reward_radius: as for
+            :class:`~pyskick.envs.lookaround.LookAroundEnv`.
+        render_mode: must be None (nothing to render).
+    """
+
+    metadata: dict[str, Any] = {"render_modes": []}  # noqa: RUF012 (Gymnasium's class attribute)
+
+    def __init__(
+        self,
+        dataset: str | Path | None = None,
+        split: str = "train",
+        T: int = 4,
+        seed: int | None = None,
+        *,
+        grids: Tensor | np.ndarray | None = None,
+        channel_mean: Sequence[float] | Tensor | None = None,
+        reward_maps: Tensor | np.ndarray | None = None,
+        action_grid: ActionGrid | tuple[int, int] = (3, 5),
+        wrap_azimuth: bool = True,
+        wrap_elevation: bool = False,
+        known_azimuth: bool = False,
+        reward_radius: int = 1,
+        render_mode: str | None = None,
+    ) -> None:
+        if render_mode is not None:
+            raise ValueError(f"LookAroundGymEnv has no render modes, got {render_mode!r}")
+        self._episodes = _Episodes.build(
+            _load_source(dataset, split, grids, channel_mean, reward_maps),
+            "cpu",
+            T,
+            action_grid=action_grid,
+            wrap_azimuth=wrap_azimuth,
+            wrap_elevation=wrap_elevation,
+            known_azimuth=known_azimuth,
+            reward_radius=reward_radius,
+        )
+        self.observation_space, self.action_space = self._episodes.spaces()
+        if seed is not None:
+            self._np_random, self._np_random_seed = seeding.np_random(seed)
+
+    @property
+    def batched(self) -> LookAroundEnv:
+        """The underlying batched environment (batch of one)."""
+        return self._episodes.env
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        """Start an episode on a random viewgrid from a random start view.
+
+        Args:
+            seed: reseeds ``np_random``.
+            options: ``{"index": i}`` picks viewgrid row i, ``{"start": v}`` the start view
+                ``v = n * M + m``.
+        """
+        super().reset(seed=seed)
+        obs = self._episodes.reset(self.np_random, 1, _options(options, {"index", "start"}))
+        return self._observation(obs), self._info()
+
+    def step(
+        self, action: int | np.integer
+    ) -> tuple[dict[str, Any], float, bool, bool, dict[str, Any]]:
+        """Take one camera move; raises RuntimeError once the episode has terminated."""
+        if isinstance(action, np.ndarray) and action.shape == ():
+            action = action.item()
+        if isinstance(action, bool | np.bool_) or not isinstance(action, int | np.integer):
+            raise ValueError(f"action must be an int in [0, {self.action_space.n}), got {action!r}")
+        if not 0 <= int(action) < self.action_space.n:
+            raise ValueError(f"action must lie in [0, {self.action_space.n}), got {int(action)}")
+        step = self._episodes.env.step(torch.tensor([int(action)]))
+        return (
+            self._observation(step.observation),
+            float(step.reward[0]),
+            step.done,
+            False,
+            self._info(),
+        )
+
+    def _observation(self, obs: Observation) -> dict[str, Any]:
+        batch = _numpy_observation(obs)
+        return {
+            "view": batch["view"][0],
+            "proprio": batch["proprio"][0],
+            "time": np.int64(obs.time),
+        }
+
+    def _info(self) -> dict[str, Any]:
+        return {
+            key: value[0] if key in ("full_viewgrid", "target") else int(value[0])
+            for key, value in self._episodes.info().items()
+        }
+
+
+class LookAroundVectorEnv(VectorEnv):
+    """``num_envs`` look-around agents stepped together by one batched environment.
+
+    Every episode lasts exactly ``T`` glimpses and all sub-environments start together, so they
+    all terminate on the same step. Autoreset is **disabled**
+    (``metadata["autoreset_mode"] == AutoresetMode.DISABLED``): after ``terminations.all()``
+    call :meth:`reset`; stepping a finished batch raises RuntimeError. Partial resets
+    (``options["reset_mask"]`` not all True) are refused, since they would break the shared
+    clock.
+
+    Observations are the batched single-agent ones (``view [num_envs, C, H, W]``,
+    ``proprio [num_envs, P]``, ``time [num_envs]``); rewards float32 ``[num_envs]``; ``info``
+    holds ``index``, ``start``, ``position``, ``full_viewgrid [num_envs, N, M, C, H, W]`` and
+    ``target`` with Gymnasium's ``_key`` masks. For torch training loops use
+    :class:`~pyskick.envs.lookaround.LookAroundEnv` directly (no numpy round trip).
+
+    Args:
+        num_envs: number of agents (the batch size).
+        device: where the batched environment runs (numpy results are copied back).
+        Others: as for :class:`LookAroundGymEnv`.
+    """
+
+    metadata: dict[str, Any] = {  # noqa: RUF012 (Gymnasium's class attribute)
+        "autoreset_mode": AutoresetMode.DISABLED,
+        "render_modes": [],
+    }
+
+    def __init__(
+        self,
+        num_envs: int = 1,
+        dataset: str | Path | None = None,
+        split: str = "train",
+        T: int = 4,
+        seed: int | None = None,
+        *,
+        grids: Tensor | np.ndarray | None = None,
+        channel_mean: Sequence[float] | Tensor | None = None,
+        reward_maps: Tensor | np.ndarray | None = None,
+        action_grid: ActionGrid | tuple[int, int] = (3, 5),
+        wrap_azimuth: bool = True,
+        wrap_elevation: bool = False,
+        known_azimuth: bool = False,
+        reward_radius: int = 1,
+        device: torch.device | str = "cpu",
+        render_mode: str | None = None,
+    ) -> None:
+        if isinstance(num_envs, bool) or not isinstance(num_envs, int) or num_envs < 1:
+            raise ValueError(f"num_envs must be an int >= 1, got {num_envs!r}")
+        if render_mode is not None:
+            raise ValueError(f"LookAroundVectorEnv has no render modes, got {render_mode!r}")
+        self._episodes = _Episodes.build(
+            _load_source(dataset, split, grids, channel_mean, reward_maps),
+            device,
+            T,
+            action_grid=action_grid,
+            wrap_azimuth=wrap_azimuth,
+            wrap_elevation=wrap_elevation,
+            known_azimuth=known_azimuth,
+            reward_radius=reward_radius,
+        )
+        self.num_envs = num_envs
+        self.single_observation_space, self.single_action_space = self._episodes.spaces()
+        self.observation_space = batch_space(self.single_observation_space, num_envs)
+        self.action_space = batch_space(self.single_action_space, num_envs)
+        if seed is not None:
+            self._np_random, self._np_random_seed = seeding.np_random(seed)
+
+    @property
+    def batched(self) -> LookAroundEnv:
+        """The underlying batched environment (batch of ``num_envs``)."""
+        return self._episodes.env
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+        """Start ``num_envs`` episodes.
+
+        Args:
+            seed: reseeds ``np_random``.
+            options: ``"index"`` / ``"start"``: an int or ``[num_envs]`` ints choosing the
+                viewgrid rows / start views; ``"reset_mask"``: accepted only when all True.
+        """
+        super().reset(seed=seed)
+        options = _options(options, {"index", "start", "reset_mask"})
+        if "reset_mask" in options:
+            mask = np.asarray(options.pop("reset_mask"))
+            if mask.shape != (self.num_envs,) or mask.dtype != np.bool_ or not mask.all():
+                raise ValueError(
+                    "LookAroundVectorEnv resets all sub-environments together: reset_mask "
+                    f"must be {self.num_envs} True values, got {mask.tolist()}"
+                )
+        obs = self._episodes.reset(self.np_random, self.num_envs, options)
+        return _numpy_observation(obs), self._info()
+
+    def step(
+        self, actions: np.ndarray
+    ) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+        """Move every agent; raises RuntimeError once the batch has terminated."""
+        array = np.asarray(actions)
+        if array.dtype == np.bool_ or not np.issubdtype(array.dtype, np.integer):
+            raise ValueError(f"actions must be integers, got dtype {array.dtype}")
+        if array.shape != (self.num_envs,):
+            raise ValueError(f"actions must have shape ({self.num_envs},), got {array.shape}")
+        step = self._episodes.env.step(
+            torch.from_numpy(array.astype(np.int64)).to(self._episodes.device)
+        )
+        terminations = np.full(self.num_envs, step.done)
+        truncations = np.zeros(self.num_envs, dtype=np.bool_)
+        rewards = step.reward.cpu().numpy().copy()
+        return (
+            _numpy_observation(step.observation),
+            rewards,
+            terminations,
+            truncations,
+            self._info(),
+        )
+
+    def _info(self) -> dict[str, Any]:
+        info: dict[str, Any] = {}
+        for key, value in self._episodes.info().items():
+            info[key] = value
+            info[f"_{key}"] = np.ones(self.num_envs, dtype=np.bool_)
+        return info
