@@ -175,6 +175,8 @@ class ModelConfig:
             ValueError: on a key that is not a field, or on a value the config rejects.
             TypeError: on a value of the wrong type.
         """
+        if not isinstance(data, Mapping):
+            raise TypeError(f"ModelConfig.from_dict needs a mapping, got {type(data).__name__}")
         names = [f.name for f in dataclasses.fields(cls)]
         unknown = sorted(set(data) - set(names))
         if unknown:

@@ -50,9 +50,9 @@ class CompletionPolicy(nn.Module):
     viewgrid from the L1-normalised hidden state h (``decode``) and scores the next motion from
     h and side inputs (``act``). Only h feeds the heads, never the cell state.
 
-    Submodule names and layer indices are the authors', so a state dict of the same config
-    loads with ``strict=True`` whatever the episode length it was trained at (one-view T=1 or
-    T=4), and the authors' own checkpoints load too. Critics are separate modules
+    The class is the same at every episode length, so a one-view (T=1) state dict loads into
+    the T=4 model with ``strict=True``; submodule names, layer indices and parameter shapes are
+    those of the authors' ``Policy``. Critics are separate modules
     (:mod:`pyskick.models.critics`). Weights are initialised with ``config.init`` everywhere
     except ``sense_pro``, which keeps PyTorch's default init as in the authors' code.
 

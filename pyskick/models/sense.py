@@ -12,8 +12,8 @@ class ImageEncoder(nn.Sequential):
 
     Conv5 -> MaxPool3/2 -> ReLU -> Conv5 -> ReLU -> AvgPool3/2 -> Conv5 -> ReLU -> AvgPool3/2
     -> flatten -> Linear -> ReLU. Block 1 pools before its ReLU, blocks 2 and 3 after, as in the
-    authors' code. Layer indices match theirs (the flatten sits at index 9), so their
-    ``sense_im.*`` weights load unchanged.
+    authors' code. Layer indices match theirs (the flatten sits at index 9), so state-dict
+    keys are the same (``sense_im.10.weight`` is the Linear).
 
     Input ``[B, C, H, W]`` float; output ``[B, sense_size]``.
     """

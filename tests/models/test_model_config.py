@@ -83,6 +83,8 @@ def test_from_dict_rejects_unknown_keys_and_fills_defaults() -> None:
     with pytest.raises(ValueError, match="unknown keys hiden_size"):
         ModelConfig.from_dict({"hiden_size": 3})
     assert ModelConfig.from_dict({"channels": 1}) == ModelConfig(channels=1)
+    with pytest.raises(TypeError, match="needs a mapping, got list"):
+        ModelConfig.from_dict([("channels", 1)])  # type: ignore[arg-type]
 
 
 @settings(max_examples=50, deadline=None)
