@@ -1,0 +1,177 @@
+"""Learned critics (value heads) of the completion agent (paper-reference §3.7).
+
+Both predict the value of a step, ``[B]``, from the policy's hidden state h and side inputs.
+They are separate modules from :class:`~pyskick.models.CompletionPolicy`, initialised with the
+config's scheme like the authors' ``critic`` and ``critic_fuse``; inside each critic the
+submodule names are the authors' (``critic``, ``critic_fuse``).
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+
+from pyskick.models.act import head_layers
+from pyskick.models.config import ModelConfig
+from pyskick.models.init import init_weights_
+from pyskick.models.inputs import (
+    ELEVATION_COLUMN,
+    act_input,
+    azimuth_column,
+    check_float_tensor,
+    time_column,
+)
+
+
+class PartialObservabilityCritic(nn.Module):
+    """Value from the act head's own input (ours(rew)+ac, ours(demo)+ac).
+
+    act input (260 for the paper) -> Linear -> ReLU -> Linear -> ReLU -> BatchNorm1d -> Linear
+    -> 1.
+
+    Args:
+        config: the policy's model config.
+    """
+
+    def __init__(self, config: ModelConfig) -> None:
+        super().__init__()
+        self.config = config
+        self.critic = nn.Sequential(*head_layers(config.act_input_size, config.act_size, 1))
+        init_weights_(self.critic, config.init)
+
+    def forward(
+        self,
+        hidden: Tensor,
+        proprio: Tensor,
+        time: int | Tensor,
+        *,
+        azimuth: Tensor | None = None,
+    ) -> Tensor:
+        """Value ``[B]`` of each sample's current step.
+
+        Args:
+            hidden: ``[B, hidden_size]`` policy hidden state h.
+            proprio: ``[B, P]`` proprioception, as given to the policy.
+            time: step index t, an int or ``[B]``.
+            azimuth: ``[B]`` absolute azimuth; needed only when ``act_on_azimuth`` and not
+                ``known_azimuth``.
+        """
+        return self.critic(act_input(self.config, hidden, proprio, time, azimuth)).squeeze(1)
+
+
+class GroupViews(nn.Module):
+    """Regroups per-view rows ``[B * V, F]`` into one row per grid ``[B, V * F]``."""
+
+    def __init__(self, n_views: int) -> None:
+        super().__init__()
+        self.n_views = n_views
+
+    def forward(self, x: Tensor) -> Tensor:
+        """``[B * V, F]`` -> ``[B, V * F]``, views in order v = n * M + m."""
+        return x.reshape(-1, self.n_views * x.shape[1])
+
+
+class GridEncoder(nn.Sequential):
+    """Fuses the encodings of all V views of a grid into one vector (the authors' ``critic_fuse``).
+
+    ``[B * V, sense_size]`` -> Linear(-> grid_view_size) -> ReLU -> ``[B, V * grid_view_size]``
+    -> Linear(-> grid_size) -> BatchNorm1d -> ``[B, grid_size]``. The flattened width is 4096
+    for the paper's SUN360 model and 5760 for ModelNet.
+    """
+
+    def __init__(self, config: ModelConfig) -> None:
+        super().__init__(
+            nn.Linear(config.sense_size, config.grid_view_size),
+            nn.ReLU(),
+            GroupViews(config.n_views),
+            nn.Linear(config.n_views * config.grid_view_size, config.grid_size),
+            nn.BatchNorm1d(config.grid_size),
+        )
+
+
+class FullObservabilityCritic(nn.Module):
+    """Value from h plus the whole, unshifted viewgrid (the asymm-ac baseline).
+
+    Every view of the grid is encoded with the policy's image encoder (shared, as in the
+    authors' code), fused by :class:`GridEncoder`, and concatenated with h, the commanded
+    deltas, the absolute elevation and azimuth and t: 517 wide for the paper, then
+    Linear -> ReLU -> Linear -> ReLU -> BatchNorm1d -> Linear -> 1.
+
+    The shared encoder belongs to the policy and is deliberately not a submodule here: it is
+    absent from this critic's ``parameters()`` and ``state_dict()`` (no duplicate in the
+    optimiser or the checkpoint) and moves with the policy. Gradients of the critic loss still
+    flow into it, as in the authors' single-optimiser code; a frozen encoder receives none.
+
+    Args:
+        config: the policy's model config.
+        image_encoder: the policy's ``sense_im``, mapping ``[B, C, H, W]`` to
+            ``[B, sense_size]``.
+    """
+
+    def __init__(self, config: ModelConfig, image_encoder: nn.Module) -> None:
+        super().__init__()
+        self.config = config
+        self.critic_fuse = GridEncoder(config)
+        self.critic = nn.Sequential(*head_layers(config.full_critic_input_size, config.act_size, 1))
+        init_weights_(self.critic_fuse, config.init)
+        init_weights_(self.critic, config.init)
+        # object.__setattr__ bypasses nn.Module registration: the encoder stays the policy's.
+        object.__setattr__(self, "image_encoder", image_encoder)
+
+    def encode_grid(self, grid: Tensor) -> Tensor:
+        """Encode whole viewgrids.
+
+        Args:
+            grid: ``[B, N, M, C, H, W]`` normalised views in the absolute (unshifted) frame.
+
+        Returns:
+            ``[B, grid_size]``.
+        """
+        cfg = self.config
+        grid = check_float_tensor(
+            "grid",
+            grid,
+            (None, cfg.n_elevations, cfg.n_azimuths, cfg.channels, cfg.view_size, cfg.view_size),
+        )
+        views = grid.reshape(-1, cfg.channels, cfg.view_size, cfg.view_size)
+        return self.critic_fuse(self.image_encoder(views))
+
+    def forward(
+        self,
+        hidden: Tensor,
+        proprio: Tensor,
+        time: int | Tensor,
+        grid: Tensor,
+        *,
+        azimuth: Tensor | None = None,
+    ) -> Tensor:
+        """Value ``[B]`` of each sample's current step.
+
+        Args:
+            hidden: ``[B, hidden_size]`` policy hidden state h.
+            proprio: ``[B, P]`` proprioception, as given to the policy.
+            time: step index t, an int or ``[B]``.
+            grid: ``[B, N, M, C, H, W]`` the full grid, absolute frame (not start-shifted).
+            azimuth: ``[B]`` absolute azimuth index; required unless ``known_azimuth``.
+        """
+        cfg = self.config
+        batch_size = hidden.shape[0]
+        check_float_tensor("hidden", hidden, (None, cfg.hidden_size))
+        check_float_tensor("proprio", proprio, (batch_size, cfg.proprio_size))
+        fused_grid = self.encode_grid(grid)
+        if fused_grid.shape[0] != batch_size:
+            raise ValueError(
+                f"grid must hold {batch_size} viewgrids to match hidden, got {fused_grid.shape[0]}"
+            )
+        critic_input = torch.cat(
+            [
+                hidden,
+                proprio[:, :2],
+                proprio[:, ELEVATION_COLUMN : ELEVATION_COLUMN + 1],
+                azimuth_column(cfg, proprio, azimuth, needed_by="FullObservabilityCritic"),
+                time_column(time, batch_size, hidden),
+                fused_grid,
+            ],
+            dim=1,
+        )
+        return self.critic(critic_input).squeeze(1)
