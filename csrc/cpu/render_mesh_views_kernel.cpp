@@ -165,27 +165,40 @@ void render_mesh_views_cpu(const float* vertices, const std::int32_t* faces,
         const double area = (x1 - x0) * (y2 - y0) - (y1 - y0) * (x2 - x0);
         if (!(area != 0.0)) continue;
         // Conservative pixel range; the edge tests below decide coverage.
-        const double lo_x = std::min({x0, x1, x2}), hi_x = std::max({x0, x1, x2});
-        const double lo_y = std::min({y0, y1, y2}), hi_y = std::max({y0, y1, y2});
+        const double lo_x = std::max(std::min({x0, x1, x2}), 0.0);
+        const double lo_y = std::max(std::min({y0, y1, y2}), 0.0);
+        const double hi_x = std::max({x0, x1, x2}), hi_y = std::max({y0, y1, y2});
         if (hi_x < 0.0 || hi_y < 0.0 || lo_x > static_cast<double>(S) ||
             lo_y > static_cast<double>(S))
           continue;
+        // Clamp before converting: far-off vertices project to huge coordinates.
+        const double Sd = static_cast<double>(S);
         const std::int64_t j0 = std::max<std::int64_t>(0, static_cast<std::int64_t>(lo_x) - 1);
-        const std::int64_t j1 =
-            std::min<std::int64_t>(S - 1, static_cast<std::int64_t>(std::min(hi_x, 1e9)) + 1);
+        const std::int64_t j1 = std::min<std::int64_t>(
+            S - 1, static_cast<std::int64_t>(std::min(hi_x, Sd)) + 1);
         const std::int64_t i0 = std::max<std::int64_t>(0, static_cast<std::int64_t>(lo_y) - 1);
-        const std::int64_t i1 =
-            std::min<std::int64_t>(S - 1, static_cast<std::int64_t>(std::min(hi_y, 1e9)) + 1);
+        const std::int64_t i1 = std::min<std::int64_t>(
+            S - 1, static_cast<std::int64_t>(std::min(hi_y, Sd)) + 1);
         for (std::int64_t i = i0; i <= i1; ++i) {
           const double qy = static_cast<double>(i) + 0.5;
+          // The y halves of the edge functions are constant along a row.
+          const double r0 = (x2 - x1) * (qy - y1), r1 = (x0 - x2) * (qy - y2);
+          const double r2 = (x1 - x0) * (qy - y0);
+          bool entered = false;
           for (std::int64_t j = j0; j <= j1; ++j) {
             const double qx = static_cast<double>(j) + 0.5;
-            const double w0 = (x2 - x1) * (qy - y1) - (y2 - y1) * (qx - x1);
-            const double w1 = (x0 - x2) * (qy - y2) - (y0 - y2) * (qx - x2);
-            const double w2 = (x1 - x0) * (qy - y0) - (y1 - y0) * (qx - x0);
+            const double w0 = r0 - (y2 - y1) * (qx - x1);
+            const double w1 = r1 - (y0 - y2) * (qx - x2);
+            const double w2 = r2 - (y1 - y0) * (qx - x0);
             const bool inside = area > 0.0 ? (w0 >= 0.0 && w1 >= 0.0 && w2 >= 0.0)
                                            : (w0 <= 0.0 && w1 <= 0.0 && w2 <= 0.0);
-            if (!inside) continue;
+            // Each edge function is monotonic along a row (so are rounded subtractions and
+            // products), so the covered pixels of a row are contiguous: stop after leaving.
+            if (!inside) {
+              if (entered) break;
+              continue;
+            }
+            entered = true;
             const double b0 = w0 / area, b1 = w1 / area, b2 = w2 / area;
             const double depth = b0 * iz[a] + b1 * iz[b] + b2 * iz[c];
             const std::int64_t pix = i * S + j;

@@ -183,6 +183,7 @@ def _camera(elevation_deg: float, azimuth_deg: float, distance: float) -> list[l
     Uses :mod:`math` (the C library, as the native kernel) so both backends see the same bits.
     """
     import math
+
     e = elevation_deg * (math.pi / 180.0)
     a = azimuth_deg * (math.pi / 180.0)
     ce, se, ca, sa = math.cos(e), math.sin(e), math.cos(a), math.sin(a)
@@ -256,7 +257,7 @@ def render_mesh_views(
     normals = torch.where(length[:, None] > 0, normals / length.clamp_min(1e-300)[:, None], normals)
 
     light = lights.double()
-    light_len = (light[:, 0] * light[:, 0] + light[:, 1] * light[:, 1] + light[:, 2] * light[:, 2])
+    light_len = light[:, 0] * light[:, 0] + light[:, 1] * light[:, 1] + light[:, 2] * light[:, 2]
     light_dir = light[:, :3] / light_len.sqrt()[:, None]
     focal = 0.5 * S / math.tan(fov_deg * (math.pi / 180.0) * 0.5)
     centers = torch.arange(S, dtype=torch.float64) + 0.5

@@ -108,7 +108,9 @@ def render_mesh_views(
     elevations_deg = check_tensor(
         "elevations_deg", elevations_deg, op=OP, dtypes=(torch.float32,), ndim=1
     )
-    azimuths_deg = check_tensor("azimuths_deg", azimuths_deg, op=OP, dtypes=(torch.float32,), ndim=1)
+    azimuths_deg = check_tensor(
+        "azimuths_deg", azimuths_deg, op=OP, dtypes=(torch.float32,), ndim=1
+    )
     if lights is None:
         lights = DEFAULT_LIGHTS
     lights = check_tensor("lights", lights, op=OP, dtypes=(torch.float32,), ndim=2)
