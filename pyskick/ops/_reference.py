@@ -177,6 +177,10 @@ def nms_rewards(scores: Tensor, k: int, radius: int) -> Tensor:
     return out.reshape(B, N, M)
 
 
+# Faces the reference rasteriser tests at once (memory: S * S * _FACE_CHUNK doubles per array).
+_FACE_CHUNK = 64
+
+
 def _camera(elevation_deg: float, azimuth_deg: float, distance: float) -> list[list[float]]:
     """Camera position, image right, image up and forward for one view (see render_mesh_views).
 
@@ -211,7 +215,6 @@ def render_mesh_views(
     fov_deg: float = 40.0,
     distance: float = 3.0,
     background: float = 1.0,
-    face_chunk: int = 64,
 ) -> Tensor:
     """Z-buffer rendering of a mesh from an N x M camera grid (rules: ``render_mesh_views``).
 
@@ -224,7 +227,6 @@ def render_mesh_views(
         vertices: ``[P, 3]`` float32. faces: ``[F, 3]`` int32. elevations_deg: ``[N]`` float32.
         azimuths_deg: ``[M]`` float32. lights: ``[L, 4]`` float32 (direction, intensity); None
             for ``DEFAULT_LIGHTS`` of :mod:`pyskick.ops.render`.
-        face_chunk: faces tested at once (memory ``S * S * face_chunk`` doubles).
 
     Returns:
         ``[N, M, image_size, image_size]`` float32 in [0, 1].
@@ -295,8 +297,8 @@ def render_mesh_views(
 
             zbuf = torch.zeros(S * S, dtype=torch.float64)
             color = torch.full((S * S,), float(background), dtype=torch.float64)
-            for start in range(0, f.shape[0], face_chunk):
-                fc = f[start : start + face_chunk]
+            for start in range(0, f.shape[0], _FACE_CHUNK):
+                fc = f[start : start + _FACE_CHUNK]
                 a, b, c_ = fc[:, 0], fc[:, 1], fc[:, 2]
                 x0, y0, x1, y1, x2, y2 = sx[a], sy[a], sx[b], sy[b], sx[c_], sy[c_]
                 area = (x1 - x0) * (y2 - y0) - (y1 - y0) * (x2 - x0)
