@@ -8,6 +8,7 @@ facing +Z. That is the convention of most CAD exports (and of the sample meshes 
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -26,6 +27,7 @@ LIGHT_CANDIDATES: tuple[tuple[tuple[float, float, float, float], ...], ...] = (
 MATERIAL = {"ambient": 0.4, "diffuse": 0.9, "specular": 0.7, "shininess": 15.0, "albedo": 0.6}
 FOV_DEG = 40.0
 DISTANCE = 3.0
+_OFF_HEADER = re.compile(r"^(?:ST)?C?N?OFF(\d*)$")
 
 
 def _parse_index(token: str, n_vertices: int, where: str) -> int:
@@ -76,17 +78,20 @@ def _load_obj(path: Path, text: str) -> tuple[list[list[float]], list[tuple[int,
 
 
 def _load_off(path: Path, text: str) -> tuple[list[list[float]], list[tuple[int, int, int]]]:
-    # Tokens per line without comments; the header may share its line with the counts ("OFF3 4 1").
+    # Tokens per line without comments. The header may carry colour/normal prefixes (COFF, NOFF,
+    # STOFF: the extra vertex values are ignored) and may share its line with the counts, even
+    # without a space ("OFF490 518 0", as in some ModelNet files).
     lines = [
         (lineno, line.split("#", 1)[0].split())
         for lineno, line in enumerate(text.splitlines(), start=1)
     ]
     lines = [(lineno, tokens) for lineno, tokens in lines if tokens]
-    if not lines or not lines[0][1][0].startswith("OFF"):
+    match = _OFF_HEADER.match(lines[0][1][0]) if lines else None
+    if match is None:
         raise ValueError(f"{path}:1: not an OFF file (missing the OFF header)")
     lineno, header = lines[0]
     rest = lines[1:]
-    counts = [header[0][3:]] if header[0][3:] else []
+    counts = [match.group(1)] if match.group(1) else []
     counts += header[1:]
     if not counts:
         if not rest:

@@ -90,11 +90,11 @@ def test_off_with_comments_and_colours(tmp_path: Path) -> None:
     np.testing.assert_array_equal(faces, [[0, 1, 2], [0, 2, 3], [0, 1, 4]])
 
 
-def test_off_counts_on_the_header_line(tmp_path: Path) -> None:
-    vertices, faces = load_mesh(
-        write(tmp_path, "m.OFF", "OFF 3 1 0\n0 0 0\n1 0 0\n0 1 0\n3 2 1 0\n")
-    )
-    assert vertices.shape == (3, 3)
+@pytest.mark.parametrize("header", ["OFF 3 1 0", "OFF3 1 0", "COFF\n3 1 0"])
+def test_off_header_variants(tmp_path: Path, header: str) -> None:
+    text = f"{header}\n0 0 0 9 9 9\n1 0 0 9 9 9\n0 1 0\n3 2 1 0\n"
+    vertices, faces = load_mesh(write(tmp_path, "m.OFF", text))
+    np.testing.assert_array_equal(vertices, [[0, 0, 0], [1, 0, 0], [0, 1, 0]])
     np.testing.assert_array_equal(faces, [[2, 1, 0]])
 
 
@@ -102,6 +102,8 @@ def test_off_counts_on_the_header_line(tmp_path: Path) -> None:
     ("text", "match"),
     [
         ("PLY\n3 1 0\n", r"m\.off:1: not an OFF file"),
+        ("4OFF\n3 1 0\n", r"m\.off:1: not an OFF file"),
+        ("", r"m\.off:1: not an OFF file"),
         ("OFF\nthree 1 0\n", r"m\.off:2: bad counts"),
         ("OFF\n3 1 0\n0 0 0\n1 0 0\n", "announces 3 vertices and 1 faces"),
         ("OFF\n3 1 0\n0 0 0\n1 0 0\n0 1 0\n3 0 1 3\n", r"m\.off:6: face index out of range"),
