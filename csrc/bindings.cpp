@@ -174,7 +174,7 @@ PYBIND11_MODULE(_C, m) {
          double specular, double shininess, double albedo, double fov_deg, double distance,
          double background) {
         check_sizes("render_mesh_views", {P, F, N, M, L});
-        PYSKICK_CHECK(image_size >= 1 && supersample >= 1 && image_size * supersample <= 16384,
+        PYSKICK_CHECK(image_size >= 1 && supersample >= 1 && image_size * supersample <= 4096,
                       "render_mesh_views: bad image_size ", image_size, " or supersample ",
                       supersample);
         PYSKICK_CHECK(P <= (int64_t{1} << 31) && F <= (int64_t{1} << 40),

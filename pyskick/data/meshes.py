@@ -52,6 +52,7 @@ def _fan(polygon: list[int]) -> list[tuple[int, int, int]]:
 
 
 def _load_obj(path: Path, text: str) -> tuple[list[list[float]], list[tuple[int, int, int]]]:
+    """Vertices and fan-triangulated faces of an OBJ text (indices must refer back)."""
     vertices: list[list[float]] = []
     faces: list[tuple[int, int, int]] = []
     for lineno, line in enumerate(text.splitlines(), start=1):
@@ -78,6 +79,7 @@ def _load_obj(path: Path, text: str) -> tuple[list[list[float]], list[tuple[int,
 
 
 def _load_off(path: Path, text: str) -> tuple[list[list[float]], list[tuple[int, int, int]]]:
+    """Vertices and fan-triangulated faces of an OFF text."""
     # Tokens per line without comments. The header may carry colour/normal prefixes (COFF, NOFF,
     # STOFF: the extra vertex values are ignored) and may share its line with the counts, even
     # without a space ("OFF490 518 0", as in some ModelNet files).

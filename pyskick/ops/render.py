@@ -23,6 +23,8 @@ OP = "render_mesh_views"
 DEFAULT_LIGHTS = torch.tensor([[1.0, 1.5, 2.0, 0.6], [-1.5, 0.5, -1.0, 0.4]])
 MAX_IMAGE_SIZE = 4096
 MAX_SUPERSAMPLE = 16
+# Supersampled side: each thread keeps two float64 buffers of this side squared (256 MiB).
+MAX_RENDER_SIZE = 4096
 
 
 def _check_float(name: str, value: object, lo: float, hi: float, *, open_lo: bool = False) -> float:
@@ -87,7 +89,8 @@ def render_mesh_views(
         elevations_deg: ``[N]`` float32 camera elevations in degrees.
         azimuths_deg: ``[M]`` float32 camera azimuths in degrees.
         image_size: output height = width, in [1, 4096].
-        supersample: samples per pixel side, in [1, 16].
+        supersample: samples per pixel side, in [1, 16], with ``image_size * supersample``
+            <= 4096.
         lights: ``[L, 4]`` float32 directional lights in world space, rows
             ``(dx, dy, dz, intensity)`` with ``(dx, dy, dz)`` pointing from the object towards
             the light (any non-zero length) and intensity >= 0; None for ``DEFAULT_LIGHTS``.
@@ -129,6 +132,11 @@ def render_mesh_views(
         raise ValueError(f"{OP}: image_size must be <= {MAX_IMAGE_SIZE}, got {image_size}")
     if supersample > MAX_SUPERSAMPLE:
         raise ValueError(f"{OP}: supersample must be <= {MAX_SUPERSAMPLE}, got {supersample}")
+    if image_size * supersample > MAX_RENDER_SIZE:
+        raise ValueError(
+            f"{OP}: image_size * supersample must be <= {MAX_RENDER_SIZE}, got "
+            f"{image_size} * {supersample}"
+        )
     params = {
         "ambient": _check_float("ambient", ambient, 0.0, 1e6),
         "diffuse": _check_float("diffuse", diffuse, 0.0, 1e6),

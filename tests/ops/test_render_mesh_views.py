@@ -316,6 +316,7 @@ def valid() -> dict[str, object]:
         ({"image_size": 8.0}, TypeError, "image_size"),
         ({"supersample": 0}, ValueError, "supersample"),
         ({"supersample": 17}, ValueError, "supersample"),
+        ({"image_size": 1024, "supersample": 8}, ValueError, r"image_size \* supersample"),
         ({"lights": torch.zeros(1, 3)}, ValueError, "lights"),
         ({"lights": torch.tensor([[0.0, 0.0, 0.0, 1.0]])}, ValueError, "direction"),
         ({"lights": torch.tensor([[0.0, 0.0, 1.0, -1.0]])}, ValueError, "intensities"),
