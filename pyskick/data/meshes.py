@@ -275,4 +275,5 @@ def render_viewgrid(
         background=1.0,
         **MATERIAL,
     )
-    return (views * 255.0).round().to(torch.uint8).unsqueeze(2).numpy()
+    # numpy, not torch: small element-wise work must not wake torch's thread pool.
+    return np.rint(views.numpy() * 255.0).astype(np.uint8)[:, :, None]
