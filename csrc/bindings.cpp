@@ -18,6 +18,7 @@
 #include "ops/coverage_matrix.h"
 #include "ops/greedy_coverage.h"
 #include "ops/nms_rewards.h"
+#include "ops/render_mesh_views.h"
 #include "ops/rotate_viewgrid.h"
 
 namespace py = pybind11;
@@ -174,6 +175,42 @@ PYBIND11_MODULE(_C, m) {
       },
       py::arg("scores"), py::arg("out"), py::arg("B"), py::arg("N"), py::arg("M"), py::arg("k"),
       py::arg("radius"));
+
+  // ---------------------------------------------------------------- render_mesh_views
+  m.def(
+      "render_mesh_views_cpu",
+      [](uintptr_t vertices, uintptr_t faces, uintptr_t elevations_deg, uintptr_t azimuths_deg,
+         uintptr_t lights, uintptr_t out, int64_t P, int64_t F, int64_t N, int64_t M, int64_t L,
+         int64_t image_size, int64_t supersample, double ambient, double diffuse,
+         double specular, double shininess, double albedo, double fov_deg, double distance,
+         double background) {
+        check_sizes("render_mesh_views", {P, F, N, M, L});
+        PYSKICK_CHECK(image_size >= 1 && supersample >= 1 && image_size * supersample <= 4096,
+                      "render_mesh_views: bad image_size ", image_size, " or supersample ",
+                      supersample);
+        PYSKICK_CHECK(P <= (int64_t{1} << 31) && F <= (int64_t{1} << 40),
+                      "render_mesh_views: mesh too large");
+        PYSKICK_CHECK(fov_deg > 0.0 && fov_deg < 180.0 && distance > 0.0,
+                      "render_mesh_views: bad fov_deg ", fov_deg, " or distance ", distance);
+        if (N * M == 0) return;
+        check_pointer("render_mesh_views", "vertices", vertices, P);
+        check_pointer("render_mesh_views", "faces", faces, F);
+        check_pointer("render_mesh_views", "elevations_deg", elevations_deg, N);
+        check_pointer("render_mesh_views", "azimuths_deg", azimuths_deg, M);
+        check_pointer("render_mesh_views", "lights", lights, L);
+        check_pointer("render_mesh_views", "out", out, 1);
+        py::gil_scoped_release release;
+        pyskick::render_mesh_views_cpu(
+            ptr<const float>(vertices), ptr<const std::int32_t>(faces),
+            ptr<const float>(elevations_deg), ptr<const float>(azimuths_deg),
+            ptr<const float>(lights), ptr<float>(out), P, F, N, M, L, image_size, supersample,
+            ambient, diffuse, specular, shininess, albedo, fov_deg, distance, background);
+      },
+      py::arg("vertices"), py::arg("faces"), py::arg("elevations_deg"), py::arg("azimuths_deg"),
+      py::arg("lights"), py::arg("out"), py::arg("P"), py::arg("F"), py::arg("N"), py::arg("M"),
+      py::arg("L"), py::arg("image_size"), py::arg("supersample"), py::arg("ambient"),
+      py::arg("diffuse"), py::arg("specular"), py::arg("shininess"), py::arg("albedo"),
+      py::arg("fov_deg"), py::arg("distance"), py::arg("background"));
 
 #ifdef PYSKICK_WITH_CUDA
   // CUDA entry points: same arguments plus the stream; the GIL is kept (launches are async).

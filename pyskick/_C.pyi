@@ -71,3 +71,26 @@ def nms_rewards_cpu(scores: int, out: int, B: int, N: int, M: int, k: int, radiu
 def nms_rewards_cuda(
     scores: int, out: int, B: int, N: int, M: int, k: int, radius: int, stream: int
 ) -> None: ...
+def render_mesh_views_cpu(
+    vertices: int,
+    faces: int,
+    elevations_deg: int,
+    azimuths_deg: int,
+    lights: int,
+    out: int,
+    P: int,
+    F: int,
+    N: int,
+    M: int,
+    L: int,
+    image_size: int,
+    supersample: int,
+    ambient: float,
+    diffuse: float,
+    specular: float,
+    shininess: float,
+    albedo: float,
+    fov_deg: float,
+    distance: float,
+    background: float,
+) -> None: ...

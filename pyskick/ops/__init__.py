@@ -11,9 +11,16 @@ from pyskick.ops._native import build_info, has_cuda, has_native
 from pyskick.ops.coverage import coverage_matrix
 from pyskick.ops.greedy import greedy_coverage
 from pyskick.ops.nms import nms_rewards
+from pyskick.ops.render import render_mesh_views
 from pyskick.ops.viewgrid import rotate_viewgrid
 
-OPS = ("rotate_viewgrid", "coverage_matrix", "greedy_coverage", "nms_rewards")
+OPS = (
+    "rotate_viewgrid",
+    "coverage_matrix",
+    "greedy_coverage",
+    "nms_rewards",
+    "render_mesh_views",
+)
 
 __all__ = [
     "OPS",
@@ -23,5 +30,6 @@ __all__ = [
     "has_cuda",
     "has_native",
     "nms_rewards",
+    "render_mesh_views",
     "rotate_viewgrid",
 ]

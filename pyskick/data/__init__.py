@@ -1,0 +1,3 @@
+"""Data: viewgrid files, converters and procedural datasets."""
+
+from __future__ import annotations
