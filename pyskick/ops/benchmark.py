@@ -170,7 +170,9 @@ def rotate_workload(
     elif dtype == torch.float32:
         grid = torch.rand(size, generator=gen)
     else:
-        raise ValueError(f"rotate_workload: dtype must be torch.uint8 or torch.float32, got {dtype}")
+        raise ValueError(
+            f"rotate_workload: dtype must be torch.uint8 or torch.float32, got {dtype}"
+        )
     shifts = torch.randint(-3 * shape.n_azimuths, 3 * shape.n_azimuths, (batch,), generator=gen)
     grid = grid.to(device)
     dtype_name = str(dtype).removeprefix("torch.")
@@ -264,9 +266,7 @@ def coverage_workload(
     N, M, V = shape.n_elevations, shape.n_azimuths, shape.views
     grid = torch.rand(chunk, N, M, shape.channels, shape.height, shape.width, generator=gen)
     noise_level = torch.rand(chunk, V, 1, 1, 1, 1, 1, generator=gen)
-    recon = grid[:, None] + noise_level * torch.randn(
-        chunk, V, *grid.shape[1:], generator=gen
-    )
+    recon = grid[:, None] + noise_level * torch.randn(chunk, V, *grid.shape[1:], generator=gen)
     recon = recon.to(device)
     chunks = batch // chunk
     extra = f"chunks of {chunk}" if chunks > 1 else ""
@@ -441,7 +441,8 @@ def run_suite(
     """Time every case of :func:`suite` on every device; one row per (case, device, backend).
 
     Row fields: ``op``, ``scale``, ``device``, ``backend`` ("reference" or "native"),
-    ``batch``, ``repeats``, ``median_s``; ``speedup`` (reference median / this median, 1.0 for
+    ``batch``, ``repeats``, ``median_s``, ``min_s`` (the fastest repeat: the least disturbed
+    figure on a shared machine); ``speedup`` (reference median / this median, 1.0 for
     the reference itself); ``vs_native_cpu`` on CUDA native rows
     when the CPU ran too; for memory-bound ops ``gbps`` (``bytes_read`` / median),
     ``copy_gbps`` (:func:`measure_copy_bandwidth`), ``bound_s`` (rotate: median of
@@ -485,7 +486,7 @@ def _time_case(
         bound_s = time_callable(baseline, repeats=repeats, device=device).median
     elif work.op == "coverage_matrix" and copy_gbps:
         bound_s = work.bytes_read / (copy_gbps * 1e9)
-    medians: dict[str, float] = {}
+    timings: dict[str, Timing] = {}
     results: dict[str, Any] = {}
     for backend in ("reference", "native"):
         progress(f"{work.op} {work.scale} on {device}: {backend}")
@@ -493,11 +494,13 @@ def _time_case(
         def call(backend: str = backend) -> None:
             results[backend] = work.run(backend)
 
-        medians[backend] = time_callable(call, repeats=repeats, device=device).median
+        timings[backend] = time_callable(call, repeats=repeats, device=device)
     if not results_equal(work.op, results["native"], results["reference"]):
         raise RuntimeError(f"{work.op} {work.scale} on {device}: native != reference")
     rows = []
-    for backend, median in medians.items():
+    reference = timings["reference"].median
+    for backend, timing in timings.items():
+        median = timing.median
         memory_bound = work.bytes_read > 0
         rows.append(
             {
@@ -508,7 +511,8 @@ def _time_case(
                 "batch": work.batch,
                 "repeats": repeats,
                 "median_s": median,
-                "speedup": _ratio(medians.get("reference"), median),
+                "min_s": min(timing.times),
+                "speedup": _ratio(reference, median),
                 "gbps": work.bytes_read / median / 1e9 if memory_bound else None,
                 "copy_gbps": copy_gbps if memory_bound else None,
                 "bound_s": bound_s,

@@ -25,8 +25,12 @@ from pyskick.ops.benchmark import (
     COVERAGE_CHUNK,
     Workload,
     build_workload,
+    measure_copy_bandwidth,
     results_equal,
+    run_suite,
+    suite,
     synchronize,
+    time_callable,
 )
 
 if not has_native():
@@ -151,3 +155,85 @@ def test_bench_coverage_matrix_read_once(benchmark: Any, scale: str, device: str
     total = benchmark(call) if rounds is None else benchmark.pedantic(call, rounds=rounds)
     expected = work.args[0].double().sum() * work.chunks
     assert torch.isclose(total.double().cpu(), expected.cpu(), rtol=1e-4)
+
+
+# The helpers shared with ``pyskick bench``.
+
+
+def test_workloads_are_seeded() -> None:
+    for op in ("rotate_viewgrid", "nms_rewards", "greedy_coverage", "coverage_matrix"):
+        a, b = build_workload(op, 2, seed=3), build_workload(op, 2, seed=3)
+        c = build_workload(op, 2, seed=4)
+        assert torch.equal(a.args[0], b.args[0])
+        assert not torch.equal(a.args[0], c.args[0])
+
+
+def test_greedy_workload_is_a_valid_coverage_matrix() -> None:
+    work = build_workload("greedy_coverage", 3)
+    coverage, starts, steps = work.args
+    assert coverage.shape == (3, 32, 32)
+    assert float(coverage.min()) == 0.0
+    assert torch.equal(coverage.amax(dim=1), torch.ones(3, 32))
+    assert torch.equal(starts[1], torch.arange(32))
+    assert steps == 3
+
+
+def test_chunked_coverage_workload_reads_every_chunk() -> None:
+    work = build_workload("coverage_matrix", 4, chunk=2)
+    assert work.chunks == 2
+    assert work.args[0].shape == (2, 32, 4, 8, 3, 32, 32)
+    assert work.bytes_read == 2 * work.args[0].numel() * 4
+    assert work.scale == "sun360 B=4 chunks of 2"
+    with pytest.raises(ValueError, match="not a multiple of chunk 3"):
+        build_workload("coverage_matrix", 4, chunk=3)
+
+
+def test_bad_workload_names() -> None:
+    with pytest.raises(ValueError, match="op must be one of"):
+        build_workload("warp", 2)
+    with pytest.raises(ValueError, match="dtype must be uint8 or float32"):
+        build_workload("rotate_viewgrid", 2, dtype="float16")
+    with pytest.raises(ValueError, match="op must be one of"):
+        suite(["warp"], quick=True)
+
+
+def test_results_equal_detects_differences() -> None:
+    work = build_workload("nms_rewards", 4)
+    result = work.run("native")
+    assert results_equal("nms_rewards", result, work.run_twin())
+    changed = result.clone()
+    changed[0, 0, 0] += 1e-3
+    assert not results_equal("nms_rewards", changed, result)
+    # coverage_matrix: float32 accumulation is allowed 1e-4, not more.
+    utilities = torch.rand(2, 4, 4)
+    assert results_equal("coverage_matrix", utilities + 5e-5, utilities)
+    assert not results_equal("coverage_matrix", utilities + 2e-4, utilities)
+
+
+def test_time_callable_and_copy_bandwidth() -> None:
+    calls = []
+    timing = time_callable(lambda: calls.append(1), repeats=3, warmup=2)
+    assert len(calls) == 5
+    assert len(timing.times) == 3
+    assert min(timing.times) <= timing.median <= max(timing.times)
+    with pytest.raises(ValueError, match="repeats must be >= 1, got 0"):
+        time_callable(lambda: None, repeats=0)
+    with pytest.raises(ValueError, match="warmup must be >= 0"):
+        time_callable(lambda: None, warmup=-1)
+    assert measure_copy_bandwidth(nbytes=2**20, repeats=2) > 0
+
+
+def test_run_suite_rows() -> None:
+    rows = run_suite(["rotate_viewgrid"], ["cpu"], quick=True, repeats=1)
+    assert [(r["scale"], r["backend"]) for r in rows] == [
+        (f"sun360 B=32 {dtype}", backend)
+        for dtype in ("uint8", "float32")
+        for backend in ("reference", "native")
+    ]
+    for row in rows:
+        assert row["gbps"] == pytest.approx(
+            row["batch"] * 32 * 3072 * (1 if "uint8" in row["scale"] else 4) / row["median_s"] / 1e9
+        )
+        assert row["bound_ratio"] == pytest.approx(row["median_s"] / row["bound_s"])
+    with pytest.raises(ValueError, match="repeats must be >= 1"):
+        run_suite(["nms_rewards"], ["cpu"], repeats=0)

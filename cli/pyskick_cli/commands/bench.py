@@ -20,8 +20,10 @@ def _resolve_devices(device: str) -> list[str]:
         raise ValueError(f"bench: --device must be one of {', '.join(DEVICES)}, got {device!r}")
     cuda_ready = torch.cuda.is_available() and has_cuda()
     if device == "cuda" and not cuda_ready:
-        missing = "no GPU is visible to torch" if not torch.cuda.is_available() else (
-            "pyskick was built without CUDA kernels (rebuild with PYSKICK_WITH_CUDA=ON)"
+        missing = (
+            "no GPU is visible to torch"
+            if not torch.cuda.is_available()
+            else ("pyskick was built without CUDA kernels (rebuild with PYSKICK_WITH_CUDA=ON)")
         )
         raise ValueError(f"bench: --device cuda, but {missing}")
     if device == "cpu" or (device == "all" and not cuda_ready):
@@ -55,7 +57,17 @@ def _times(value: float | None) -> str:
 
 def _table(rows: list[dict[str, Any]]) -> str:
     """Fixed-width table of the rows with a legend of the memory bounds."""
-    header = ("op", "scale", "device", "backend", "median", "vs reference", "GB/s", "vs bound")
+    header = (
+        "op",
+        "scale",
+        "device",
+        "backend",
+        "median",
+        "min",
+        "vs reference",
+        "GB/s",
+        "vs bound",
+    )
     lines = [header]
     for row in rows:
         lines.append(
@@ -65,22 +77,27 @@ def _table(rows: list[dict[str, Any]]) -> str:
                 row["device"],
                 row["backend"],
                 _duration(row["median_s"]),
+                _duration(row["min_s"]),
                 _times(row["speedup"]),
                 "-" if row["gbps"] is None else f"{row['gbps']:.1f}",
                 _times(row["bound_ratio"]),
             )
         )
     widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
-    text = ["  ".join(cell.ljust(w) for cell, w in zip(line, widths, strict=True)) for line in lines]
+    text = [
+        "  ".join(cell.ljust(w) for cell, w in zip(line, widths, strict=True)).rstrip()
+        for line in lines
+    ]
     text.insert(1, "  ".join("-" * w for w in widths))
     bandwidths = {row["device"]: row["copy_gbps"] for row in rows if row["copy_gbps"]}
     for device, gbps in bandwidths.items():
         text.append(f"copy bandwidth on {device}: {gbps:.1f} GB/s (dst.copy_(src), 256 MiB)")
-    text.append(
-        "vs reference: the PyTorch twin's median / this median. vs bound: this median / the "
-        "memory bound (rotate_viewgrid: grid.clone() of the same bytes; coverage_matrix: "
-        "reading recon once at the copy bandwidth); GB/s: grid or recon bytes / median."
-    )
+    text += [
+        "vs reference: median of the PyTorch twin / this median.",
+        "vs bound: this median / the memory bound (rotate_viewgrid: grid.clone() of the same",
+        "  bytes; coverage_matrix: recon bytes / copy bandwidth).",
+        "GB/s: grid (rotate_viewgrid) or recon (coverage_matrix) bytes / median.",
+    ]
     return "\n".join(text)
 
 
