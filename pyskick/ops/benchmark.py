@@ -391,7 +391,10 @@ def results_equal(op: str, got: Any, expected: Any) -> bool:
 
 @dataclass(frozen=True)
 class Case:
-    """One row group of ``pyskick bench``: an op at a batch (and dtype/chunk)."""
+    """One row group of ``pyskick bench``: an op at a batch (and dtype/chunk).
+
+    ``with_reference=False`` times the native kernel only (its result is still checked).
+    """
 
     op: str
     batch: int
