@@ -1,0 +1,118 @@
+"""``pyskick bench``: JSON rows, the table, and one-line errors with exit code 2."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+import torch
+
+from pyskick.ops import has_cuda, has_native
+from pyskick.ops.benchmark import BENCH_OPS
+from pyskick_cli.commands.bench import bench
+from pyskick_cli.main import main
+
+needs_native = pytest.mark.skipif(not has_native(), reason="pyskick._C is not built")
+
+
+def _run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    """Run ``pyskick bench ARGS`` in-process through the real entry point."""
+    with pytest.raises(SystemExit) as exit_info:
+        main(["bench", *args])
+    out, err = capsys.readouterr()
+    return int(exit_info.value.code), out, err
+
+
+@needs_native
+def test_quick_json_rows(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = _run(capsys, "--quick", "--ops", "nms_rewards", "--json", "--device", "cpu")
+    assert code == 0, err
+    rows = json.loads(out)  # stdout is the JSON alone: progress went to stderr
+    assert "bench: nms_rewards" in err
+    assert {(r["scale"], r["backend"]) for r in rows} == {
+        (f"sun360 B={b}", backend) for b in (32, 1024) for backend in ("reference", "native")
+    }
+    for row in rows:
+        assert row["op"] == "nms_rewards"
+        assert row["device"] == "cpu"
+        assert row["repeats"] == 5
+        assert row["batch"] == int(row["scale"].split("=")[1])
+        assert 0 < row["min_s"] <= row["median_s"]
+        assert isinstance(row["speedup"], float)
+        assert math.isfinite(row["speedup"])
+        assert row["speedup"] > 0
+        if row["backend"] == "reference":
+            assert row["speedup"] == 1.0
+        # Loop-like op: no memory bound.
+        assert row["gbps"] is None
+        assert row["bound_ratio"] is None
+        assert row["vs_native_cpu"] is None
+
+
+@needs_native
+def test_memory_bound_rows_and_table(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = _run(
+        capsys, "--quick", "--ops", "coverage_matrix", "--repeats", "1", "--device", "cpu"
+    )
+    assert code == 0, err
+    lines = out.splitlines()
+    assert lines[0].split() == [
+        "op",
+        "scale",
+        "device",
+        "backend",
+        "median",
+        "min",
+        "vs",
+        "reference",
+        "GB/s",
+        "vs",
+        "bound",
+    ]
+    body = [line.split() for line in lines[2:] if line.startswith("coverage_matrix")]
+    assert [cells[4] for cells in body] == ["reference", "native"]
+    assert any(line.startswith("copy bandwidth on cpu: ") for line in lines)
+
+    code, out, _ = _run(capsys, "--quick", "--ops", "coverage_matrix", "--repeats", "1", "--json")
+    assert code == 0
+    for row in json.loads(out):
+        assert row["gbps"] > 0
+        assert row["copy_gbps"] > 0
+        assert row["bound_s"] == pytest.approx(
+            row["batch"] * 32 * 32 * 3072 * 4 / row["copy_gbps"] / 1e9
+        )
+        assert row["bound_ratio"] == pytest.approx(row["median_s"] / row["bound_s"])
+
+
+_CUDA_READY = torch.cuda.is_available() and has_cuda()
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--ops", "nms_rewards,warp"], "--ops must be a comma-separated list"),
+        (["--ops", ","], "--ops must be a comma-separated list"),
+        (["--repeats", "0"], "--repeats must be >= 1, got 0"),
+        (["--device", "tpu"], "--device must be one of cpu, cuda, all, got 'tpu'"),
+        pytest.param(
+            ["--device", "cuda"],
+            "--device cuda, but",
+            marks=pytest.mark.skipif(_CUDA_READY, reason="a GPU with CUDA kernels is present"),
+        ),
+    ],
+)
+def test_bad_values_exit_2(
+    capsys: pytest.CaptureFixture[str], args: list[str], message: str
+) -> None:
+    code, out, err = _run(capsys, "--quick", *args)
+    assert code == 2
+    assert out == ""
+    assert err.count("\n") == 1
+    assert err.startswith("Error: bench: ")
+    assert message in err
+
+
+def test_ops_default_lists_every_op() -> None:
+    ops_option = next(p for p in bench.params if p.name == "ops")
+    assert ops_option.default == ",".join(BENCH_OPS)
