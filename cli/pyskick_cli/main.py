@@ -19,6 +19,7 @@ EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
 COMMANDS = {
     "info": "pyskick_cli.commands.info:info",
     "bench": "pyskick_cli.commands.bench:bench",
+    "data": "pyskick_cli.commands.data:data",
 }
 
 
