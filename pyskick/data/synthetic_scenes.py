@@ -310,13 +310,13 @@ def render_viewgrids(
     """Viewgrids of the given scenes, uint8 ``[n, N, M, C, H, W]``."""
     if spec.channels != 3:
         raise ValueError(f"synthetic scenes are RGB: spec needs 3 channels, got {spec.channels}")
-    out = []
     indices = list(indices)
+    out = torch.empty((len(indices), *spec.view_shape), dtype=torch.uint8)
     for start in range(0, len(indices), _BATCH):
         batch = [render_panorama(seed, i, width) for i in indices[start : start + _BATCH]]
         panoramas = torch.from_numpy(np.stack(batch)).permute(0, 3, 1, 2)
-        out.append(equirect_to_viewgrid(panoramas, spec, supersample=2))
-    return torch.cat(out) if out else torch.empty((0, *spec.view_shape), dtype=torch.uint8)
+        out[start : start + len(batch)] = equirect_to_viewgrid(panoramas, spec, supersample=2)
+    return out
 
 
 def split_sizes(num: int, fractions: tuple[float, ...] = SPLIT_FRACTIONS) -> tuple[int, ...]:
@@ -341,11 +341,10 @@ def generate_synthetic_scenes(
         raise TypeError(f"num must be an int, got {type(num).__name__}")
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise ValueError(f"seed must be a non-negative int, got {seed!r}")
-    sizes = split_sizes(num)
-    grids = render_viewgrids(seed, range(num))
-    bounds = np.cumsum((0, *sizes))
+    bounds = np.cumsum((0, *split_sizes(num))).tolist()
     splits = {
-        name: grids[bounds[k] : bounds[k + 1]] for k, name in enumerate(("train", "val", "test"))
+        name: render_viewgrids(seed, range(bounds[k], bounds[k + 1]))
+        for k, name in enumerate(("train", "val", "test"))
     }
     return write_viewgrids(
         path,
