@@ -209,8 +209,8 @@ class ViewgridFile:
         """Per-sample names of a split (e.g. source files), when the file records them."""
         self._check_split(split)
         key = f"{NAMES_GROUP}/{split}"
-        ds = self.dataset(split).file
-        return [_attr_value(v) for v in ds[key][()]] if key in ds else None
+        handle = self.dataset(split).file
+        return [_attr_value(v) for v in handle[key][()]] if key in handle else None
 
     def split(self, name: str) -> ViewgridSplit:
         """A map-style torch Dataset over one split."""

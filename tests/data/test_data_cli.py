@@ -102,13 +102,32 @@ def test_preview_lays_out_grids(
     assert np.array_equal(first[:32, 34:66], view)  # row 0 = top elevation, column 1 = azimuth 45
 
 
+def _grid(n: int = 1, dtype: type = np.uint8, fill: float = 0) -> np.ndarray:
+    return np.full((n, 4, 8, 3, 32, 32), fill, dtype)
+
+
+MALFORMED = {
+    "missing split": ({"train": _grid(), "val": _grid()}, "missing split(s) test"),
+    "wrong rank": ({"train": _grid(), "val": _grid(), "test": _grid()[0]}, "6 dimensions"),
+    "wrong dtype": ({"train": _grid(), "val": _grid(), "test": _grid(dtype=bool)}, "dtype bool"),
+    "inconsistent": (
+        {"train": _grid(), "val": _grid(), "test": _grid()[:, :, :4]},
+        "same [N, M, C, H, W]",
+    ),
+    "empty split": ({"train": _grid(), "val": _grid(0), "test": _grid()}, "'val' is empty"),
+    "nan": ({"train": _grid(), "val": _grid(), "test": _grid(1, np.float32, np.nan)}, "non-finite"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(MALFORMED))
 def test_malformed_file_exits_2_with_one_line(
-    tmp_path: Path, capsys: pytest.CaptureFixture
+    case: str, tmp_path: Path, capsys: pytest.CaptureFixture
 ) -> None:
+    arrays, message = MALFORMED[case]
     bad = tmp_path / "bad.h5"
     with h5py.File(bad, "w") as f:
-        f["train"] = np.zeros((1, 4, 8, 3, 32, 32), np.uint8)
-        f["val"] = np.zeros((1, 4, 8, 3, 32, 32), np.uint8)
+        for name, array in arrays.items():
+            f[name] = array
     for args in (
         ["data", "info", str(bad)],
         ["data", "preview", str(bad), "--out", str(tmp_path / "p.png")],
@@ -117,8 +136,12 @@ def test_malformed_file_exits_2_with_one_line(
         assert code == 2
         assert err.startswith("Error: ")
         assert err.count("\n") == 1
-        assert "missing split(s) test" in err
+        assert message in err
+        assert str(bad) in err
     assert not (tmp_path / "p.png").exists()
+
+
+def test_missing_file_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     code, _, err = _run(["data", "info", str(tmp_path / "absent.h5")], capsys)
     assert code == 2
     assert err.count("\n") == 1
