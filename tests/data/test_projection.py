@@ -117,3 +117,36 @@ def test_projection_rejects_wrong_shapes() -> None:
         cubemap_to_viewgrid(torch.zeros(1, 5, 3, 8, 8), SUN360)
     with pytest.raises(ValueError, match="square"):
         cubemap_to_viewgrid(torch.zeros(1, 6, 3, 8, 9), SUN360)
+
+
+def test_cubemap_faces_follow_the_opengl_layout() -> None:
+    # Each face a flat colour, plus markers: on posz the right half is brighter (not mirrored);
+    # on posy the bottom half is towards posz (the front).
+    colours = {"posx": 40, "negx": 80, "posy": 120, "negy": 160, "posz": 200, "negz": 240}
+    faces = torch.zeros(1, 6, 3, 64, 64)
+    for k, name in enumerate(("posx", "negx", "posy", "negy", "posz", "negz")):
+        faces[0, k] = colours[name]
+    faces[0, 4, 1, :, 32:] = 255  # posz: green on its right half
+    faces[0, 2, 2, 32:, :] = 255  # posy: blue on its bottom half (the +Z side)
+    spec = GridSpec(
+        n_elevations=3,
+        n_azimuths=4,
+        channels=3,
+        view_size=8,
+        elevations_deg=(80.0, 0.0, -80.0),
+        azimuths_deg=(0.0, 90.0, 180.0, 270.0),
+        fov_deg=20.0,
+        channel_mean=(0.0, 0.0, 0.0),
+        preset="custom",
+    )
+    views = cubemap_to_viewgrid(faces, spec)[0].float()  # [N, M, C, H, W]
+    red = views[:, :, 0].mean(dim=(-1, -2))
+    assert red[1].tolist() == [200.0, 40.0, 240.0, 80.0]  # front, right, back, left
+    assert red[0].tolist() == [120.0] * 4  # up
+    assert red[2].tolist() == [160.0] * 4  # down
+    front = views[1, 0, 1]
+    assert front[:, 6:].mean() == 255  # green on the right: not mirrored
+    assert front[:, :2].mean() == 200
+    # Looking up while facing front sees posy's bottom half; facing back does not.
+    assert views[0, 0, 2].mean() > 250  # blended with the top half only at the zenith
+    assert views[0, 2, 2].mean() == 120
