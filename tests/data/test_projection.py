@@ -149,4 +149,4 @@ def test_cubemap_faces_follow_the_opengl_layout() -> None:
     assert front[:, :2].mean() == 200
     # Looking up while facing front sees posy's bottom half; facing back does not.
     assert views[0, 0, 2].mean() > 250  # blended with the top half only at the zenith
-    assert views[0, 2, 2].mean() == 120
+    assert views[0, 2, 2, 1:].mean() == 120
