@@ -20,6 +20,7 @@ COMMANDS = {
     "info": "pyskick_cli.commands.info:info",
     "bench": "pyskick_cli.commands.bench:bench",
     "plugins": "pyskick_cli.commands.plugins:plugins",
+    "data": "pyskick_cli.commands.data:data",
 }
 
 

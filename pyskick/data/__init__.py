@@ -1,3 +1,18 @@
-"""Data: viewgrid files, converters and procedural datasets."""
+"""Viewgrid datasets: geometry presets, HDF5 files, projection, generators and converters."""
 
 from __future__ import annotations
+
+from pyskick.data.builtin import BUILTIN_DATASETS
+from pyskick.data.hdf5 import ViewgridFile, ViewgridSplit, resolve_dataset, write_viewgrids
+from pyskick.data.spec import MODELNET_HARD, SUN360, GridSpec
+
+__all__ = [
+    "BUILTIN_DATASETS",
+    "MODELNET_HARD",
+    "SUN360",
+    "GridSpec",
+    "ViewgridFile",
+    "ViewgridSplit",
+    "resolve_dataset",
+    "write_viewgrids",
+]

@@ -1,0 +1,185 @@
+"""``pyskick data``: make, convert, inspect and preview viewgrid datasets."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+if TYPE_CHECKING:
+    from pyskick.data.hdf5 import ViewgridSplit
+
+
+@click.group()
+def data() -> None:
+    """Make, convert, inspect and preview viewgrid datasets (HDF5)."""
+
+
+@data.command()
+@click.argument("name")
+@click.option(
+    "--out", required=True, type=click.Path(dir_okay=False, path_type=Path), help="Output .h5 file."
+)
+@click.option(
+    "--num",
+    type=click.IntRange(min=3),
+    default=None,
+    help="Number of viewgrids (default: the dataset's).",
+)
+@click.option(
+    "--seed",
+    type=click.IntRange(min=0),
+    default=None,
+    help="Generator seed (default: the dataset's).",
+)
+def make(name: str, out: Path, num: int | None, seed: int | None) -> None:
+    """Generate the built-in dataset NAME (e.g. synthetic-scenes) into --out."""
+    import time
+
+    from pyskick.data.builtin import make_builtin
+
+    start = time.perf_counter()
+    path = make_builtin(name, out, num, seed)
+    click.echo(f"wrote {path} in {time.perf_counter() - start:.1f} s", err=True)
+
+
+@data.command("from-panoramas")
+@click.argument("folder", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option(
+    "--out", required=True, type=click.Path(dir_okay=False, path_type=Path), help="Output .h5 file."
+)
+@click.option(
+    "--split",
+    "split_text",
+    default="0.7,0.15,0.15",
+    show_default=True,
+    help="train,val,test fractions.",
+)
+@click.option(
+    "--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Seed of the split."
+)
+@click.option(
+    "--strict/--no-strict",
+    default=False,
+    show_default=True,
+    help="Fail (exit 2) on any unreadable or non-2:1 input instead of skipping it.",
+)
+def from_panoramas(folder: Path, out: Path, split_text: str, seed: int, strict: bool) -> None:
+    """Convert equirectangular JPG/PNG files and cubemap folders under FOLDER into viewgrids."""
+    from pyskick.data.hdf5 import ViewgridFile
+    from pyskick.data.panoramas import convert_panoramas, parse_split
+
+    fractions = parse_split(split_text)
+    path = convert_panoramas(folder, out, split=fractions, seed=seed, strict=strict)
+    f = ViewgridFile(path)
+    sizes = ", ".join(f"{s} {f.num_samples(s)}" for s in f.splits)
+    click.echo(f"wrote {path} ({sizes})", err=True)
+
+
+def _summary(path: Path) -> dict:
+    from pyskick.data.hdf5 import ViewgridFile
+
+    f = ViewgridFile(path)
+    splits = {}
+    for name in f.splits:
+        ds = f.dataset(name)
+        stats = _channel_stats(f.split(name))
+        splits[name] = {"shape": list(ds.shape), "dtype": str(ds.dtype), **stats}
+    return {
+        "path": str(f.path),
+        "preset": f.spec.preset,
+        "grid": {
+            "n_elevations": f.spec.n_elevations,
+            "n_azimuths": f.spec.n_azimuths,
+            "channels": f.spec.channels,
+            "view_size": f.spec.view_size,
+            "elevations_deg": list(f.spec.elevations_deg),
+            "azimuths_deg": list(f.spec.azimuths_deg),
+            "fov_deg": f.spec.fov_deg,
+            "channel_mean": list(f.spec.channel_mean),
+        },
+        "attributes": f.attrs,
+        "splits": splits,
+    }
+
+
+def _channel_stats(split: ViewgridSplit) -> dict:
+    """Per-channel mean, std, min and max over a split, read in chunks."""
+    import torch
+
+    c = split.spec.channels
+    total = torch.zeros(c, dtype=torch.float64)
+    squares = torch.zeros(c, dtype=torch.float64)
+    lo = torch.full((c,), 255.0, dtype=torch.float64)
+    hi = torch.zeros(c, dtype=torch.float64)
+    count = 0
+    for start in range(0, len(split), 256):
+        block = split.load(range(start, min(start + 256, len(split))))
+        values = block.permute(3, 0, 1, 2, 4, 5).reshape(c, -1).double()
+        total += values.sum(1)
+        squares += (values * values).sum(1)
+        lo = torch.minimum(lo, values.min(1).values)
+        hi = torch.maximum(hi, values.max(1).values)
+        count += values.shape[1]
+    mean = total / count
+    std = (squares / count - mean * mean).clamp(min=0).sqrt()
+    return {
+        "mean": [round(v, 3) for v in mean.tolist()],
+        "std": [round(v, 3) for v in std.tolist()],
+        "min": [int(v) for v in lo.tolist()],
+        "max": [int(v) for v in hi.tolist()],
+    }
+
+
+@data.command()
+@click.argument("path", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of text.")
+def info(path: Path, as_json: bool) -> None:
+    """Show the splits, shapes, preset, attributes and per-channel statistics of a viewgrid file."""
+    report = _summary(path)
+    if as_json:
+        click.echo(json.dumps(report, indent=2, sort_keys=True))
+        return
+    g = report["grid"]
+    click.echo(f"{report['path']}: preset {report['preset']}")
+    click.echo(
+        f"grid: {g['n_elevations']}x{g['n_azimuths']} views of {g['channels']}x{g['view_size']}x"
+        f"{g['view_size']}, fov {g['fov_deg']:g} deg, elevations {g['elevations_deg']}, "
+        f"azimuths {g['azimuths_deg']}, channel mean {g['channel_mean']}"
+    )
+    for name, s in report["splits"].items():
+        click.echo(
+            f"{name}: shape {tuple(s['shape'])} {s['dtype']}; per channel mean {s['mean']} "
+            f"std {s['std']} min {s['min']} max {s['max']}"
+        )
+    for key, value in sorted(report["attributes"].items()):
+        click.echo(f"attr {key}: {value}")
+
+
+@data.command()
+@click.argument("path", type=click.Path(dir_okay=False, path_type=Path))
+@click.option(
+    "--out",
+    required=True,
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Output .png file.",
+)
+@click.option("--split", default="test", show_default=True, help="Split to show.")
+@click.option(
+    "--num", type=click.IntRange(min=1), default=4, show_default=True, help="Number of viewgrids."
+)
+@click.option(
+    "--scale",
+    type=click.IntRange(min=1, max=16),
+    default=2,
+    show_default=True,
+    help="Pixel upscaling.",
+)
+def preview(path: Path, out: Path, split: str, num: int, scale: int) -> None:
+    """Write a contact sheet of a few viewgrids, each laid out N rows x M columns."""
+    from pyskick.data.preview import render_preview
+
+    written = render_preview(path, out, split=split, num=num, scale=scale)
+    click.echo(f"wrote {written}", err=True)

@@ -1,0 +1,45 @@
+"""Built-in dataset generators, by name.
+
+``BUILTIN_DATASETS[name] = (generate(path, num, seed), default_num, default_seed)``. A generator
+may carry a ``generator_version`` attribute; it is part of the cache file name so that a changed
+generator never reuses a stale cache.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from pyskick.data import synthetic_scenes
+
+Generator = Callable[[Path, int, int], Any]
+
+BUILTIN_DATASETS: dict[str, tuple[Generator, int, int]] = {
+    "synthetic-scenes": (
+        synthetic_scenes.generate_synthetic_scenes,
+        synthetic_scenes.DEFAULT_NUM,
+        synthetic_scenes.DEFAULT_SEED,
+    ),
+}
+
+
+def cache_file_name(name: str, generate: Generator, num: int, seed: int) -> str:
+    """File name of a generated dataset: name, generator version, size and seed."""
+    version = getattr(generate, "generator_version", "0")
+    return f"{name}-v{version}-n{num}-s{seed}.h5"
+
+
+def make_builtin(
+    name: str, path: str | Path, num: int | None = None, seed: int | None = None
+) -> Path:
+    """Generate built-in dataset ``name`` into ``path`` (defaults: its registered size and seed)."""
+    if name not in BUILTIN_DATASETS:
+        raise ValueError(
+            f"unknown dataset {name!r}; built-in datasets: {', '.join(sorted(BUILTIN_DATASETS))}"
+        )
+    generate, default_num, default_seed = BUILTIN_DATASETS[name]
+    generate(
+        Path(path), default_num if num is None else num, default_seed if seed is None else seed
+    )
+    return Path(path)

@@ -1,0 +1,255 @@
+"""Convert folders of panoramas (equirectangular images and cubemap folders) into viewgrids.
+
+Equirectangular images are JPG or PNG files of any 2:1 size. A cubemap is a folder holding six
+square face images named ``posx``, ``negx``, ``posy``, ``negy``, ``posz``, ``negz`` (any image
+extension), in the OpenGL layout described in :mod:`pyskick.data.projection`. Sources are sorted by
+path and shuffled into splits with a seeded permutation, so the same folder and seed always give
+the same file.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+from PIL import Image, UnidentifiedImageError
+
+from pyskick.data.hdf5 import REQUIRED_SPLITS, write_viewgrids
+from pyskick.data.projection import CUBE_FACES, cubemap_to_viewgrid, equirect_to_viewgrid
+from pyskick.data.spec import SUN360, GridSpec
+
+IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png")
+# Panoramas are box-filtered down to this many samples per view pixel before projection, and
+# each view pixel averages SUPERSAMPLE x SUPERSAMPLE bilinear samples.
+SUPERSAMPLE = 3
+
+Reporter = Callable[[Path, str], None]
+
+
+@dataclass(frozen=True)
+class PanoramaSource:
+    """One panorama: an equirectangular image file or a cubemap folder."""
+
+    path: Path
+    kind: str  # "equirect" | "cubemap"
+
+
+def _report_stderr(path: Path, reason: str) -> None:
+    sys.stderr.write(f"skipped {path}: {reason}\n")
+
+
+def _face_files(folder: Path) -> dict[str, list[Path]]:
+    faces: dict[str, list[Path]] = {}
+    for p in folder.iterdir():
+        if p.is_file() and p.suffix.lower() in IMAGE_SUFFIXES and p.stem.lower() in CUBE_FACES:
+            faces.setdefault(p.stem.lower(), []).append(p)
+    return faces
+
+
+def find_panoramas(
+    folder: str | os.PathLike,
+) -> tuple[list[PanoramaSource], list[tuple[Path, str]]]:
+    """Find panoramas under ``folder`` (recursively).
+
+    Returns:
+        The sources sorted by path, and ``(path, reason)`` for folders that look like incomplete
+        cubemaps.
+    """
+    root = Path(folder)
+    if not root.is_dir():
+        raise FileNotFoundError(f"no panorama folder at {root}")
+    sources: list[PanoramaSource] = []
+    problems: list[tuple[Path, str]] = []
+    for directory in sorted([root, *(p for p in root.rglob("*") if p.is_dir())]):
+        faces = _face_files(directory)
+        if faces:
+            if set(faces) == set(CUBE_FACES) and all(len(v) == 1 for v in faces.values()):
+                sources.append(PanoramaSource(directory, "cubemap"))
+            else:
+                missing = [f for f in CUBE_FACES if f not in faces]
+                duplicated = [f for f, v in faces.items() if len(v) > 1]
+                why = f"missing faces {', '.join(missing)}" if missing else ""
+                why += (
+                    f"{'; ' if why else ''}duplicate faces {', '.join(duplicated)}"
+                    if duplicated
+                    else ""
+                )
+                problems.append((directory, f"incomplete cubemap folder ({why})"))
+        for p in sorted(directory.iterdir()):
+            is_face = p.stem.lower() in CUBE_FACES
+            if p.is_file() and p.suffix.lower() in IMAGE_SUFFIXES and not is_face:
+                sources.append(PanoramaSource(p, "equirect"))
+    return sorted(sources, key=lambda s: str(s.path)), problems
+
+
+def _read_rgb(path: Path) -> Image.Image:
+    try:
+        with Image.open(path) as image:
+            image.load()
+            return image.convert("RGB")
+    except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as exc:
+        raise ValueError(f"unreadable image ({type(exc).__name__}: {exc})") from None
+
+
+def _view_pixel_deg(spec: GridSpec) -> float:
+    return spec.fov_deg / spec.view_size
+
+
+def load_equirect(path: str | os.PathLike, spec: GridSpec = SUN360) -> torch.Tensor:
+    """Read an equirectangular image, box-filtered to the resolution the projection needs.
+
+    Returns:
+        uint8 ``[3, Hp, Wp]``.
+
+    Raises:
+        ValueError: unreadable image, or not 2:1.
+    """
+    image = _read_rgb(Path(path))
+    w, h = image.size
+    if w != 2 * h:
+        raise ValueError(f"not a 2:1 equirectangular image ({w}x{h})")
+    # Enough panorama pixels for SUPERSAMPLE samples per view pixel, and not many more.
+    width = 2 * math.ceil(360.0 / (_view_pixel_deg(spec) / SUPERSAMPLE) / 2)
+    if w > width:
+        image = image.resize((width, width // 2), Image.Resampling.BOX)
+    return torch.from_numpy(np.asarray(image).copy()).permute(2, 0, 1)
+
+
+def load_cubemap(folder: str | os.PathLike, spec: GridSpec = SUN360) -> torch.Tensor:
+    """Read the six faces of a cubemap folder, box-filtered to the resolution the projection needs.
+
+    Returns:
+        uint8 ``[6, 3, F, F]`` in ``CUBE_FACES`` order.
+
+    Raises:
+        ValueError: an unreadable, non-square or differently sized face.
+    """
+    faces = _face_files(Path(folder))
+    images = []
+    for name in CUBE_FACES:
+        path = faces[name][0]
+        try:
+            images.append(_read_rgb(path))
+        except ValueError as exc:
+            raise ValueError(f"face {path.name}: {exc}") from None
+    sizes = {image.size for image in images}
+    if len(sizes) != 1 or any(w != h for w, h in sizes):
+        raise ValueError(f"cube faces must be square and the same size, got {sorted(sizes)}")
+    side = images[0].size[0]
+    target = math.ceil(90.0 / (_view_pixel_deg(spec) / SUPERSAMPLE))
+    if side > target:
+        images = [image.resize((target, target), Image.Resampling.BOX) for image in images]
+    return torch.from_numpy(np.stack([np.asarray(i) for i in images])).permute(0, 3, 1, 2)
+
+
+def panorama_viewgrid(source: PanoramaSource, spec: GridSpec = SUN360) -> torch.Tensor:
+    """Viewgrid ``[N, M, 3, H, W]`` uint8 of one panorama source."""
+    if source.kind == "cubemap":
+        faces = load_cubemap(source.path, spec)
+        return cubemap_to_viewgrid(faces[None], spec, supersample=SUPERSAMPLE)[0]
+    panorama = load_equirect(source.path, spec)
+    return equirect_to_viewgrid(panorama[None], spec, supersample=SUPERSAMPLE)[0]
+
+
+def parse_split(text: str) -> tuple[float, float, float]:
+    """``"0.7,0.15,0.15"`` -> fractions of train, val, test (positive, normalised to sum 1)."""
+    try:
+        values = tuple(float(v) for v in text.split(","))
+    except ValueError:
+        raise ValueError(f"--split must be three comma-separated numbers, got {text!r}") from None
+    if len(values) != 3 or not all(math.isfinite(v) and v > 0 for v in values):
+        raise ValueError(f"--split must be three positive numbers (train,val,test), got {text!r}")
+    total = sum(values)
+    return (values[0] / total, values[1] / total, values[2] / total)
+
+
+def assign_splits(num: int, fractions: Sequence[float], seed: int) -> dict[str, np.ndarray]:
+    """Deterministic split of ``range(num)``: a seeded permutation cut by ``fractions``.
+
+    Every split gets at least one sample; indices are sorted within a split.
+    """
+    if num < len(REQUIRED_SPLITS):
+        raise ValueError(
+            f"need at least {len(REQUIRED_SPLITS)} readable panoramas (one per split), got {num}"
+        )
+    sizes = [max(1, round(num * f)) for f in fractions[1:]]
+    sizes = [num - sum(sizes), *sizes]
+    while sizes[0] < 1:  # tiny inputs: take from the largest other split
+        k = 1 + int(np.argmax(sizes[1:]))
+        sizes[k] -= 1
+        sizes[0] += 1
+    order = np.random.default_rng(seed).permutation(num)
+    bounds = np.cumsum([0, *sizes])
+    return {
+        name: np.sort(order[bounds[k] : bounds[k + 1]]) for k, name in enumerate(REQUIRED_SPLITS)
+    }
+
+
+def convert_panoramas(
+    folder: str | os.PathLike,
+    out: str | os.PathLike,
+    *,
+    spec: GridSpec = SUN360,
+    split: Sequence[float] = (0.7, 0.15, 0.15),
+    seed: int = 0,
+    strict: bool = False,
+    report: Reporter = _report_stderr,
+) -> Path:
+    """Convert every panorama under ``folder`` into a viewgrid file.
+
+    Args:
+        folder: searched recursively for equirectangular images and cubemap folders.
+        out: the ``.h5`` file to write (only once everything succeeded).
+        spec: grid geometry; RGB (3 channels).
+        split: train, val, test fractions.
+        seed: seed of the split permutation.
+        strict: fail on the first bad source instead of skipping it.
+        report: called with ``(path, reason)`` for every skipped source.
+
+    Returns:
+        The written path.
+
+    Raises:
+        ValueError: a bad source under ``strict``, or fewer than three readable panoramas.
+    """
+    if spec.channels != 3:
+        raise ValueError(f"panoramas are RGB: spec needs 3 channels, got {spec.channels}")
+    sources, problems = find_panoramas(folder)
+    grids: list[torch.Tensor] = []
+    kept: list[PanoramaSource] = []
+    bad = list(problems)
+    for source in sources:
+        try:
+            grids.append(panorama_viewgrid(source, spec))
+            kept.append(source)
+        except ValueError as exc:
+            bad.append((source.path, str(exc)))
+    bad.sort(key=lambda item: str(item[0]))
+    if strict and bad:
+        path, reason = bad[0]
+        more = f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""
+        raise ValueError(f"{path}: {reason}{more}")
+    for path, reason in bad:
+        report(path, reason)
+    if not sources:
+        raise ValueError(f"no panoramas (.jpg, .jpeg, .png or cubemap folders) under {folder}")
+    indices = assign_splits(len(kept), tuple(split), seed)
+    stacked = torch.stack(grids)
+    splits = {name: stacked[torch.from_numpy(idx)] for name, idx in indices.items()}
+    root = Path(folder)
+    names = {
+        name: [str(kept[i].path.relative_to(root)) for i in idx] for name, idx in indices.items()
+    }
+    return write_viewgrids(
+        out,
+        splits,
+        spec,
+        source=f"from-panoramas {root} split={','.join(f'{f:g}' for f in split)} seed={seed}",
+        sample_names=names,
+    )
