@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from pyskick.data import synthetic_scenes
+from pyskick.data import synthetic_objects, synthetic_scenes
 
 Generator = Callable[[Path, int, int], Any]
 
@@ -20,6 +20,11 @@ BUILTIN_DATASETS: dict[str, tuple[Generator, int, int]] = {
         synthetic_scenes.generate_synthetic_scenes,
         synthetic_scenes.DEFAULT_NUM,
         synthetic_scenes.DEFAULT_SEED,
+    ),
+    "synthetic-objects": (
+        synthetic_objects.make_synthetic_objects,
+        synthetic_objects.DEFAULT_NUM,
+        synthetic_objects.DEFAULT_SEED,
     ),
 }
 

@@ -8,6 +8,7 @@ import h5py
 import numpy as np
 import pytest
 
+from pyskick.data import ViewgridFile
 from pyskick.data.meshes import render_viewgrid
 from pyskick.data.synthetic_objects import (
     FAMILIES,
@@ -117,6 +118,10 @@ def test_bad_arguments_write_nothing(tmp_path: Path, num: object, seed: object) 
     assert list(tmp_path.iterdir()) == []
 
 
-def test_missing_output_folder(tmp_path: Path) -> None:
-    with pytest.raises(FileNotFoundError, match="output folder"):
-        make_synthetic_objects(tmp_path / "absent" / "objects.h5", num=4, seed=0)
+def test_readable_through_the_dataset_reader(tmp_path: Path) -> None:
+    path = make_synthetic_objects(tmp_path / "new" / "objects.h5", num=8, seed=1)
+    vf = ViewgridFile(path)
+    assert vf.splits == ("train", "val", "test", "test_unseen")
+    assert vf.spec.view_shape == (5, 9, 1, 32, 32)
+    assert vf.spec.preset == "modelnet-hard"
+    assert vf.split("test_unseen").load().shape[1:] == (5, 9, 1, 32, 32)
