@@ -74,10 +74,13 @@ def greedy_coverage(
         )
     if starts.shape[0] != B:
         raise ValueError(f"{OP}: starts must have shape [{B}, S], got {tuple(starts.shape)}")
+    device = check_same_device(OP, coverage=coverage, starts=starts)
+    # Resolve the backend before reading values: a device without kernels (e.g. "meta") must
+    # get the backend error, not a failure to read its data.
+    native = use_native(OP, backend, device)
     check_index_range("starts", starts, V, op=OP)
     check_unit_range("coverage", coverage, op=OP)
-    device = check_same_device(OP, coverage=coverage, starts=starts)
-    if not use_native(OP, backend, device):
+    if not native:
         return _reference.greedy_coverage(
             coverage,
             starts,

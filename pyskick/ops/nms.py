@@ -39,9 +39,12 @@ def nms_rewards(scores: Tensor, k: int, radius: int, *, backend: Backend = "auto
     scores = check_tensor("scores", scores, op=OP, dtypes=(torch.float32,), ndim=3)
     k = check_int("k", k, op=OP)
     radius = check_int("radius", radius, op=OP)
-    check_finite("scores", scores, op=OP)
     device = check_same_device(OP, scores=scores)
-    if not use_native(OP, backend, device):
+    # Resolve the backend before reading values: a device without kernels (e.g. "meta") must
+    # get the backend error, not a failure to read its data.
+    native = use_native(OP, backend, device)
+    check_finite("scores", scores, op=OP)
+    if not native:
         return _reference.nms_rewards(scores, k, radius)
 
     B, N, M = scores.shape
