@@ -70,7 +70,8 @@ def float64_errors(recon: torch.Tensor, grid: torch.Tensor) -> torch.Tensor:
 def test_native_matches_reference(native_and_reference, device: str, case: dict) -> None:
     recon, grid = make_case(case, device)
     native, reference = native_and_reference(coverage_matrix, recon, grid)
-    assert native.dtype == torch.float32 and native.device == recon.device
+    assert native.dtype == torch.float32
+    assert native.device == recon.device
     # Native sums squared errors in float32 lanes, the reference in float64.
     torch.testing.assert_close(native, reference, rtol=1e-4, atol=1e-5)
 
@@ -164,7 +165,8 @@ def test_non_contiguous_inputs(backend: str, device: str) -> None:
     base_grid = torch.rand(4, 2, 3, 3, 3, 2, generator=gen).to(device)
     recon = base_recon[::2].transpose(-1, -2)  # [2, 6, 2, 3, 2, 3, 3]
     grid = base_grid[1::2].transpose(-1, -3)  # [2, 2, 3, 2, 3, 3]
-    assert not recon.is_contiguous() and not grid.is_contiguous()
+    assert not recon.is_contiguous()
+    assert not grid.is_contiguous()
     got = coverage_matrix(recon, grid, backend=backend)
     want = coverage_matrix(recon.contiguous(), grid.contiguous(), backend=backend)
     assert torch.equal(got, want)
@@ -177,7 +179,8 @@ def test_empty_and_single_view(backend: str, device: str, B: int, grid: tuple) -
     N, M = grid[:2]
     recon = torch.rand(B, N * M, *grid, device=device)
     out = coverage_matrix(recon, torch.rand(B, *grid, device=device), backend=backend)
-    assert out.shape == (B, N * M, N * M) and out.dtype == torch.float32
+    assert out.shape == (B, N * M, N * M)
+    assert out.dtype == torch.float32
     # One source, or no pixels (every err is 0): hi == lo, so every value is 0.
     assert torch.equal(out, torch.zeros_like(out))
 
@@ -188,7 +191,8 @@ def test_inputs_not_modified(backend: str, device: str) -> None:
     grid = torch.rand(1, 2, 3, 1, 2, 2, generator=gen).to(device)
     recon_copy, grid_copy = recon.clone(), grid.clone()
     coverage_matrix(recon, grid, backend=backend)
-    assert torch.equal(recon, recon_copy) and torch.equal(grid, grid_copy)
+    assert torch.equal(recon, recon_copy)
+    assert torch.equal(grid, grid_copy)
 
 
 R = (2, 6, 2, 3, 1, 2, 2)
@@ -218,9 +222,9 @@ def test_bad_tensors(backend: str, device: str, recon, grid, error: type, match:
 
 
 def test_non_tensor_arguments() -> None:
-    with pytest.raises(TypeError, match="recon must be a torch.Tensor"):
+    with pytest.raises(TypeError, match=r"recon must be a torch.Tensor"):
         coverage_matrix([[0.0]], torch.zeros(G))
-    with pytest.raises(TypeError, match="grid must be a torch.Tensor"):
+    with pytest.raises(TypeError, match=r"grid must be a torch.Tensor"):
         coverage_matrix(torch.zeros(R), None)
 
 
@@ -240,5 +244,5 @@ def test_native_on_meta_device_is_a_runtime_error() -> None:
 @pytest.mark.cuda
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 def test_tensors_on_different_devices() -> None:
-    with pytest.raises(ValueError, match="one device.*recon on cuda.*grid on cpu"):
+    with pytest.raises(ValueError, match=r"one device.*recon on cuda.*grid on cpu"):
         coverage_matrix(torch.zeros(R, device="cuda"), torch.zeros(G))

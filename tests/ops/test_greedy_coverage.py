@@ -1,4 +1,4 @@
-"""Correctness of ``greedy_coverage``: native vs reference, hand-computed trajectories, properties."""
+"""Correctness of ``greedy_coverage``: native vs reference, hand-computed trajectories."""
 
 from __future__ import annotations
 
@@ -91,7 +91,8 @@ def test_native_matches_reference(native_and_reference, device: str, case: dict)
         greedy_coverage, coverage, starts, steps, **options
     )
     B, S = starts.shape
-    assert actions.shape == (B, S, steps) and views.shape == (B, S, steps + 1)
+    assert actions.shape == (B, S, steps)
+    assert views.shape == (B, S, steps + 1)
     assert actions.dtype == views.dtype == torch.int64
     assert torch.equal(actions, ref_actions)
     assert torch.equal(views, ref_views)
@@ -133,7 +134,8 @@ def test_each_step_is_the_greedy_choice(backend: str, device: str, case: dict) -
                     # exact tie (the same view, or all-zero gains) must go to the lower index.
                     assert gains[action] >= best - 1e-9
                     for g in gains[:action]:
-                        assert g < gains[action] + 1e-9 and g != gains[action]
+                        assert g < gains[action] + 1e-9
+                        assert g != gains[action]
                 chosen.add(traj_views[k + 1])
 
 
@@ -263,7 +265,8 @@ def test_batch_and_starts_are_independent(backend: str, device: str) -> None:
                 coverage[b : b + 1], starts[b : b + 1, s : s + 1], 5,
                 n_elevations=4, n_azimuths=8, backend=backend,
             )  # fmt: skip
-            assert torch.equal(a[0, 0], actions[b, s]) and torch.equal(v[0, 0], views[b, s])
+            assert torch.equal(a[0, 0], actions[b, s])
+            assert torch.equal(v[0, 0], views[b, s])
 
 
 @pytest.mark.parametrize(("B", "S", "steps"), [(0, 3, 4), (2, 0, 4), (2, 3, 0), (0, 0, 0)])
@@ -273,7 +276,8 @@ def test_empty_shapes(backend: str, device: str, B: int, S: int, steps: int) -> 
     actions, views = greedy_coverage(
         coverage, starts, steps, n_elevations=5, n_azimuths=9, backend=backend
     )
-    assert actions.shape == (B, S, steps) and views.shape == (B, S, steps + 1)
+    assert actions.shape == (B, S, steps)
+    assert views.shape == (B, S, steps + 1)
     assert actions.dtype == views.dtype == torch.int64
     assert torch.equal(views[..., 0], starts)
 
@@ -293,11 +297,13 @@ def test_non_contiguous_inputs(backend: str, device: str) -> None:
     gen = torch.Generator().manual_seed(12)
     coverage = torch.rand(4, 32, 32, generator=gen).to(device)[::2].transpose(1, 2)
     starts = torch.tensor([[0, 5, 9, 31], [1, 2, 3, 4]], device=device).t()[:2]  # [2, 2] view
-    assert not coverage.is_contiguous() and not starts.is_contiguous()
+    assert not coverage.is_contiguous()
+    assert not starts.is_contiguous()
     options = {"n_elevations": 4, "n_azimuths": 8, "backend": backend}
     got = greedy_coverage(coverage, starts, 4, **options)
     want = greedy_coverage(coverage.contiguous(), starts.contiguous(), 4, **options)
-    assert torch.equal(got[0], want[0]) and torch.equal(got[1], want[1])
+    assert torch.equal(got[0], want[0])
+    assert torch.equal(got[1], want[1])
 
 
 def test_inputs_not_modified(backend: str, device: str) -> None:
@@ -305,7 +311,8 @@ def test_inputs_not_modified(backend: str, device: str) -> None:
     starts = torch.tensor([[0, 5]], device=device)
     coverage_copy, starts_copy = coverage.clone(), starts.clone()
     greedy_coverage(coverage, starts, 3, n_elevations=2, n_azimuths=3, backend=backend)
-    assert torch.equal(coverage, coverage_copy) and torch.equal(starts, starts_copy)
+    assert torch.equal(coverage, coverage_copy)
+    assert torch.equal(starts, starts_copy)
 
 
 def good_arguments(device: str = "cpu") -> dict:
@@ -377,5 +384,5 @@ def test_native_on_meta_device_is_a_runtime_error() -> None:
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 def test_tensors_on_different_devices() -> None:
     arguments = {**good_arguments(), "coverage": torch.rand(2, 6, 6, device="cuda")}
-    with pytest.raises(ValueError, match="one device.*coverage on cuda.*starts on cpu"):
+    with pytest.raises(ValueError, match=r"one device.*coverage on cuda.*starts on cpu"):
         greedy_coverage(**arguments)

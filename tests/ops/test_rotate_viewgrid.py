@@ -59,7 +59,8 @@ def test_native_matches_reference(native_and_reference, device: str, case: dict)
     native, reference = native_and_reference(
         rotate_viewgrid, grid, azimuth, elevation, inverse=case["inverse"]
     )
-    assert native.dtype == grid.dtype and native.device == grid.device
+    assert native.dtype == grid.dtype
+    assert native.device == grid.device
     assert torch.equal(native, reference)
 
 
@@ -152,8 +153,10 @@ def test_non_contiguous_inputs(backend: str, device: str, dtype: torch.dtype) ->
     shifts = torch.tensor([5, -3, 2**62, 7, 0, -1], device=device)
     shift_view = shifts[::2]
     elev_view = torch.stack([shifts, -shifts], dim=1)[:, 1]
-    assert not permuted.is_contiguous() and not sliced.is_contiguous()
-    assert not shift_view.is_contiguous() and not elev_view.is_contiguous()
+    assert not permuted.is_contiguous()
+    assert not sliced.is_contiguous()
+    assert not shift_view.is_contiguous()
+    assert not elev_view.is_contiguous()
     for grid, a in ((permuted, shifts), (sliced, shift_view)):
         e = elev_view[: grid.shape[0]]
         got = rotate_viewgrid(grid, a, e, backend=backend)
@@ -168,7 +171,8 @@ def test_empty_and_single_view(backend: str, device: str, shape: tuple[int, ...]
     grid = torch.rand(shape, device=device)
     shifts = torch.full((shape[0],), 3, dtype=torch.int64, device=device)
     out = rotate_viewgrid(grid, shifts, shifts, backend=backend)
-    assert out.shape == grid.shape and out.dtype == grid.dtype
+    assert out.shape == grid.shape
+    assert out.dtype == grid.dtype
     assert torch.equal(out, grid)  # empty, or a 1x1 grid where every roll is the identity
 
 
@@ -267,9 +271,9 @@ def test_native_on_meta_device_is_a_runtime_error() -> None:
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 def test_tensors_on_different_devices() -> None:
     grid = torch.zeros(GOOD_GRID, device="cuda")
-    with pytest.raises(ValueError, match="one device.*azimuth_shift on cpu"):
+    with pytest.raises(ValueError, match=r"one device.*azimuth_shift on cpu"):
         rotate_viewgrid(grid, torch.zeros(2, dtype=torch.int64))
-    with pytest.raises(ValueError, match="one device.*elevation_shift on cpu"):
+    with pytest.raises(ValueError, match=r"one device.*elevation_shift on cpu"):
         rotate_viewgrid(
             grid,
             torch.zeros(2, dtype=torch.int64, device="cuda"),
