@@ -44,10 +44,13 @@ def nms_rewards(scores: Tensor, k: int, radius: int, *, backend: Backend = "auto
     # get the backend error, not a failure to read its data.
     native = use_native(OP, backend, device)
     check_finite("scores", scores, op=OP)
+    B, N, M = scores.shape
+    # At most N*M peaks exist and a radius of max(N, M) already reaches every cell: clamping
+    # changes no result and keeps any Python int (2**70 included) in the kernels' int64 range.
+    k, radius = min(k, N * M), min(radius, max(N, M))
     if not native:
         return _reference.nms_rewards(scores, k, radius)
 
-    B, N, M = scores.shape
     out = torch.empty_like(scores)
     if out.numel() == 0:
         return out

@@ -173,7 +173,14 @@ def test_non_contiguous_inputs(backend: str, device: str) -> None:
 
 
 @pytest.mark.parametrize(
-    ("B", "grid"), [(0, (4, 8, 3, 2, 2)), (2, (4, 8, 0, 2, 2)), (1, (1, 1, 1, 1, 1))]
+    ("B", "grid"),
+    [
+        (0, (4, 8, 3, 2, 2)),
+        (2, (0, 8, 3, 2, 2)),
+        (2, (4, 0, 3, 2, 2)),
+        (2, (4, 8, 0, 2, 2)),
+        (1, (1, 1, 1, 1, 1)),
+    ],
 )
 def test_empty_and_single_view(backend: str, device: str, B: int, grid: tuple) -> None:
     N, M = grid[:2]
@@ -181,7 +188,7 @@ def test_empty_and_single_view(backend: str, device: str, B: int, grid: tuple) -
     out = coverage_matrix(recon, torch.rand(B, *grid, device=device), backend=backend)
     assert out.shape == (B, N * M, N * M)
     assert out.dtype == torch.float32
-    # One source, or no pixels (every err is 0): hi == lo, so every value is 0.
+    # No views, one source, or no pixels (every err is 0): hi == lo, so every value is 0.
     assert torch.equal(out, torch.zeros_like(out))
 
 

@@ -168,6 +168,23 @@ def test_radius_covering_the_grid_keeps_one_peak(
     assert torch.equal(out.flatten(1), expected)
 
 
+@pytest.mark.parametrize(
+    ("k", "radius"), [(2**62, 0), (2**62, 1), (2, 2**63 - 1), (2**70, 2**70), (3, 2**64)]
+)
+def test_huge_k_and_radius(backend: str, device: str, k: int, radius: int) -> None:
+    """Any Python int works: k beyond N*M stops once every cell is suppressed, and a huge radius
+    equals one that covers the grid.
+    """
+    scores = torch.rand(2, 5, 9, generator=torch.Generator().manual_seed(k % 1000)).to(device)
+    out = nms_rewards(scores, k, radius, backend=backend)
+    covered = min(k, 45), min(radius, 9)
+    assert torch.equal(out, nms_rewards(scores, *covered, backend=backend))
+    if radius >= 9:
+        assert out.count_nonzero() == 2  # one peak per sample
+    if radius == 0:
+        assert torch.equal(out, scores)  # every cell is its own peak
+
+
 def test_radius_just_below_the_ring(backend: str, device: str) -> None:
     """On one 1x8 row radius 3 leaves the opposite azimuth (ring distance 4) alive."""
     scores = torch.tensor([[[1.0, 0.9, 0.9, 0.9, 0.8, 0.9, 0.9, 0.9]]], device=device)
@@ -175,7 +192,10 @@ def test_radius_just_below_the_ring(backend: str, device: str) -> None:
     assert torch.equal(nms_rewards(scores, 8, 3, backend=backend), expected)
 
 
-@pytest.mark.parametrize(("shape", "k"), [((0, 4, 8), 3), ((3, 5, 9), 0), ((2, 1, 1), 2)])
+@pytest.mark.parametrize(
+    ("shape", "k"),
+    [((0, 4, 8), 3), ((2, 0, 8), 3), ((2, 4, 0), 3), ((3, 5, 9), 0), ((2, 1, 1), 2)],
+)
 def test_edge_shapes_and_k(backend: str, device: str, shape: tuple[int, ...], k: int) -> None:
     scores = torch.rand(shape, device=device) + 0.5
     out = nms_rewards(scores, k, 1, backend=backend)

@@ -165,15 +165,24 @@ def test_non_contiguous_inputs(backend: str, device: str, dtype: torch.dtype) ->
 
 
 @pytest.mark.parametrize(
-    "shape", [(0, 4, 8, 3, 2, 2), (2, 4, 8, 0, 2, 2), (2, 4, 8, 3, 0, 2), (1, 1, 1, 1, 1, 1)]
+    "shape",
+    [
+        (0, 4, 8, 3, 2, 2),
+        (2, 0, 8, 3, 2, 2),
+        (2, 4, 0, 3, 2, 2),
+        (2, 4, 8, 0, 2, 2),
+        (2, 4, 8, 3, 0, 2),
+        (1, 1, 1, 1, 1, 1),
+    ],
 )
 def test_empty_and_single_view(backend: str, device: str, shape: tuple[int, ...]) -> None:
     grid = torch.rand(shape, device=device)
     shifts = torch.full((shape[0],), 3, dtype=torch.int64, device=device)
-    out = rotate_viewgrid(grid, shifts, shifts, backend=backend)
-    assert out.shape == grid.shape
-    assert out.dtype == grid.dtype
-    assert torch.equal(out, grid)  # empty, or a 1x1 grid where every roll is the identity
+    for inverse in (False, True):
+        out = rotate_viewgrid(grid, shifts, shifts, inverse=inverse, backend=backend)
+        assert out.shape == grid.shape
+        assert out.dtype == grid.dtype
+        assert torch.equal(out, grid)  # empty, or a 1x1 grid where every roll is the identity
 
 
 def test_returns_a_new_tensor(backend: str, device: str) -> None:
