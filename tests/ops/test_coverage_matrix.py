@@ -159,6 +159,11 @@ def test_perfect_source_is_one(backend: str, device: str) -> None:
     assert int(out[0, :, 2 * 9 + 4].argmax()) == 7
 
 
+def fresh(t: torch.Tensor) -> torch.Tensor:
+    """A contiguous copy in new storage at offset 0."""
+    return t.clone(memory_format=torch.contiguous_format)
+
+
 def test_non_contiguous_inputs(backend: str, device: str) -> None:
     gen = torch.Generator().manual_seed(5)
     base_recon = torch.rand(4, 6, 2, 3, 2, 3, 3, generator=gen, device="cpu").to(device)
@@ -167,9 +172,14 @@ def test_non_contiguous_inputs(backend: str, device: str) -> None:
     grid = base_grid[1::2].transpose(-1, -3)  # [2, 2, 3, 2, 3, 3]
     assert not recon.is_contiguous()
     assert not grid.is_contiguous()
-    got = coverage_matrix(recon, grid, backend=backend)
-    want = coverage_matrix(recon.contiguous(), grid.contiguous(), backend=backend)
-    assert torch.equal(got, want)
+    # Broadcast (stride 0) sources, and a contiguous view that starts at a storage offset.
+    expanded = base_recon[1:2, 3:4].expand(2, 6, 2, 3, 2, 3, 3)
+    offset = base_grid.flatten()[5 : 5 + grid.numel()].view(grid.shape)
+    assert offset.storage_offset() == 5
+    for r, g in ((recon, grid), (expanded, offset)):
+        got = coverage_matrix(r, g, backend=backend)
+        want = coverage_matrix(fresh(r), fresh(g), backend=backend)
+        assert torch.equal(got, want)
 
 
 @pytest.mark.parametrize(

@@ -204,13 +204,24 @@ def test_edge_shapes_and_k(backend: str, device: str, shape: tuple[int, ...], k:
     assert torch.equal(out, scores if k and shape[1:] == (1, 1) else torch.zeros_like(scores))
 
 
+def fresh(t: torch.Tensor) -> torch.Tensor:
+    """A contiguous copy in new storage at offset 0."""
+    return t.clone(memory_format=torch.contiguous_format)
+
+
 def test_non_contiguous_inputs(backend: str, device: str) -> None:
     gen = torch.Generator().manual_seed(21)
     base = torch.randint(0, 5, (6, 9, 5), generator=gen).float().to(device) / 4
-    for scores in (base.transpose(1, 2), base[::2, :, :].transpose(1, 2)[:, 1:]):
-        assert not scores.is_contiguous()
+    offset = base.flatten()[7 : 7 + 2 * 5 * 9].view(2, 5, 9)  # contiguous, at a storage offset
+    views = [
+        base.transpose(1, 2),
+        base[::2, :, :].transpose(1, 2)[:, 1:],
+        base[:1, :4].expand(3, 4, 5),  # stride 0 over the batch
+        offset,
+    ]
+    for scores in views:
         got = nms_rewards(scores, 4, 1, backend=backend)
-        assert torch.equal(got, nms_rewards(scores.contiguous(), 4, 1, backend=backend))
+        assert torch.equal(got, nms_rewards(fresh(scores), 4, 1, backend=backend))
 
 
 def test_input_not_modified(backend: str, device: str) -> None:

@@ -68,3 +68,42 @@ def test_auto_uses_native_when_built(device: str) -> None:
         warnings.simplefilter("error")
         auto = ops.nms_rewards(scores, 2, 0)
     assert torch.equal(auto, ops.nms_rewards(scores, 2, 0, backend="native"))
+
+
+# A valid address for the pointer arguments not under test; alive for the whole module, so that a
+# check that failed to fire would at worst write here rather than into freed memory.
+_BUFFER = torch.zeros(64, dtype=torch.int64)
+
+
+def binding_calls() -> list[tuple[str, tuple, str]]:
+    """Raw calls to pyskick._C that its last-guard checks must turn into ValueError."""
+    p = _BUFFER.data_ptr()
+    return [
+        ("rotate_viewgrid_cpu", (p, p, -1, 1, 1, 1, p, 0, False), "sizes must be non-negative"),
+        ("rotate_viewgrid_cpu", (0, p, 1, 1, 1, 4, p, 0, False), "grid is a null pointer"),
+        ("rotate_viewgrid_cpu", (p, p, 1, 1, 1, 4, 0, 0, False), "azimuth_shift is a null"),
+        ("coverage_matrix_cpu", (p, p, p, 1, -2, 1, 1), "sizes must be non-negative"),
+        ("coverage_matrix_cpu", (0, p, p, 1, 1, 1, 1), "recon is a null pointer"),
+        ("coverage_matrix_cpu", (p, p, 0, 1, 1, 1, 1), "out is a null pointer"),
+        ("greedy_coverage_cpu", (p, p, p, p, 1, 1, -1, 1, 1, 1, 1, True, False), "non-negative"),
+        ("greedy_coverage_cpu", (p, p, p, p, 1, 1, 1, 0, 3, 1, 1, True, False), "empty grid"),
+        ("greedy_coverage_cpu", (p, p, p, p, 1, 1, 1, 1, 3, 2, 1, True, False), "must be odd"),
+        ("greedy_coverage_cpu", (0, p, p, p, 1, 1, 1, 1, 3, 1, 1, True, False), "coverage is a"),
+        ("greedy_coverage_cpu", (p, 0, p, p, 1, 1, 1, 1, 3, 1, 1, True, False), "starts is a"),
+        ("nms_rewards_cpu", (p, p, 1, 1, 1, -1, 1), "sizes must be non-negative"),
+        ("nms_rewards_cpu", (0, p, 1, 1, 1, 1, 1), "scores is a null pointer"),
+        ("set_num_threads", (0,), "n must be >= 1"),
+    ]
+
+
+@pytest.mark.parametrize(
+    "index", [pytest.param(i, id=f"{c[0]}-{c[2]}") for i, c in enumerate(binding_calls())]
+)
+def test_native_bindings_reject_bad_arguments(index: int) -> None:
+    """The bindings' own checks raise ValueError instead of letting a kernel crash the process."""
+    if not ops.has_native():
+        pytest.fail("pyskick._C is missing: run `make setup`")
+    native = importlib.import_module("pyskick._C")
+    name, args, match = binding_calls()[index]
+    with pytest.raises(ValueError, match=match):
+        getattr(native, name)(*args)
