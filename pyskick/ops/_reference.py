@@ -33,6 +33,8 @@ def rotate_viewgrid(
         ``[B, N, M, C, H, W]``, same dtype as ``grid``.
     """
     B, N, M = grid.shape[:3]
+    if N == 0 or M == 0:  # nothing to roll, and the shifts cannot be reduced modulo 0
+        return grid.clone()
     a = azimuth_shift % M  # reduce first: negating a reduced shift cannot overflow
     e = elevation_shift % N if elevation_shift is not None else torch.zeros_like(a)
     if inverse:
@@ -58,6 +60,8 @@ def coverage_matrix(recon: Tensor, grid: Tensor) -> Tensor:
         the sources ``s`` for each target ``t`` into [0, 1].
     """
     B, V, _, M = recon.shape[:4]
+    if V == 0:  # no sources to normalise over
+        return torch.empty(B, 0, 0, dtype=torch.float32, device=recon.device)
     truth = grid.double()
     utility = torch.empty(B, V, V, dtype=torch.float64, device=recon.device)
     for s in range(V):
@@ -170,7 +174,8 @@ def nms_rewards(scores: Tensor, k: int, radius: int) -> Tensor:
     out = torch.zeros_like(flat)
     available = torch.ones_like(flat, dtype=torch.bool)
     rows = torch.arange(B, device=device)
-    for _ in range(k):
+    # Each peak suppresses at least itself, so after N*M peaks nothing is left (k may be huge).
+    for _ in range(min(k, N * M)):
         masked = torch.where(available, flat, -torch.inf)
         peak = masked.argmax(dim=1)  # first maximum: lowest index
         keep = available.any(dim=1)

@@ -74,9 +74,11 @@ def greedy_coverage(
         )
     if starts.shape[0] != B:
         raise ValueError(f"{OP}: starts must have shape [{B}, S], got {tuple(starts.shape)}")
-    check_index_range("starts", starts, V, op=OP)
     device = check_same_device(OP, coverage=coverage, starts=starts)
+    # Resolve the backend before reading values: a device without kernels (e.g. "meta") must
+    # get the backend error, not a failure to read its data.
     native = use_native(OP, backend, device)
+    check_index_range("starts", starts, V, op=OP)
     if not native or device.type != "cpu":  # the CPU kernel checks the range in its own pass
         check_unit_range("coverage", coverage, op=OP)
     if not native:

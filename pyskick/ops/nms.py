@@ -40,13 +40,18 @@ def nms_rewards(scores: Tensor, k: int, radius: int, *, backend: Backend = "auto
     k = check_int("k", k, op=OP)
     radius = check_int("radius", radius, op=OP)
     device = check_same_device(OP, scores=scores)
+    # Resolve the backend before reading values: a device without kernels (e.g. "meta") must
+    # get the backend error, not a failure to read its data.
     native = use_native(OP, backend, device)
     if not native or device.type != "cpu":  # the CPU kernel checks finiteness in its own pass
         check_finite("scores", scores, op=OP)
+    B, N, M = scores.shape
+    # At most N*M peaks exist and a radius of max(N, M) already reaches every cell: clamping
+    # changes no result and keeps any Python int (2**70 included) in the kernels' int64 range.
+    k, radius = min(k, N * M), min(radius, max(N, M))
     if not native:
         return _reference.nms_rewards(scores, k, radius)
 
-    B, N, M = scores.shape
     out = torch.empty_like(scores)
     if out.numel() == 0:
         return out

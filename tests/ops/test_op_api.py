@@ -1,0 +1,109 @@
+"""The public op API: every op has a reference twin with its signature; build reporting agrees."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import warnings
+
+import pytest
+import torch
+
+from pyskick import ops
+from pyskick.ops import _reference
+
+
+@pytest.mark.parametrize("name", ops.OPS)
+def test_every_op_has_a_reference_twin(name: str) -> None:
+    public = getattr(ops, name)
+    twin = getattr(_reference, name)
+    assert name in ops.__all__
+    public_params = inspect.signature(public).parameters
+    assert "backend" in public_params
+    backend = public_params["backend"]
+    assert backend.kind is inspect.Parameter.KEYWORD_ONLY
+    assert backend.default == "auto"
+    expected = [p for p in public_params.values() if p.name != "backend"]
+    assert list(inspect.signature(twin).parameters.values()) == expected
+
+
+def test_ops_tuple_lists_the_four_kernels() -> None:
+    assert ops.OPS == ("rotate_viewgrid", "coverage_matrix", "greedy_coverage", "nms_rewards")
+    for name in ops.OPS:
+        assert (getattr(ops, name).__doc__ or "").strip(), f"{name} has no docstring"
+
+
+def test_build_reporting_is_consistent() -> None:
+    try:
+        native = importlib.import_module("pyskick._C")
+    except ImportError:
+        native = None
+    info = ops.build_info()
+    assert ops.has_native() is (native is not None)
+    assert info["native"] is ops.has_native()
+    if native is None:
+        assert info == {"native": False, "cuda": False}
+        assert ops.has_cuda() is False
+        return
+    assert info == {"native": True, **native.build_info()}
+    assert ops.has_cuda() is bool(native.has_cuda()) is info["cuda"]
+    assert info["version"] == importlib.import_module("pyskick").__version__
+    assert isinstance(info["openmp"], bool)
+    if info["cuda"]:
+        assert isinstance(info["cuda_version"], str)
+        assert info["cuda_version"]
+    else:
+        assert info["cuda_version"] is None
+
+
+def test_native_module_is_built() -> None:
+    """The test suite runs on a build (``make setup``): the CPU kernels must be there."""
+    assert ops.has_native(), "pyskick._C is missing: run `make setup`"
+
+
+def test_auto_uses_native_when_built(device: str) -> None:
+    """backend="auto" gives the native result, without a fallback warning, when kernels exist."""
+    scores = torch.tensor([[[0.5, 1.0, 0.25, 1.0]]], device=device)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        auto = ops.nms_rewards(scores, 2, 0)
+    assert torch.equal(auto, ops.nms_rewards(scores, 2, 0, backend="native"))
+
+
+# A valid address for the pointer arguments not under test; alive for the whole module, so that a
+# check that failed to fire would at worst write here rather than into freed memory.
+_BUFFER = torch.zeros(64, dtype=torch.int64)
+
+
+def binding_calls() -> list[tuple[str, tuple, str]]:
+    """Raw calls to pyskick._C that its last-guard checks must turn into ValueError."""
+    p = _BUFFER.data_ptr()
+    return [
+        ("rotate_viewgrid_cpu", (p, p, -1, 1, 1, 1, p, 0, False), "sizes must be non-negative"),
+        ("rotate_viewgrid_cpu", (0, p, 1, 1, 1, 4, p, 0, False), "grid is a null pointer"),
+        ("rotate_viewgrid_cpu", (p, p, 1, 1, 1, 4, 0, 0, False), "azimuth_shift is a null"),
+        ("coverage_matrix_cpu", (p, p, p, 1, -2, 1, 1), "sizes must be non-negative"),
+        ("coverage_matrix_cpu", (0, p, p, 1, 1, 1, 1), "recon is a null pointer"),
+        ("coverage_matrix_cpu", (p, p, 0, 1, 1, 1, 1), "out is a null pointer"),
+        ("greedy_coverage_cpu", (p, p, p, p, 1, 1, -1, 1, 1, 1, 1, True, False), "non-negative"),
+        ("greedy_coverage_cpu", (p, p, p, p, 1, 1, 1, 0, 3, 1, 1, True, False), "empty grid"),
+        ("greedy_coverage_cpu", (p, p, p, p, 1, 1, 1, 1, 3, 2, 1, True, False), "must be odd"),
+        ("greedy_coverage_cpu", (0, p, p, p, 1, 1, 1, 1, 3, 1, 1, True, False), "coverage is a"),
+        ("greedy_coverage_cpu", (p, 0, p, p, 1, 1, 1, 1, 3, 1, 1, True, False), "starts is a"),
+        ("nms_rewards_cpu", (p, p, 1, 1, 1, -1, 1), "sizes must be non-negative"),
+        ("nms_rewards_cpu", (0, p, 1, 1, 1, 1, 1), "scores is a null pointer"),
+        ("set_num_threads", (0,), "n must be >= 1"),
+    ]
+
+
+@pytest.mark.parametrize(
+    "index", [pytest.param(i, id=f"{c[0]}-{c[2]}") for i, c in enumerate(binding_calls())]
+)
+def test_native_bindings_reject_bad_arguments(index: int) -> None:
+    """The bindings' own checks raise ValueError instead of letting a kernel crash the process."""
+    if not ops.has_native():
+        pytest.fail("pyskick._C is missing: run `make setup`")
+    native = importlib.import_module("pyskick._C")
+    name, args, match = binding_calls()[index]
+    with pytest.raises(ValueError, match=match):
+        getattr(native, name)(*args)
