@@ -44,6 +44,7 @@ bool nms_rewards_cpu(const float* scores, float* out, std::int64_t B, std::int64
                      std::int64_t M, std::int64_t k, std::int64_t radius) {
   const std::int64_t V = N * M;
   const std::int64_t W = (V + kBits - 1) / kBits;
+  radius = std::min(radius, std::max(N, M));  // reaches every cell already; no overflow below
   const std::vector<Word> windows = suppression_windows(N, M, radius, W);
   const std::int64_t peaks = std::min(k, V);  // each peak removes at least itself
   std::int64_t non_finite = 0;

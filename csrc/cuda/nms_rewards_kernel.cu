@@ -51,6 +51,7 @@ void nms_rewards_cuda(const float* scores, float* out, std::int64_t B, std::int6
                       std::int64_t M, std::int64_t k, std::int64_t radius, std::uintptr_t stream) {
   const std::int64_t V = N * M;
   if (B * V == 0) return;
+  radius = radius < (N > M ? N : M) ? radius : (N > M ? N : M);  // no overflow of pn + radius
   std::int64_t threads = kSharedBudget / V;
   PYSKICK_CHECK(threads >= 1, "nms_rewards: the CUDA kernel supports at most ", kSharedBudget,
                 " views per grid, got V=", V, "; use the CPU backend for larger grids");

@@ -27,8 +27,14 @@ def test_every_op_has_a_reference_twin(name: str) -> None:
     assert list(inspect.signature(twin).parameters.values()) == expected
 
 
-def test_ops_tuple_lists_the_four_kernels() -> None:
-    assert ops.OPS == ("rotate_viewgrid", "coverage_matrix", "greedy_coverage", "nms_rewards")
+def test_ops_tuple_lists_every_kernel() -> None:
+    assert ops.OPS == (
+        "rotate_viewgrid",
+        "coverage_matrix",
+        "greedy_coverage",
+        "nms_rewards",
+        "render_mesh_views",
+    )
     for name in ops.OPS:
         assert (getattr(ops, name).__doc__ or "").strip(), f"{name} has no docstring"
 
