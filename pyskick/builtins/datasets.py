@@ -1,4 +1,8 @@
-"""Built-in datasets: the procedural generators shipped with pyskick."""
+"""Built-in datasets: the procedural generators shipped with pyskick.
+
+Each factory returns the path of the dataset's HDF5 file, generating it once into the cache
+(``$PYSKICK_DATA_DIR`` or ``~/.cache/pyskick/datasets``) on first use.
+"""
 
 from __future__ import annotations
 
@@ -14,6 +18,14 @@ def synthetic_scenes(data_dir: Path | None = None) -> Path:
     return resolve_dataset("synthetic-scenes", data_dir=data_dir)
 
 
+def synthetic_objects(data_dir: Path | None = None) -> Path:
+    """Procedural CAD-like objects in 10 families, 5x9 grayscale views, 2 families unseen."""
+    from pyskick.data import resolve_dataset
+
+    return resolve_dataset("synthetic-objects", data_dir=data_dir)
+
+
 @hookimpl
 def pyskick_register_datasets(register: Register) -> None:
     register("synthetic-scenes", synthetic_scenes)
+    register("synthetic-objects", synthetic_objects)

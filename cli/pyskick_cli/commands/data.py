@@ -78,6 +78,50 @@ def from_panoramas(folder: Path, out: Path, split_text: str, seed: int, strict: 
     click.echo(f"wrote {path} ({sizes})", err=True)
 
 
+@data.command("from-meshes")
+@click.argument("folder", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option(
+    "--out", required=True, type=click.Path(dir_okay=False, path_type=Path), help="Output .h5 file."
+)
+@click.option(
+    "--split",
+    "split_text",
+    default="0.7,0.15,0.15",
+    show_default=True,
+    help="train,val,test fractions of the seen classes.",
+)
+@click.option(
+    "--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Seed of the split."
+)
+@click.option(
+    "--unseen-classes",
+    default="",
+    help="Comma-separated classes (folder names) to hold out as the test_unseen split.",
+)
+@click.option(
+    "--strict/--no-strict",
+    default=False,
+    show_default=True,
+    help="Fail (exit 2) on any unreadable mesh instead of skipping it.",
+)
+def from_meshes(
+    folder: Path, out: Path, split_text: str, seed: int, unseen_classes: str, strict: bool
+) -> None:
+    """Render OBJ/OFF meshes under FOLDER (class = parent folder) into 5x9 grayscale viewgrids."""
+    from pyskick.data.hdf5 import ViewgridFile
+    from pyskick.data.mesh_dataset import convert_meshes
+    from pyskick.data.panoramas import parse_split
+
+    fractions = parse_split(split_text)
+    unseen = tuple(c.strip() for c in unseen_classes.split(",") if c.strip())
+    path = convert_meshes(
+        folder, out, split=fractions, seed=seed, unseen_classes=unseen, strict=strict
+    )
+    f = ViewgridFile(path)
+    sizes = ", ".join(f"{s} {f.num_samples(s)}" for s in f.splits)
+    click.echo(f"wrote {path} ({sizes})", err=True)
+
+
 def _summary(path: Path) -> dict:
     from pyskick.data.hdf5 import ViewgridFile
 
