@@ -165,6 +165,24 @@ def test_hand_computed_1x4(backend: str, device: str) -> None:
     assert views.tolist() == [[[0, 1, 2, 1, 0]]]
 
 
+def test_gain_differences_below_float32_resolution_decide(backend: str, device: str) -> None:
+    """Gains 1 and 1 + 2**-25: equal in float32, different in float64, which decides.
+
+    N=1, M=3, actions (1, 3) = [left, stay, right], start at view 1 (all zeros, so every target
+    is uncovered). Left reaches view 0 (gain 1); right reaches view 2 (gain 1 + 2**-25). A
+    float32-only search would see a tie and take action 0; the float64 gain takes action 2.
+    """
+    tiny = 2.0**-25
+    U = torch.tensor([[1.0, 0.0, 0.0], [0.0, 0.0, 0.0], [0.0, tiny, 1.0]], device=device)
+    assert float(U[2].sum()) == 1.0  # the two gains really tie in float32
+    actions, views = greedy_coverage(
+        U[None], torch.tensor([[1]], device=device), 1, n_elevations=1, n_azimuths=3,
+        action_grid=(1, 3), backend=backend,
+    )  # fmt: skip
+    assert actions.tolist() == [[[2]]]
+    assert views.tolist() == [[[1, 2]]]
+
+
 def test_hand_computed_tie_between_new_views(backend: str, device: str) -> None:
     """Two new views with equal positive gain: the lower action index wins.
 
