@@ -17,7 +17,6 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-import torch
 from torch import Tensor
 
 from pyskick.training.returns import reward_to_go
