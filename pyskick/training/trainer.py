@@ -231,11 +231,6 @@ class Trainer:
         if self.dist.is_main:
             self.run_dir.mkdir(parents=True, exist_ok=True)
             _write_json(self.run_dir / "config.json", {"stage": stage, **config.to_dict()})
-        self.logger = make_logger(
-            self.run_dir,
-            rank=self.dist.rank,
-            keep_until_step=self.start_epoch - 1 if resume_state is not None else None,
-        )
 
     # ---------------------------------------------------------------------------- setup
     def _make_critic(self) -> nn.Module | None:
@@ -285,6 +280,12 @@ class Trainer:
     # ------------------------------------------------------------------------------ fit
     def fit(self) -> TrainResult:
         """Run the remaining epochs; returns the run's summary."""
+        # A resumed run's log keeps exactly the records of the epochs its checkpoint covers.
+        logger = make_logger(
+            self.run_dir,
+            rank=self.dist.rank,
+            keep_until_step=self.start_epoch - 1 if self.start_epoch > 0 else None,
+        )
         try:
             for epoch in range(self.start_epoch, self.epochs):
                 metrics = self.train_epoch(epoch)
@@ -298,11 +299,11 @@ class Trainer:
                     {"epoch": epoch, "train_error": metrics["train/rec_error"], "val_error": val}
                 )
                 self.sidekick.on_epoch_end(epoch)
-                self.logger.write(metrics, epoch)
+                logger.write(metrics, epoch)
                 self.save(epoch, best=improved)
                 _progress_line(self, epoch, metrics)
         finally:
-            self.logger.close()
+            logger.close()
         return TrainResult(
             run_dir=self.run_dir,
             stage=self.stage,

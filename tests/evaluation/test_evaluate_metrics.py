@@ -13,7 +13,9 @@ from pyskick.models import CompletionPolicy, preset
 from pyskick.training.checkpoint import save_checkpoint
 from pyskick.training.config import train_preset
 
-CFG = dataclasses.replace(preset("cpu-demo"), n_elevations=3, n_azimuths=4, channels=1, view_size=16)
+CFG = dataclasses.replace(
+    preset("cpu-demo"), n_elevations=3, n_azimuths=4, channels=1, view_size=16
+)
 
 
 def _grids(n: int, seed: int = 0) -> torch.Tensor:

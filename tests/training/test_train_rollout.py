@@ -11,7 +11,9 @@ from pyskick.envs import LookAroundEnv
 from pyskick.models import CompletionPolicy, PartialObservabilityCritic, preset
 from pyskick.training.rollout import collect_rollout
 
-CFG = dataclasses.replace(preset("cpu-demo"), n_elevations=3, n_azimuths=4, channels=1, view_size=16)
+CFG = dataclasses.replace(
+    preset("cpu-demo"), n_elevations=3, n_azimuths=4, channels=1, view_size=16
+)
 
 
 @pytest.fixture
@@ -85,12 +87,18 @@ def test_demonstrations_force_the_masked_actions(policy, smooth_grids):
     demo = torch.full((2, 4), 7, dtype=torch.int64)
     mask = torch.tensor([[True, True, False, False], [True, False, True, False]])
     r = collect_rollout(
-        policy, _env(), grids, mode="greedy", starts=torch.zeros(4, dtype=torch.int64),
+        policy,
+        _env(),
+        grids,
+        mode="greedy",
+        starts=torch.zeros(4, dtype=torch.int64),
         demonstrations=(demo, mask),
     )
     assert torch.equal(r.supervised, mask)
     assert bool((r.actions[mask] == 7).all())
-    free = collect_rollout(policy, _env(), grids, mode="greedy", starts=torch.zeros(4, dtype=torch.int64))
+    free = collect_rollout(
+        policy, _env(), grids, mode="greedy", starts=torch.zeros(4, dtype=torch.int64)
+    )
     assert torch.equal(r.actions[0, 2:], free.actions[0, 2:])
     with pytest.raises(ValueError, match=r"demonstration mask must have shape \[2, 4\]"):
         collect_rollout(policy, _env(), grids, mode="greedy", demonstrations=(demo, mask[:1]))
