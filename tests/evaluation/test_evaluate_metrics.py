@@ -41,7 +41,8 @@ def test_avg_and_adv_aggregate_the_same_episodes(policy):
     grids = _grids(5)
     avg = evaluate_policy(policy, grids, channel_mean=[120.0], T=3, metric="avg", batch_size=7)
     adv = evaluate_policy(policy, grids, channel_mean=[120.0], T=3, metric="adv", batch_size=64)
-    assert avg.per_start.shape == (5, 4) and adv.per_start.shape == (5, 12)
+    assert avg.per_start.shape == (5, 4)
+    assert adv.per_start.shape == (5, 12)
     torch.testing.assert_close(avg.per_sample, avg.per_start.mean(1))
     torch.testing.assert_close(adv.per_sample, adv.per_start.amax(1))
     # The avg starts are a subset of the adv starts: the same episodes, batched differently.
@@ -60,7 +61,8 @@ def test_deterministic_and_actor_dependent(policy):
     r1 = evaluate_policy(policy, grids, actor="random", seed=3, **kw)
     r2 = evaluate_policy(policy, grids, actor="random", seed=3, **kw)
     r3 = evaluate_policy(policy, grids, actor="random", seed=4, **kw)
-    assert torch.equal(r1.per_start, r2.per_start) and not torch.equal(r1.per_start, r3.per_start)
+    assert torch.equal(r1.per_start, r2.per_start)
+    assert not torch.equal(r1.per_start, r3.per_start)
     one = evaluate_policy(policy, grids, channel_mean=[120.0], T=1)
     # Pasting more observed views never hurts; random moves see new views.
     assert bool((a.per_sample <= one.per_sample + 1e-6).all())
@@ -85,13 +87,15 @@ def test_evaluate_a_saved_run(tmp_path, policy):
     one = evaluate(tmp_path / "one", grids, channel_mean=[120.0])
     assert one.T == 1
     run = evaluate(tmp_path / "run.pt", grids, "adv", channel_mean=[120.0], baseline=one)
-    assert run.T == 3 and run.metric == "adv"
+    assert run.T == 3
+    assert run.metric == "adv"
     expected = (one.summary.mean_x1000 - run.summary.mean_x1000) / one.summary.mean_x1000 * 100
     assert run.improvement_pct == pytest.approx(expected)
     out = run.save(tmp_path / "errors.npz")
     with np.load(out) as saved:
         np.testing.assert_allclose(saved["per_sample"], run.per_sample.numpy())
-        assert saved["per_start"].shape == (3, 12) and float(saved["mean_x1000"]) > 0
+        assert saved["per_start"].shape == (3, 12)
+        assert float(saved["mean_x1000"]) > 0
     assert run.to_dict()["improvement_pct"] == run.improvement_pct
     with pytest.raises(FileNotFoundError):
         evaluate(tmp_path / "nothing", grids, channel_mean=[120.0])

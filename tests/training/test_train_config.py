@@ -29,7 +29,9 @@ def test_presets_round_trip_through_json(name):
 
 def test_cpu_demo_is_small_and_short():
     cfg = train_preset("cpu-demo")
-    assert cfg.model == "cpu-demo" and cfg.epochs <= 5 and cfg.device == "cpu"
+    assert cfg.model == "cpu-demo"
+    assert cfg.epochs <= 5
+    assert cfg.device == "cpu"
 
 
 @pytest.mark.parametrize(
@@ -66,8 +68,11 @@ def test_toml_then_overrides(tmp_path):
     path = tmp_path / "run.toml"
     path.write_text('preset = "cpu-demo"\nT = 3\nlr = 1\ncritic = "critic"\n')
     cfg = load_config(path, overrides={"T": 5, "seed": None})
-    assert cfg.model == "cpu-demo" and cfg.T == 5 and cfg.lr == 1.0
-    assert cfg.critic == "critic" and cfg.seed == 123
+    assert cfg.model == "cpu-demo"
+    assert cfg.T == 5
+    assert cfg.lr == 1.0
+    assert cfg.critic == "critic"
+    assert cfg.seed == 123
     assert load_config(path, preset="paper-modelnet").model == "paper-modelnet"
 
 

@@ -42,7 +42,8 @@ def test_average_baseline_is_cumulative_and_serialisable():
     torch.testing.assert_close(base.values(4, 1e-4), torch.zeros(3))
     base.update(-0.3, 3, 600.0, 6)
     base.update(-0.1, 1, 0.0, 2)
-    assert math.isclose(base.final_mean, -0.1) and math.isclose(base.intrinsic_mean, 75.0)
+    assert math.isclose(base.final_mean, -0.1)
+    assert math.isclose(base.intrinsic_mean, 75.0)
     # B_t = R_avg + (T - 1 - t) * R_avg_expert * scale for t = 0..T-2.
     expected = torch.tensor([-0.1 + 3 * 75 * 1e-3, -0.1 + 2 * 75 * 1e-3, -0.1 + 75 * 1e-3])
     torch.testing.assert_close(base.values(4, 1e-3), expected)

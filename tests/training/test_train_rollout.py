@@ -33,9 +33,12 @@ def test_shapes_and_paper_quantities(policy, smooth_grids):
     critic = PartialObservabilityCritic(CFG).eval()
     env = _env()
     r = collect_rollout(policy, env, grids, mode="greedy", starts=starts, critic=critic)
-    assert r.rec_errors.shape == (3, 5) and r.log_probs.shape == (2, 5)
-    assert r.values is not None and r.values.shape == (2, 5)
-    assert r.actions.dtype == torch.int64 and not r.supervised.any()
+    assert r.rec_errors.shape == (3, 5)
+    assert r.log_probs.shape == (2, 5)
+    assert r.values is not None
+    assert r.values.shape == (2, 5)
+    assert r.actions.dtype == torch.int64
+    assert not r.supervised.any()
     assert torch.equal(r.visited[:, 0], starts)
     # Replay the same episodes by hand: error after the last glimpse, greedy actions.
     env2 = _env()
@@ -64,7 +67,8 @@ def test_pasting_lowers_the_error_and_t1_has_no_actions(policy, smooth_grids):
     pasted = collect_rollout(policy, _env(), grids, mode="greedy", starts=starts, paste=True)
     assert bool((pasted.final_errors < plain.final_errors).all())
     one = collect_rollout(policy, _env(1), grids, mode="greedy", starts=starts)
-    assert one.rec_errors.shape == (1, 4) and one.log_probs.shape == (0, 4)
+    assert one.rec_errors.shape == (1, 4)
+    assert one.log_probs.shape == (0, 4)
 
 
 @torch.no_grad()

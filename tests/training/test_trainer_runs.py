@@ -20,14 +20,16 @@ def pretrained(tmp_path, tiny_config, tiny_data):
 
 def test_pretrain_writes_run_files(pretrained, tiny_config):
     config = json.loads((pretrained / "config.json").read_text())
-    assert config["stage"] == "pretrain" and config["T"] == 1
+    assert config["stage"] == "pretrain"
+    assert config["T"] == 1
     records = read_metrics(pretrained / "metrics.jsonl")
     assert [r["step"] for r in records] == [0, 1]
     for key in ("train/rec_error", "val/rec_error", "perf/episodes_per_s", "perf/env_share"):
         assert all(r[key] is not None for r in records)
     assert 0.0 < records[0]["perf/env_share"] < 1.0
     state = load_checkpoint(pretrained / "latest.pt")
-    assert state["stage"] == "pretrain" and state["epoch"] == 1
+    assert state["stage"] == "pretrain"
+    assert state["epoch"] == 1
     assert state["config"]["pretrain_epochs"] == tiny_config.pretrain_epochs
     assert (pretrained / "best.pt").is_file()
     assert state["best_val"] == min(r["val/rec_error"] for r in records)
@@ -76,7 +78,8 @@ def test_every_epoch_reshuffles(tmp_path, tiny_config, tiny_data):
     trainer = Trainer(tiny_config, tmp_path / "p", tiny_data, stage="pretrain")
     order0, starts0 = trainer.epoch_batches(0)
     order1, _ = trainer.epoch_batches(1)
-    assert order0.shape == (2, 8) and starts0.shape == (2, 8)
+    assert order0.shape == (2, 8)
+    assert starts0.shape == (2, 8)
     assert not torch.equal(order0, order1)
     assert torch.equal(order0, trainer.epoch_batches(0)[0])
     assert sorted(order0.flatten().tolist()) == list(range(16))
@@ -97,7 +100,8 @@ def test_resume_is_exact(tmp_path, pretrained, tiny_config, tiny_data, critic):
     if critic == "critic":
         for key in a["critic"]:
             assert torch.equal(a["critic"][key], b["critic"][key]), key
-    assert a["baseline"] == b["baseline"] and a["history"] == b["history"]
+    assert a["baseline"] == b["baseline"]
+    assert a["history"] == b["history"]
     strip = [
         {k: v for k, v in r.items() if not k.startswith(("time", "perf/"))}
         for r in read_metrics(tmp_path / "full" / "metrics.jsonl")
@@ -111,7 +115,7 @@ def test_resume_is_exact(tmp_path, pretrained, tiny_config, tiny_data, critic):
 
 def test_resume_refuses_a_changed_config(tmp_path, pretrained, tiny_config, tiny_data):
     train(tiny_config.replace(epochs=1), tmp_path / "run", tiny_data, init=pretrained)
-    with pytest.raises(ValueError, match="config field lr is 0.5 but the run used"):
+    with pytest.raises(ValueError, match=r"config field lr is 0\.5 but the run used"):
         train(tiny_config.replace(lr=0.5), tmp_path / "run", tiny_data, resume=True)
     with pytest.raises(FileNotFoundError):
         train(tiny_config, tmp_path / "none", tiny_data, resume=True)
@@ -132,7 +136,8 @@ def test_other_actors_and_critics_train(
     trainer = Trainer(config, tmp_path / "t", tiny_data, stage="train", init=pretrained)
     act_before = {k: v.clone() for k, v in trainer.policy.act.state_dict().items()}
     result = trainer.fit()
-    assert result.epochs == 1 and result.best_val > 0
+    assert result.epochs == 1
+    assert result.best_val > 0
     moved = any(
         not torch.equal(act_before[k], v)
         for k, v in trainer.policy.act.state_dict().items()
