@@ -406,6 +406,7 @@ class Trainer:
             )
             _progress_batch(self, epoch, b, order.shape[0])
         elapsed = time.perf_counter() - epoch_tick
+        self._sync_buffers()
         sums = all_reduce_sum(sums, self.dist)
         n = float(sums[7])
         metrics = {
@@ -425,6 +426,16 @@ class Trainer:
             metrics["baseline/final_reward_mean"] = self.baseline.final_mean
             metrics["baseline/intrinsic_mean"] = self.baseline.intrinsic_mean
         return metrics
+
+    def _sync_buffers(self) -> None:
+        """Give every rank rank 0's BatchNorm statistics (DDP does so only before a forward,
+        so the last batch leaves them rank-local); validation and checkpoints then agree."""
+        if not self.dist.distributed:
+            return
+        for module in (self.policy, self.critic):
+            if module is not None:
+                for buffer in module.buffers():
+                    torch.distributed.broadcast(buffer, src=0)
 
     def _update_baseline(self, final_errors: Tensor, intrinsic: Tensor) -> None:
         """Add this batch (all ranks) to the running means; training rollouts only."""

@@ -112,8 +112,12 @@ def test_sidekick_state_survives_resume(tmp_path, tiny_config, tiny_data):
     _fit(tmp_path, config, tiny_data, TopRowRewards(scale=0.1), "run")
     resumed_sidekick = TopRowRewards(scale=0.1)
     trainer = Trainer(
-        config.replace(epochs=2), tmp_path / "run", tiny_data, stage="train",
-        resume=True, sidekick=resumed_sidekick,
+        config.replace(epochs=2),
+        tmp_path / "run",
+        tiny_data,
+        stage="train",
+        resume=True,
+        sidekick=resumed_sidekick,
     )
     assert resumed_sidekick.halvings == 1
     trainer.fit()
