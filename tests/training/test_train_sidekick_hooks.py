@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import torch
@@ -103,7 +104,7 @@ def test_demonstrations_are_imitated_without_policy_gradient(tmp_path, tiny_conf
     records = read_metrics(tmp_path / "demo" / "metrics.jsonl")
     assert all(r["train/policy_loss"] == 0.0 and r["train/entropy"] > 0 for r in records)
     nll = [r["train/supervised_loss"] for r in records]
-    assert all(a > b for a, b in zip(nll, nll[1:], strict=False))
+    assert all(a > b for a, b in itertools.pairwise(nll))
     assert len(sidekick.seen) == 6 * 2  # 6 epochs x 2 batches, starts passed every batch
 
 
