@@ -155,6 +155,10 @@ class Trainer:
             raise ValueError(f"stage must be 'pretrain' or 'train', got {stage!r}")
         self.run_dir = Path(out_dir)
         latest = self.run_dir / "latest.pt"
+        if not resume and latest.exists():
+            raise ValueError(
+                f"{self.run_dir} already holds a run; resume it or choose another folder"
+            )
         resume_state = load_checkpoint(latest) if resume else None
         if resume_state is not None:
             config = _resumed_config(resume_state, config, stage)
@@ -179,7 +183,7 @@ class Trainer:
             )
         self.epochs = config.pretrain_epochs if stage == "pretrain" else config.epochs
         self.T = config.T
-        self.learn_actions = stage == "train" and config.actor == "learned"
+        self.learn_actions = stage == "train" and config.actor == "learned" and config.T > 1
         self.sidekick: Sidekick = sidekick if sidekick is not None else NoSidekick()
 
         seed_everything(config.seed, deterministic=config.deterministic)

@@ -119,6 +119,10 @@ def test_resume_refuses_a_changed_config(tmp_path, pretrained, tiny_config, tiny
         train(tiny_config.replace(lr=0.5), tmp_path / "run", tiny_data, resume=True)
     with pytest.raises(FileNotFoundError):
         train(tiny_config, tmp_path / "none", tiny_data, resume=True)
+    before = (tmp_path / "run" / "metrics.jsonl").read_text()
+    with pytest.raises(ValueError, match="already holds a run; resume it"):
+        train(tiny_config, tmp_path / "run", tiny_data, init=pretrained)
+    assert (tmp_path / "run" / "metrics.jsonl").read_text() == before
 
 
 def test_bad_init_and_batch(tmp_path, pretrained, tiny_config, tiny_data):
