@@ -149,3 +149,31 @@ def test_other_actors_and_critics_train(
     )
     assert moved == (actor == "learned")
     assert (trainer.critic is not None) == (critic == "asymm-critic")
+
+
+def test_pretrain_resume_is_exact(tmp_path, tiny_config, tiny_data):
+    full = Trainer(
+        tiny_config.replace(pretrain_epochs=2), tmp_path / "a", tiny_data, stage="pretrain"
+    )
+    full.fit()
+    pretrain(tiny_config.replace(pretrain_epochs=1), tmp_path / "b", tiny_data)
+    resumed = Trainer(tiny_config, tmp_path / "b", tiny_data, stage="pretrain", resume=True)
+    resumed.fit()
+    a, b = full.policy.state_dict(), resumed.policy.state_dict()
+    assert all(torch.equal(a[k], b[k]) for k in a)
+    with pytest.raises(ValueError, match="cannot resume a 'pretrain' run as a 'train' run"):
+        train(tiny_config, tmp_path / "b", tiny_data, resume=True)
+
+
+def test_train_data_is_checked(tiny_data):
+    from pyskick.training.data import TrainData
+
+    with pytest.raises(TypeError, match="train grids must be uint8"):
+        TrainData(tiny_data.train.float(), tiny_data.val, (120.0,))
+    with pytest.raises(ValueError, match="train and val viewgrids differ in shape"):
+        TrainData(tiny_data.train, tiny_data.val[:, :2], (120.0,))
+    with pytest.raises(ValueError, match="channel_mean has 3 values for 1 channels"):
+        TrainData(tiny_data.train, tiny_data.val, (1.0, 2.0, 3.0))
+    with pytest.raises(ValueError, match="non-empty"):
+        TrainData(tiny_data.train[:0], tiny_data.val, (120.0,))
+    assert tiny_data.grid_shape == (3, 4, 1, 16)
