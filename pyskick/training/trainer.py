@@ -161,6 +161,10 @@ class Trainer:
             )
         resume_state = load_checkpoint(latest) if resume else None
         if resume_state is not None:
+            if resume_state.get("stage") != stage:
+                raise ValueError(
+                    f"cannot resume a {resume_state.get('stage')!r} run as a {stage!r} run"
+                )
             config = _resumed_config(resume_state, config, stage)
         if stage == "pretrain":
             # One glimpse, no actions: the actor, critic and sidekick settings are moot.
@@ -261,8 +265,6 @@ class Trainer:
         self.policy.load_state_dict(state["model"])
 
     def _restore(self, state: dict[str, Any]) -> None:
-        if state.get("stage") != self.stage:
-            raise ValueError(f"cannot resume a {state.get('stage')!r} run as a {self.stage!r} run")
         self.policy.load_state_dict(state["model"])
         if self.critic is not None:
             self.critic.load_state_dict(state["critic"])
