@@ -265,6 +265,11 @@ class Trainer:
         self.policy.load_state_dict(state["model"])
 
     def _restore(self, state: dict[str, Any]) -> None:
+        if ModelConfig.from_dict(state["model_config"]) != self.model_config:
+            raise ValueError(
+                f"cannot resume: the data's viewgrids {list(self.data.grid_shape)} do not match "
+                "the run's model"
+            )
         self.policy.load_state_dict(state["model"])
         if self.critic is not None:
             self.critic.load_state_dict(state["critic"])

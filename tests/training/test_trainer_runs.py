@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from pyskick.training.checkpoint import load_checkpoint
+from pyskick.training.data import TrainData
 from pyskick.training.loggers import read_metrics
 from pyskick.training.trainer import Trainer, pretrain, train
 
@@ -119,6 +120,9 @@ def test_resume_refuses_a_changed_config(tmp_path, pretrained, tiny_config, tiny
         train(tiny_config.replace(lr=0.5), tmp_path / "run", tiny_data, resume=True)
     with pytest.raises(FileNotFoundError):
         train(tiny_config, tmp_path / "none", tiny_data, resume=True)
+    other = TrainData(tiny_data.train[:, :, :2], tiny_data.val[:, :, :2], (1.0,))
+    with pytest.raises(ValueError, match=r"viewgrids \[3, 2, 1, 16\] do not match"):
+        train(tiny_config, tmp_path / "run", other, resume=True)
     before = (tmp_path / "run" / "metrics.jsonl").read_text()
     with pytest.raises(ValueError, match="already holds a run; resume it"):
         train(tiny_config, tmp_path / "run", tiny_data, init=pretrained)
@@ -166,8 +170,6 @@ def test_pretrain_resume_is_exact(tmp_path, tiny_config, tiny_data):
 
 
 def test_train_data_is_checked(tiny_data):
-    from pyskick.training.data import TrainData
-
     with pytest.raises(TypeError, match="train grids must be uint8"):
         TrainData(tiny_data.train.float(), tiny_data.val, (120.0,))
     with pytest.raises(ValueError, match="train and val viewgrids differ in shape"):
