@@ -1,3 +1,39 @@
-"""Evaluation: the paper's avg and adv metrics and their statistics."""
+"""Evaluation: the paper's avg and adv metrics and their statistics.
+
+::
+
+    from pyskick.evaluation import evaluate
+
+    one = evaluate("runs/one-view", test_grids, "avg", channel_mean=mean)
+    res = evaluate("runs/ltla", test_grids, "avg", channel_mean=mean, baseline=one)
+    res.summary.mean_x1000, res.improvement_pct
+    res.save("ltla-avg.npz")        # per-sample errors for reports
+"""
 
 from __future__ import annotations
+
+from pyskick.evaluation.actors import ACTION_MODES, ActionMode, select_actions
+from pyskick.evaluation.evaluate import (
+    EVAL_ACTORS,
+    METRICS,
+    EvalResult,
+    evaluate,
+    evaluate_policy,
+    evaluation_starts,
+)
+from pyskick.evaluation.stats import ErrorSummary, improvement_pct, summarize
+
+__all__ = [
+    "ACTION_MODES",
+    "EVAL_ACTORS",
+    "METRICS",
+    "ActionMode",
+    "ErrorSummary",
+    "EvalResult",
+    "evaluate",
+    "evaluate_policy",
+    "evaluation_starts",
+    "improvement_pct",
+    "select_actions",
+    "summarize",
+]

@@ -1,0 +1,270 @@
+"""The paper's evaluation: final-step reconstruction error from fixed starts (paper-reference §6).
+
+- ``avg``: starts at every other elevation and azimuth (elevations 0, 2, ..., azimuths 0, 2,
+  ...); a sample's error is the mean over its starts.
+- ``adv``: starts at all ``N * M`` views; a sample's error is the max over its starts.
+
+Episodes are deterministic: greedy actions for a learned actor (seeded uniform actions for
+the random actor), observed views pasted into the reconstruction, BatchNorm in eval mode. All
+starts of a chunk of samples run as one batch.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, get_args
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from pyskick.envs import LookAroundEnv
+from pyskick.evaluation.stats import ErrorSummary, improvement_pct, summarize
+from pyskick.models import CompletionPolicy, ModelConfig
+
+Metric = Literal["avg", "adv"]
+METRICS: tuple[str, ...] = get_args(Metric)
+EvalActor = Literal["learned", "random"]
+EVAL_ACTORS: tuple[str, ...] = get_args(EvalActor)
+
+
+@dataclass(frozen=True)
+class EvalResult:
+    """Per-sample errors of one evaluation and their summary."""
+
+    metric: str
+    """``"avg"`` or ``"adv"``."""
+    actor: str
+    """``"learned"`` (greedy) or ``"random"``."""
+    T: int
+    """Glimpses per episode."""
+    starts: Tensor
+    """``[S]`` int64 start view indices ``n * M + m``."""
+    per_start: Tensor
+    """``[n, S]`` float64 final-step MSE of every sample from every start."""
+    per_sample: Tensor
+    """``[n]`` float64 per-sample error (mean over starts for avg, max for adv)."""
+    summary: ErrorSummary
+    """Mean, std and standard error ×1000."""
+    improvement_pct: float | None = None
+    """% improvement over the one-view error given to :func:`evaluate`, if any."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready summary (no per-sample arrays)."""
+        out: dict[str, Any] = {"metric": self.metric, "actor": self.actor, "T": self.T}
+        out.update(self.summary.to_dict())
+        if self.improvement_pct is not None:
+            out["improvement_pct"] = self.improvement_pct
+        return out
+
+    def save(self, path: str | os.PathLike[str]) -> Path:
+        """Write the per-sample arrays and the summary to a ``.npz`` file, atomically.
+
+        Keys: ``per_sample [n]``, ``per_start [n, S]``, ``starts [S]``, and one scalar per
+        entry of :meth:`to_dict`.
+        """
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                np.savez(
+                    handle,
+                    per_sample=self.per_sample.numpy(),
+                    per_start=self.per_start.numpy(),
+                    starts=self.starts.numpy(),
+                    **{key: np.asarray(value) for key, value in self.to_dict().items()},
+                )
+            Path(tmp).replace(path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        return path
+
+
+def evaluation_starts(n_elevations: int, n_azimuths: int, metric: Metric) -> Tensor:
+    """``[S]`` int64 start views of ``metric`` (avg: 2 x 4 = 8 for SUN360, adv: all)."""
+    if metric not in METRICS:
+        raise ValueError(f"metric must be one of {', '.join(METRICS)}, got {metric!r}")
+    if metric == "adv":
+        return torch.arange(n_elevations * n_azimuths)
+    rows = torch.arange(0, n_elevations, 2)
+    cols = torch.arange(0, n_azimuths, 2)
+    return (rows[:, None] * n_azimuths + cols[None, :]).flatten()
+
+
+def make_env(config: ModelConfig, T: int, channel_mean: Sequence[float] | None) -> LookAroundEnv:
+    """The environment a policy of ``config`` runs in (paper defaults: 3 x 5 moves)."""
+    env = LookAroundEnv(
+        T,
+        known_azimuth=config.known_azimuth,
+        channel_mean=channel_mean if config.mean_subtract else None,
+    )
+    if env.n_actions != config.n_actions:
+        raise ValueError(
+            f"the model scores {config.n_actions} actions but the environment has {env.n_actions}"
+        )
+    return env
+
+
+@torch.no_grad()
+def evaluate_policy(
+    policy: CompletionPolicy,
+    grids: Tensor,
+    *,
+    channel_mean: Sequence[float] | None,
+    T: int,
+    metric: Metric = "avg",
+    actor: EvalActor = "learned",
+    batch_size: int = 256,
+    seed: int = 0,
+) -> EvalResult:
+    """Evaluate ``policy`` on ``grids`` (runs on the policy's device).
+
+    Args:
+        policy: the completion policy (left in the train/eval mode it had).
+        grids: ``[n, N, M, C, H, W]`` uint8 viewgrids (any device; moved chunk by chunk).
+        channel_mean: per-channel mean (0–255) the policy was trained with.
+        T: glimpses per episode (1 for a one-view model).
+        metric: ``"avg"`` or ``"adv"``.
+        actor: ``"learned"`` (greedy) or ``"random"`` (uniform actions drawn from ``seed``).
+        batch_size: episodes per forward pass (memory only).
+        seed: seed of the random actor.
+
+    Returns:
+        :class:`EvalResult`.
+
+    Raises:
+        ValueError, TypeError: bad grids, metric, actor or sizes.
+    """
+    # Imported here: rollout imports pyskick.evaluation.actors, and this module is imported
+    # by pyskick.evaluation.
+    from pyskick.training.rollout import collect_rollout
+
+    if actor not in EVAL_ACTORS:
+        raise ValueError(f"actor must be one of {', '.join(EVAL_ACTORS)}, got {actor!r}")
+    if isinstance(T, bool) or not isinstance(T, int) or T < 1:
+        raise ValueError(f"T must be a positive int, got {T!r}")
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
+    cfg = policy.config
+    _check_grids(grids, cfg)
+    device = next(policy.parameters()).device
+    starts = evaluation_starts(cfg.n_elevations, cfg.n_azimuths, metric)
+    S = starts.numel()
+    env = make_env(cfg, T, channel_mean)
+    generator = torch.Generator(device).manual_seed(seed)
+    chunk = max(1, batch_size // S)
+    was_training = policy.training
+    policy.eval()
+    try:
+        errors = []
+        for lo in range(0, grids.shape[0], chunk):
+            part = grids[lo : lo + chunk].to(device)
+            k = part.shape[0]
+            rollout = collect_rollout(
+                policy,
+                env,
+                part.repeat_interleave(S, dim=0),
+                mode="greedy" if actor == "learned" else "random",
+                starts=starts.to(device).repeat(k),
+                generator=generator,
+                paste=True,
+            )
+            errors.append(rollout.final_errors.view(k, S).double().cpu())
+    finally:
+        policy.train(was_training)
+    per_start = torch.cat(errors)
+    per_sample = per_start.mean(1) if metric == "avg" else per_start.amax(1)
+    return EvalResult(
+        metric=metric,
+        actor=actor,
+        T=T,
+        starts=starts,
+        per_start=per_start,
+        per_sample=per_sample,
+        summary=summarize(per_sample),
+    )
+
+
+def evaluate(
+    run_or_checkpoint: str | os.PathLike[str],
+    grids: Tensor,
+    metric: Metric = "avg",
+    *,
+    channel_mean: Sequence[float] | None,
+    actor: EvalActor | None = None,
+    T: int | None = None,
+    baseline: EvalResult | float | None = None,
+    batch_size: int = 256,
+    device: str = "auto",
+    seed: int = 0,
+) -> EvalResult:
+    """Evaluate a saved run or checkpoint.
+
+    Args:
+        run_or_checkpoint: a run folder (its ``best.pt`` is used) or a checkpoint file.
+        grids: ``[n, N, M, C, H, W]`` uint8 viewgrids (e.g. the test split).
+        metric: ``"avg"`` or ``"adv"``.
+        channel_mean: per-channel mean (0–255) of the dataset.
+        actor: override the run's actor (``"learned"`` or ``"random"``).
+        T: override the glimpse budget; default 1 for a pretrained (one-view) model, else the
+            run's T.
+        baseline: the one-view result (or its mean error, unscaled) to report the %
+            improvement against.
+        batch_size: episodes per forward pass.
+        device: ``"auto"``, ``"cpu"`` or ``"cuda"``.
+        seed: seed of the random actor.
+
+    Raises:
+        FileNotFoundError: no such run or checkpoint.
+        ValueError: an unreadable checkpoint or bad arguments.
+    """
+    from pyskick.training.checkpoint import load_checkpoint
+    from pyskick.training.distributed import resolve_device
+
+    path = Path(run_or_checkpoint)
+    if path.is_dir():
+        path = path / "best.pt"
+    state = load_checkpoint(path)
+    for key in ("model", "model_config", "config", "stage"):
+        if key not in state:
+            raise ValueError(f"{path} is not a pyskick training checkpoint (no {key!r})")
+    policy = CompletionPolicy(ModelConfig.from_dict(state["model_config"]))
+    policy.load_state_dict(state["model"])
+    policy.to(resolve_device(device))
+    if T is None:
+        T = 1 if state["stage"] == "pretrain" else int(state["config"]["T"])
+    result = evaluate_policy(
+        policy,
+        grids,
+        channel_mean=channel_mean,
+        T=T,
+        metric=metric,
+        actor=actor or state["config"]["actor"],
+        batch_size=batch_size,
+        seed=seed,
+    )
+    if baseline is None:
+        return result
+    reference = baseline.summary.mean_x1000 if isinstance(baseline, EvalResult) else baseline * 1e3
+    pct = improvement_pct(result.summary.mean_x1000, reference)
+    return dataclasses.replace(result, improvement_pct=pct)
+
+
+def _check_grids(grids: object, cfg: ModelConfig) -> None:
+    if not isinstance(grids, Tensor):
+        raise TypeError(f"grids must be a torch.Tensor, got {type(grids).__name__}")
+    if grids.dtype != torch.uint8:
+        raise TypeError(f"grids must be uint8 (raw 0-255 views), got {grids.dtype}")
+    expected = (cfg.n_elevations, cfg.n_azimuths, cfg.channels, cfg.view_size, cfg.view_size)
+    if grids.dim() != 6 or tuple(grids.shape[1:]) != expected or grids.shape[0] == 0:
+        raise ValueError(
+            f"grids must have shape [n>0, {', '.join(map(str, expected))}] for this model, "
+            f"got {list(grids.shape)}"
+        )

@@ -1,0 +1,7 @@
+"""Sidekicks: helpers that shape or demonstrate the policy's training (paper §3.2–3.3)."""
+
+from __future__ import annotations
+
+from pyskick.sidekicks.base import Demonstrations, NoSidekick, Sidekick
+
+__all__ = ["Demonstrations", "NoSidekick", "Sidekick"]

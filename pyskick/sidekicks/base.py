@@ -1,0 +1,84 @@
+"""The sidekick extension point: what the trainer asks of a sidekick, and the no-op sidekick.
+
+A sidekick helps the policy only during training, through two channels (paper §3.2–3.3):
+
+- **rewards** (ours(rew)): per-view reward maps ``[B, N, M]`` (raw scale, e.g. 0–255) that the
+  environment pays out the first time a neighbourhood is visited; the trainer multiplies the
+  collected raw rewards by :meth:`Sidekick.reward_scale` to form the per-step bonus.
+- **demonstrations** (ours(demo)): actions for some steps of each episode; where the mask is
+  True the sidekick's action is taken and trained with ``supervised_scale * NLL``, and those
+  steps get no policy-gradient or entropy term. Returns are computed over the remaining steps
+  (the paper's hybrid mode, §4.6).
+
+Schedules (reward-scale decay, T_sup annealing) live in the sidekick: the trainer calls
+:meth:`Sidekick.on_epoch_end` after every epoch and saves :meth:`Sidekick.state_dict` in every
+checkpoint so a resumed run continues them exactly.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any
+
+import torch
+from torch import Tensor
+
+Demonstrations = tuple[Tensor, Tensor]
+"""``(actions [T-1, B] int64, mask [T-1, B] bool)``: where mask is True the action is forced."""
+
+
+class Sidekick(ABC):
+    """Base class of sidekicks. Subclasses override what they provide.
+
+    ``indices`` are positions in the training viewgrids given to :meth:`prepare` (``[B]``
+    int64, on the training device), so a sidekick can keep per-sample data (scores, utility
+    maps) computed once.
+    """
+
+    name: str = "sidekick"
+    """Registry name, recorded in the run's metrics."""
+
+    @abstractmethod
+    def prepare(self, grids: Tensor, *, T: int, device: torch.device) -> None:
+        """Called once before training with the training viewgrids.
+
+        Args:
+            grids: ``[n, N, M, C, H, W]`` uint8 training viewgrids (CPU).
+            T: the glimpse budget of the episodes to come.
+            device: where the trainer runs episodes; return tensors there.
+        """
+
+    def reward_maps(self, indices: Tensor, epoch: int) -> Tensor | None:
+        """``[B, N, M]`` float32 raw reward maps of the batch, or None for no rewards."""
+        return None
+
+    def reward_scale(self, epoch: int) -> float:
+        """Multiplier of the raw rewards collected from :meth:`reward_maps` at ``epoch``."""
+        return 0.0
+
+    def demonstrations(self, indices: Tensor, starts: Tensor, epoch: int) -> Demonstrations | None:
+        """Forced actions for the batch starting at ``starts`` ``[B]``, or None for none.
+
+        Returns:
+            ``(actions [T-1, B] int64, mask [T-1, B] bool)`` on the training device.
+        """
+        return None
+
+    def on_epoch_end(self, epoch: int) -> None:  # noqa: B027 - optional hook, no-op by default
+        """Advance schedules after ``epoch`` (0-based) finished."""
+
+    def state_dict(self) -> dict[str, Any]:
+        """Schedule state as plain types (saved in checkpoints)."""
+        return {}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:  # noqa: B027 - stateless default
+        """Restore :meth:`state_dict`'s output."""
+
+
+class NoSidekick(Sidekick):
+    """No sidekick: no rewards, no demonstrations (the ltla baseline)."""
+
+    name = "none"
+
+    def prepare(self, grids: Tensor, *, T: int, device: torch.device) -> None:
+        """Nothing to prepare."""

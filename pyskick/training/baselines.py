@@ -1,0 +1,64 @@
+"""The authors' "average" baseline: cumulative running means of the rewards (§4.4).
+
+``B_t = R_avg + (T - 1 - t) * R_avg_expert * reward_scale`` for action ``t``, where ``R_avg`` is
+the mean of the final reward (−final MSE) over every training sample seen and ``R_avg_expert``
+the mean of the raw intrinsic rewards over every training sample-step. Only training rollouts
+update it (the authors also fed validation rollouts in: paper-reference §8.17), and it is saved
+in checkpoints (the authors reset it on resume, §8.20).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch import Tensor
+
+
+class AverageBaseline:
+    """Running means of the final and intrinsic rewards, kept in float64 Python numbers."""
+
+    def __init__(self) -> None:
+        self.final_sum = 0.0
+        self.final_count = 0
+        self.intrinsic_sum = 0.0
+        self.intrinsic_count = 0
+
+    @property
+    def final_mean(self) -> float:
+        """R_avg (0 before any update)."""
+        return self.final_sum / self.final_count if self.final_count else 0.0
+
+    @property
+    def intrinsic_mean(self) -> float:
+        """R_avg_expert, raw scale (0 before any update)."""
+        return self.intrinsic_sum / self.intrinsic_count if self.intrinsic_count else 0.0
+
+    def update(self, final_sum: float, final_count: int, intr_sum: float, intr_count: int) -> None:
+        """Add sums and counts (already reduced over distributed ranks by the caller)."""
+        self.final_sum += float(final_sum)
+        self.final_count += int(final_count)
+        self.intrinsic_sum += float(intr_sum)
+        self.intrinsic_count += int(intr_count)
+
+    def values(self, T: int, reward_scale: float, device: torch.device | str = "cpu") -> Tensor:
+        """``[T-1]`` float32 baseline of each action step."""
+        remaining = torch.arange(T - 1, 0, -1, dtype=torch.float64, device=device)
+        out = self.final_mean + remaining * (self.intrinsic_mean * reward_scale)
+        return out.to(torch.float32)
+
+    def state_dict(self) -> dict[str, Any]:
+        """Plain numbers, for checkpoints."""
+        return {
+            "final_sum": self.final_sum,
+            "final_count": self.final_count,
+            "intrinsic_sum": self.intrinsic_sum,
+            "intrinsic_count": self.intrinsic_count,
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore :meth:`state_dict`'s output."""
+        self.final_sum = float(state["final_sum"])
+        self.final_count = int(state["final_count"])
+        self.intrinsic_sum = float(state["intrinsic_sum"])
+        self.intrinsic_count = int(state["intrinsic_count"])

@@ -1,0 +1,243 @@
+"""Training configuration: one frozen dataclass, named presets, TOML and override loading.
+
+The resolved config is a plain dict (:meth:`TrainConfig.to_dict`) saved as ``config.json`` in the
+run folder and inside every checkpoint, so a run can always be rebuilt from what it wrote.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, Literal, get_args
+
+from pyskick.models import PRESETS as MODEL_PRESETS
+
+CriticName = Literal["average", "critic", "asymm-critic"]
+ActorName = Literal["learned", "random"]
+DeviceName = Literal["auto", "cpu", "cuda"]
+FrozenBatchNormName = Literal["train", "eval"]
+ValMetric = Literal["avg", "adv"]
+
+_CHOICES: dict[str, tuple[str, ...]] = {
+    "critic": get_args(CriticName),
+    "actor": get_args(ActorName),
+    "device": get_args(DeviceName),
+    "frozen_batchnorm": get_args(FrozenBatchNormName),
+    "val_metric": get_args(ValMetric),
+}
+_POSITIVE_INTS = ("T", "epochs", "pretrain_epochs", "batch_size", "eval_batch_size")
+_NON_NEGATIVE_INTS = ("seed", "reward_radius")
+_POSITIVE_FLOATS = ("lr", "grad_clip")
+_NON_NEGATIVE_FLOATS = (
+    "weight_decay",
+    "lambda_entropy",
+    "critic_coeff",
+    "reward_scale",
+    "supervised_scale",
+)
+_BOOLS = ("memorize", "fix_decode", "deterministic")
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Everything that decides a pretraining or training run (paper defaults, §4 and §9).
+
+    Shapes of the viewgrids (N, M, C, view size) are not here: they come from the data.
+    """
+
+    model: str = "paper-sun360"
+    """Model preset name (:data:`pyskick.models.PRESETS`); N, M, C and the view size are
+    replaced by the data's."""
+    T: int = 4
+    """Glimpse budget of an episode (``--T``); pretraining always uses T = 1."""
+    epochs: int = 1000
+    """Epochs of policy training (:func:`~pyskick.training.train`)."""
+    pretrain_epochs: int = 100
+    """Epochs of one-view pretraining (:func:`~pyskick.training.pretrain`; README: 100)."""
+    batch_size: int = 32
+    """Global batch (viewgrids per optimiser step), split evenly across distributed ranks."""
+    lr: float = 1e-4
+    """Adam learning rate (constant: the authors use no schedule)."""
+    weight_decay: float = 1e-6
+    """Adam weight decay."""
+    grad_clip: float = 10.0
+    """Maximum total L2 norm of the gradients of the trainable parameters."""
+    lambda_entropy: float = 1e-4
+    """Weight of the entropy bonus on policy-gradient steps."""
+    critic: CriticName = "average"
+    """Baseline: "average" (running means), "critic" (learned, partial observability) or
+    "asymm-critic" (learned, sees the whole grid: the asymm-ac baseline)."""
+    critic_coeff: float = 1e-2
+    """Weight of the learned critic's squared-error loss."""
+    actor: ActorName = "learned"
+    """"learned" (the act head chooses) or "random" (uniform actions: rnd-actions; only the
+    reconstruction trains)."""
+    reward_scale: float = 1.0
+    """Multiplier of the policy-gradient term (``--reward_scale``)."""
+    supervised_scale: float = 1e-3
+    """Weight of the NLL of a demonstrating sidekick's actions (``--supervised_scale``)."""
+    memorize: bool = False
+    """Paste observed views into the reconstruction during training too (evaluation always
+    pastes)."""
+    fix_decode: bool = False
+    """Freeze the decoder too when training from a one-view model (``--fix_decode``)."""
+    frozen_batchnorm: FrozenBatchNormName = "train"
+    """BatchNorm of frozen modules: "train" keeps updating running statistics (the authors'
+    behaviour, the default), "eval" fixes them."""
+    val_metric: ValMetric = "avg"
+    """Validation starts: "avg" (every other elevation and azimuth, mean over starts) or "adv"
+    (all starts, max)."""
+    eval_batch_size: int = 256
+    """Episodes per forward pass in validation and evaluation (memory only; no effect on
+    results)."""
+    reward_radius: int = 1
+    """Chebyshev radius zeroed in a sidekick's reward map around each visited view."""
+    seed: int = 123
+    """Seed of the model initialisation, the shuffles, the starts and the action sampling."""
+    deterministic: bool = False
+    """Ask torch for deterministic algorithms (slower on GPU; CPU runs are deterministic
+    anyway)."""
+    device: DeviceName = "auto"
+    """"auto" (CUDA when available), "cpu" or "cuda"."""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.model, str) or self.model not in MODEL_PRESETS:
+            raise ValueError(
+                f"TrainConfig.model must be one of {', '.join(MODEL_PRESETS)}, got {self.model!r}"
+            )
+        for name, choices in _CHOICES.items():
+            value = getattr(self, name)
+            if value not in choices:
+                raise ValueError(
+                    f"TrainConfig.{name} must be one of {', '.join(choices)}, got {value!r}"
+                )
+        for name in _POSITIVE_INTS + _NON_NEGATIVE_INTS:
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise TypeError(f"TrainConfig.{name} must be an int, got {value!r}")
+            if value < (1 if name in _POSITIVE_INTS else 0):
+                kind = "positive" if name in _POSITIVE_INTS else ">= 0"
+                raise ValueError(f"TrainConfig.{name} must be {kind}, got {value}")
+        for name in _POSITIVE_FLOATS + _NON_NEGATIVE_FLOATS:
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise TypeError(f"TrainConfig.{name} must be a number, got {value!r}")
+            if not value == value or value in (float("inf"), float("-inf")):
+                raise ValueError(f"TrainConfig.{name} must be finite, got {value}")
+            if value < 0 or (name in _POSITIVE_FLOATS and value == 0):
+                kind = "positive" if name in _POSITIVE_FLOATS else ">= 0"
+                raise ValueError(f"TrainConfig.{name} must be {kind}, got {value}")
+        for name in _BOOLS:
+            if not isinstance(getattr(self, name), bool):
+                raise TypeError(f"TrainConfig.{name} must be a bool, got {getattr(self, name)!r}")
+
+    # ---- plain-type round trip -----------------------------------------------------------
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain dict of str, int, float and bool (JSON, TOML and checkpoint safe)."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> TrainConfig:
+        """Build a config from :meth:`to_dict`'s output; missing keys take the defaults.
+
+        Raises:
+            ValueError: an unknown key, or a value the config rejects.
+            TypeError: a value of the wrong type.
+        """
+        if not isinstance(data, Mapping):
+            raise TypeError(f"TrainConfig.from_dict needs a mapping, got {type(data).__name__}")
+        names = [f.name for f in dataclasses.fields(cls)]
+        unknown = sorted(set(data) - set(names))
+        if unknown:
+            raise ValueError(
+                f"TrainConfig got unknown keys {', '.join(unknown)}; valid keys: {', '.join(names)}"
+            )
+        # An integer where a float is expected (lr = 1 in TOML) is fine; the reverse is not.
+        floats = set(_POSITIVE_FLOATS + _NON_NEGATIVE_FLOATS)
+        kwargs = {
+            key: float(value)
+            if key in floats and isinstance(value, int) and not isinstance(value, bool)
+            else value
+            for key, value in data.items()
+        }
+        return cls(**kwargs)
+
+    def replace(self, **changes: Any) -> TrainConfig:
+        """A copy with ``changes`` applied (validated like :meth:`from_dict`)."""
+        return TrainConfig.from_dict({**self.to_dict(), **changes})
+
+
+TRAIN_PRESETS: Mapping[str, TrainConfig] = MappingProxyType(
+    {
+        "paper-sun360": TrainConfig(model="paper-sun360"),
+        "paper-modelnet": TrainConfig(model="paper-modelnet"),
+        # Small model, a few epochs: minutes on 2 CPU cores for a few hundred viewgrids.
+        "cpu-demo": TrainConfig(
+            model="cpu-demo", epochs=3, pretrain_epochs=3, lr=1e-3, device="cpu"
+        ),
+    }
+)
+"""Named training configs (read-only). ``cpu-demo`` raises the learning rate to 1e-3 so a
+few epochs visibly learn."""
+
+
+def train_preset(name: str) -> TrainConfig:
+    """The :class:`TrainConfig` registered as ``name`` in :data:`TRAIN_PRESETS`.
+
+    Raises:
+        ValueError: unknown name; the message lists the valid ones.
+    """
+    try:
+        return TRAIN_PRESETS[name]
+    except KeyError:
+        raise ValueError(
+            f"unknown training preset {name!r}; valid presets: {', '.join(TRAIN_PRESETS)}"
+        ) from None
+
+
+def load_config(
+    path: str | os.PathLike[str] | None = None,
+    *,
+    preset: str | None = None,
+    overrides: Mapping[str, Any] | None = None,
+) -> TrainConfig:
+    """Resolve a config: preset, then a TOML file's keys, then ``overrides``.
+
+    The TOML file is flat (``T = 4``, ``critic = "critic"``) and may name its own base with
+    ``preset = "cpu-demo"``; an explicit ``preset`` argument wins over it.
+
+    Args:
+        path: TOML file, or None.
+        preset: base preset name; default ``"paper-sun360"``.
+        overrides: final field values (e.g. from command-line flags); None values are ignored.
+
+    Raises:
+        FileNotFoundError: ``path`` does not exist.
+        ValueError: unreadable TOML, unknown keys or invalid values (one line naming the field).
+    """
+    values: dict[str, Any] = {}
+    if path is not None:
+        path = Path(path)
+        if not path.is_file():
+            raise FileNotFoundError(f"config file {path} does not exist")
+        try:
+            values = tomllib.loads(path.read_text())
+        except tomllib.TOMLDecodeError as exc:
+            raise ValueError(f"config file {path} is not valid TOML: {exc}") from None
+        nested = sorted(key for key, value in values.items() if isinstance(value, dict))
+        if nested:
+            raise ValueError(f"config file {path} must be flat; got tables {', '.join(nested)}")
+    base_name = values.pop("preset", None) if preset is None else preset
+    if base_name is not None and not isinstance(base_name, str):
+        raise TypeError(f"preset must be a string, got {base_name!r}")
+    base = train_preset(base_name or "paper-sun360")
+    if overrides:
+        values.update({key: value for key, value in overrides.items() if value is not None})
+    values.pop("preset", None)
+    return base.replace(**values) if values else base

@@ -1,0 +1,69 @@
+"""The viewgrids a run trains and validates on, checked once."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+
+@dataclass(frozen=True)
+class TrainData:
+    """Training and validation viewgrids and the dataset's channel mean.
+
+    Attributes:
+        train: ``[n, N, M, C, H, W]`` uint8 training viewgrids (kept on the CPU; batches are
+            moved to the device).
+        val: ``[n_val, N, M, C, H, W]`` uint8 validation viewgrids of the same shape.
+        channel_mean: C per-channel means on the 0–255 scale, subtracted before dividing by 255.
+    """
+
+    train: Tensor
+    val: Tensor
+    channel_mean: tuple[float, ...]
+
+    def __post_init__(self) -> None:
+        for name in ("train", "val"):
+            grids = getattr(self, name)
+            if not isinstance(grids, Tensor):
+                raise TypeError(f"{name} grids must be a torch.Tensor, got {type(grids).__name__}")
+            if grids.dtype != torch.uint8:
+                raise TypeError(f"{name} grids must be uint8, got {grids.dtype}")
+            if grids.dim() != 6 or grids.shape[0] == 0:
+                raise ValueError(
+                    f"{name} grids must be a non-empty [n, N, M, C, H, W] tensor, "
+                    f"got shape {list(grids.shape)}"
+                )
+            if grids.shape[4] != grids.shape[5]:
+                raise ValueError(f"{name} views must be square, got {list(grids.shape[4:])}")
+        if self.train.shape[1:] != self.val.shape[1:]:
+            raise ValueError(
+                f"train and val viewgrids differ in shape: {list(self.train.shape[1:])} vs "
+                f"{list(self.val.shape[1:])}"
+            )
+        mean = tuple(float(x) for x in self.channel_mean)
+        if len(mean) != self.train.shape[3]:
+            raise ValueError(
+                f"channel_mean has {len(mean)} values for {self.train.shape[3]} channels"
+            )
+        object.__setattr__(self, "channel_mean", mean)
+
+    @property
+    def grid_shape(self) -> tuple[int, int, int, int]:
+        """``(N, M, C, H)``."""
+        N, M, C, H = self.train.shape[1:5]
+        return int(N), int(M), int(C), int(H)
+
+    @classmethod
+    def from_file(cls, path: str | os.PathLike[str]) -> TrainData:
+        """Load the train and val splits of a viewgrid HDF5 file (needs :mod:`pyskick.data`)."""
+        from pyskick.data import ViewgridFile
+
+        source = ViewgridFile(path)
+        return cls(
+            source.split("train").load(),
+            source.split("val").load(),
+            tuple(source.spec.channel_mean),
+        )

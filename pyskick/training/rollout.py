@@ -1,0 +1,174 @@
+"""One batch of episodes: observe, reconstruct, act (paper-reference §2.9 and §4.2).
+
+:func:`collect_rollout` runs ``T`` glimpses of ``B`` episodes and stores, time first, what the
+losses need in a :class:`Rollout` of preallocated ``[T, B]`` / ``[T-1, B]`` tensors.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import NamedTuple
+
+import torch
+from torch import Tensor, nn
+
+from pyskick.envs import LookAroundEnv
+from pyskick.evaluation.actors import ActionMode, select_actions
+from pyskick.models import CompletionPolicy
+
+_EPS = 1e-7  # the authors' log(p + 1e-7)
+
+
+class Rollout(NamedTuple):
+    """What one batch of episodes produced (``T`` glimpses, ``T - 1`` actions)."""
+
+    rec_errors: Tensor
+    """``[T, B]`` per-sample MSE of the reconstruction after each glimpse (differentiable)."""
+    log_probs: Tensor
+    """``[T-1, B]`` ``log(p[a_t] + 1e-7)`` of the actions taken (differentiable)."""
+    entropies: Tensor
+    """``[T-1, B]`` ``-sum_a p log(p + 1e-7)`` of the action distributions (differentiable)."""
+    values: Tensor | None
+    """``[T-1, B]`` critic values of the action steps, or None without a learned critic."""
+    intrinsic: Tensor
+    """``[T-1, B]`` raw intrinsic rewards the environment paid (0 without reward maps)."""
+    actions: Tensor
+    """``[T-1, B]`` int64 actions taken."""
+    supervised: Tensor
+    """``[T-1, B]`` bool, True where a demonstration forced the action."""
+    visited: Tensor
+    """``[B, T]`` int64 view indices seen, in order."""
+    decoded: Tensor
+    """``[B, N, M, C, H, W]`` the last reconstruction (pasted when ``paste``), detached."""
+    env_seconds: float
+    """Wall time spent in the environment (reset, steps, pastes) during the rollout."""
+
+    @property
+    def final_errors(self) -> Tensor:
+        """``[B]`` detached MSE after the last glimpse."""
+        return self.rec_errors[-1].detach()
+
+
+def collect_rollout(
+    policy: nn.Module,
+    env: LookAroundEnv,
+    grids: Tensor,
+    *,
+    mode: ActionMode,
+    starts: Tensor | None = None,
+    generator: torch.Generator | None = None,
+    critic: nn.Module | None = None,
+    critic_full_obs: bool = False,
+    reward_maps: Tensor | None = None,
+    demonstrations: tuple[Tensor, Tensor] | None = None,
+    paste: bool = False,
+) -> Rollout:
+    """Run ``env.T`` glimpses of one episode per viewgrid.
+
+    At each glimpse t: observe, step the policy with the previous LSTM state, optionally paste
+    the observed views, record the MSE to the start-relative target; then, if t < T - 1,
+    choose an action (a demonstration's where its mask is set), record its log-probability,
+    the entropy and the critic's value, and move.
+
+    Args:
+        policy: a :class:`CompletionPolicy`, possibly wrapped (DDP); called as
+            ``policy(view, proprio, t, state, azimuth=...)``.
+        env: the environment; its ``T`` is the episode length.
+        grids: ``[B, N, M, C, H, W]`` uint8 viewgrids on the device to run on.
+        mode: how the policy's actions are chosen: ``"sample"``, ``"greedy"`` or ``"random"``.
+        starts: ``[B]`` start views; None draws them from ``generator``.
+        generator: random source of the starts and of ``"sample"``/``"random"`` actions; None
+            uses torch's global generator.
+        critic: a learned critic (possibly wrapped), or None.
+        critic_full_obs: the critic takes the whole absolute grid (asymm-critic).
+        reward_maps: ``[B, N, M]`` raw sidekick rewards, or None.
+        demonstrations: ``(actions [T-1, B], mask [T-1, B])`` forced actions, or None.
+        paste: paste observed views before measuring the error (always at evaluation).
+
+    Returns:
+        The :class:`Rollout`.
+    """
+    core = policy.module if isinstance(policy, nn.parallel.DistributedDataParallel) else policy
+    if not isinstance(core, CompletionPolicy):
+        raise TypeError(f"policy must be a CompletionPolicy, got {type(core).__name__}")
+    T = env.T
+    B = grids.shape[0]
+    M = grids.shape[2]
+    device = grids.device
+    rec_errors = torch.empty(T, B, device=device)
+    log_probs = torch.zeros(T - 1, B, device=device)
+    entropies = torch.zeros(T - 1, B, device=device)
+    values = torch.zeros(T - 1, B, device=device) if critic is not None else None
+    intrinsic = torch.zeros(T - 1, B, device=device)
+    actions = torch.zeros(T - 1, B, dtype=torch.int64, device=device)
+    supervised = torch.zeros(T - 1, B, dtype=torch.bool, device=device)
+    if demonstrations is not None:
+        demo_actions, demo_mask = _check_demonstrations(demonstrations, T, B, device)
+        supervised.copy_(demo_mask)
+
+    tick = time.perf_counter()
+    obs = env.reset(grids, starts=starts, generator=generator, reward_maps=reward_maps)
+    env_seconds = time.perf_counter() - tick
+    state = None
+    decoded = None
+    for t in range(T):
+        azimuth = obs.position % M
+        out = policy(obs.view, obs.proprio, t, state, azimuth=azimuth)
+        state = out.state
+        decoded = out.decoded
+        if paste:
+            tick = time.perf_counter()
+            decoded = env.paste_observed(decoded)
+            env_seconds += time.perf_counter() - tick
+        rec_errors[t] = (env.target - decoded).pow(2).flatten(1).mean(1)
+        if t == T - 1:
+            break
+        probs = torch.softmax(out.logits, dim=1)
+        chosen = select_actions(probs, mode, generator=generator)
+        if demonstrations is not None:
+            chosen = torch.where(demo_mask[t], demo_actions[t], chosen)
+        actions[t] = chosen
+        log_probs[t] = torch.log(probs.gather(1, chosen[:, None]).squeeze(1) + _EPS)
+        entropies[t] = -(probs * torch.log(probs + _EPS)).sum(1)
+        if critic is not None and values is not None:
+            if critic_full_obs:
+                values[t] = critic(out.hidden, obs.proprio, t, env.grid, azimuth=azimuth)
+            else:
+                values[t] = critic(out.hidden, obs.proprio, t, azimuth=azimuth)
+        tick = time.perf_counter()
+        obs, reward, _ = env.step(chosen)
+        intrinsic[t] = reward
+        env_seconds += time.perf_counter() - tick
+    assert decoded is not None  # T >= 1
+    return Rollout(
+        rec_errors=rec_errors,
+        log_probs=log_probs,
+        entropies=entropies,
+        values=values,
+        intrinsic=intrinsic,
+        actions=actions,
+        supervised=supervised,
+        visited=env.visited_views.clone(),
+        decoded=decoded.detach(),
+        env_seconds=env_seconds,
+    )
+
+
+def _check_demonstrations(
+    demonstrations: tuple[Tensor, Tensor], T: int, B: int, device: torch.device
+) -> tuple[Tensor, Tensor]:
+    """Validate a sidekick's ``(actions, mask)`` and move them to ``device``."""
+    if not (isinstance(demonstrations, tuple) and len(demonstrations) == 2):
+        raise TypeError("demonstrations must be a tuple (actions [T-1, B], mask [T-1, B])")
+    demo_actions, demo_mask = demonstrations
+    for name, tensor, dtype in (
+        ("actions", demo_actions, torch.int64),
+        ("mask", demo_mask, torch.bool),
+    ):
+        if not isinstance(tensor, Tensor) or tensor.dtype != dtype:
+            raise TypeError(f"demonstration {name} must be a {dtype} tensor")
+        if tuple(tensor.shape) != (T - 1, B):
+            raise ValueError(
+                f"demonstration {name} must have shape [{T - 1}, {B}], got {list(tensor.shape)}"
+            )
+    return demo_actions.to(device), demo_mask.to(device)

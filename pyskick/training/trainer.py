@@ -1,0 +1,582 @@
+"""Pretraining and policy training: the epoch loop, validation, checkpoints and exact resume.
+
+Two stages (paper-reference §4.1):
+
+- :func:`pretrain`: one-view reconstruction, T = 1, every module that gets a gradient trained
+  (the act head gets none at T = 1 and is left untouched);
+- :func:`train`: T glimpses from a one-view model (``init``), Sense and Fuse frozen, the act
+  head learned by REINFORCE (average baseline) or actor-critic, optionally helped by a
+  :class:`~pyskick.sidekicks.Sidekick`.
+
+Every epoch reshuffles the training set and draws fresh starts from a generator seeded by
+``(seed, epoch)``, so any epoch's data order is reproducible on its own. Validation is
+deterministic (:func:`~pyskick.evaluation.evaluate.evaluate_policy`) and touches no training
+state. ``latest.pt`` is written after every epoch, ``best.pt`` when validation improves; both
+hold everything needed to continue exactly (``resume=True``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import torch
+from torch import Tensor, nn
+
+from pyskick.evaluation.evaluate import evaluate_policy, make_env
+from pyskick.models import (
+    CompletionPolicy,
+    FullObservabilityCritic,
+    ModelConfig,
+    PartialObservabilityCritic,
+    preset,
+)
+from pyskick.sidekicks.base import NoSidekick, Sidekick
+from pyskick.training.baselines import AverageBaseline
+from pyskick.training.checkpoint import (
+    capture_rng_state,
+    load_checkpoint,
+    restore_rng_state,
+    save_checkpoint,
+)
+from pyskick.training.config import TrainConfig
+from pyskick.training.data import TrainData
+from pyskick.training.distributed import (
+    DistContext,
+    all_reduce_sum,
+    init_distributed,
+    resolve_device,
+)
+from pyskick.training.loggers import make_logger
+from pyskick.training.losses import completion_loss
+from pyskick.training.rollout import collect_rollout
+from pyskick.training.seeding import seed_everything
+
+Stage = Literal["pretrain", "train"]
+
+# Fields that may change when a run is resumed (to extend it); anything else must match.
+_RESUMABLE_CHANGES = ("epochs", "pretrain_epochs", "device")
+
+
+@dataclass(frozen=True)
+class TrainResult:
+    """What a finished (or resumed and finished) run left behind."""
+
+    run_dir: Path
+    """The run folder (config.json, metrics.jsonl, latest.pt, best.pt)."""
+    stage: str
+    """``"pretrain"`` or ``"train"``."""
+    best_val: float
+    """Best validation error (mean per-sample MSE, unscaled)."""
+    epochs: int
+    """Epochs completed."""
+    history: list[dict[str, float]] = field(default_factory=list)
+    """Per epoch: ``epoch``, ``train_error``, ``val_error``."""
+
+
+def pretrain(
+    config: TrainConfig, out_dir: str | Path, data: TrainData, *, resume: bool = False
+) -> TrainResult:
+    """Train a one-view (T = 1) reconstruction model for ``config.pretrain_epochs`` epochs.
+
+    Args:
+        config: the run's config (its ``T`` is ignored: pretraining uses T = 1).
+        out_dir: the run folder (created).
+        data: training and validation viewgrids.
+        resume: continue from ``out_dir/latest.pt``.
+    """
+    return Trainer(config, out_dir, data, stage="pretrain", resume=resume).fit()
+
+
+def train(
+    config: TrainConfig,
+    out_dir: str | Path,
+    data: TrainData,
+    *,
+    init: str | Path | None = None,
+    resume: bool = False,
+    sidekick: Sidekick | None = None,
+) -> TrainResult:
+    """Train the look-around policy for ``config.epochs`` epochs.
+
+    Args:
+        config: the run's config.
+        out_dir: the run folder (created).
+        data: training and validation viewgrids.
+        init: a pretrained run folder (its ``best.pt``) or checkpoint to start from; its
+            Sense and Fuse are frozen. None trains from scratch without freezing.
+        resume: continue from ``out_dir/latest.pt`` (``init`` is then not needed).
+        sidekick: reward or demonstration helper; None is :class:`NoSidekick`.
+    """
+    return Trainer(
+        config, out_dir, data, stage="train", init=init, resume=resume, sidekick=sidekick
+    ).fit()
+
+
+class Trainer:
+    """One stage of training: setup, :meth:`fit` -> :meth:`train_epoch` / :meth:`validate`.
+
+    Args:
+        config: the run's config.
+        out_dir: the run folder.
+        data: training and validation viewgrids.
+        stage: ``"pretrain"`` or ``"train"``.
+        init: checkpoint or run folder whose model weights start the run (train stage).
+        resume: continue from ``out_dir/latest.pt``.
+        sidekick: training helper (train stage); None means none.
+
+    Raises:
+        ValueError: incompatible data, init or resumed run (one line naming what differs).
+        FileNotFoundError: missing init or ``latest.pt``.
+    """
+
+    def __init__(
+        self,
+        config: TrainConfig,
+        out_dir: str | Path,
+        data: TrainData,
+        *,
+        stage: Stage,
+        init: str | Path | None = None,
+        resume: bool = False,
+        sidekick: Sidekick | None = None,
+    ) -> None:
+        if not isinstance(config, TrainConfig):
+            raise TypeError(f"config must be a TrainConfig, got {type(config).__name__}")
+        if not isinstance(data, TrainData):
+            raise TypeError(f"data must be a TrainData, got {type(data).__name__}")
+        if stage not in ("pretrain", "train"):
+            raise ValueError(f"stage must be 'pretrain' or 'train', got {stage!r}")
+        self.run_dir = Path(out_dir)
+        latest = self.run_dir / "latest.pt"
+        if not resume and latest.exists():
+            raise ValueError(
+                f"{self.run_dir} already holds a run; resume it or choose another folder"
+            )
+        resume_state = load_checkpoint(latest) if resume else None
+        if resume_state is not None:
+            if resume_state.get("stage") != stage:
+                raise ValueError(
+                    f"cannot resume a {resume_state.get('stage')!r} run as a {stage!r} run"
+                )
+            config = _resumed_config(resume_state, config, stage)
+        if stage == "pretrain":
+            # One glimpse, no actions: the actor, critic and sidekick settings are moot.
+            config = config.replace(T=1, critic="average")
+            sidekick = None
+        self.config = config
+        self.stage = stage
+        self.data = data
+        self.device = resolve_device(config.device, _local_rank())
+        self.dist: DistContext = init_distributed(self.device)
+        if config.batch_size % self.dist.world_size:
+            raise ValueError(
+                f"batch_size {config.batch_size} must be divisible by the number of "
+                f"processes ({self.dist.world_size})"
+            )
+        if data.train.shape[0] < config.batch_size:
+            raise ValueError(
+                f"batch_size {config.batch_size} exceeds the {data.train.shape[0]} training "
+                "viewgrids"
+            )
+        self.epochs = config.pretrain_epochs if stage == "pretrain" else config.epochs
+        self.T = config.T
+        self.learn_actions = stage == "train" and config.actor == "learned" and config.T > 1
+        self.sidekick: Sidekick = sidekick if sidekick is not None else NoSidekick()
+
+        seed_everything(config.seed, deterministic=config.deterministic)
+        self.model_config = _model_config(config, data)
+        self.policy = CompletionPolicy(self.model_config).to(self.device)
+        if init is not None and resume_state is None:
+            if stage != "train":
+                raise ValueError("init is only for the train stage")
+            self._load_init(init)
+        frozen = init is not None
+        if resume_state is not None:
+            frozen = bool(resume_state["frozen"])
+        if stage == "train" and frozen:
+            self.policy.freeze_sense_and_fuse(
+                include_decode=config.fix_decode, batchnorm=config.frozen_batchnorm
+            )
+        if not self.learn_actions:
+            # No action is learned (T = 1, or a random actor): the act head gets no gradient.
+            self.policy.act.requires_grad_(False)
+        self.critic = self._make_critic()
+        params = self.policy.trainable_parameters()
+        if self.critic is not None:
+            params += [p for p in self.critic.parameters() if p.requires_grad]
+        self.params = params
+        self.optimizer = torch.optim.Adam(params, lr=config.lr, weight_decay=config.weight_decay)
+        self.baseline = AverageBaseline()
+        self.env = make_env(self.model_config, self.T, data.channel_mean)
+        self.action_generator = torch.Generator(self.device).manual_seed(
+            config.seed + 1_000_003 * (self.dist.rank + 1)
+        )
+        self.sidekick.prepare(data.train, T=self.T, device=self.device)
+
+        self.start_epoch = 0
+        self.best_val = math.inf
+        self.history: list[dict[str, float]] = []
+        if resume_state is not None:
+            self._restore(resume_state)
+
+        self.policy_ddp: nn.Module = self.policy
+        self.critic_ddp: nn.Module | None = self.critic
+        if self.dist.distributed:
+            ids = [self.device.index] if self.device.type == "cuda" else None
+            self.policy_ddp = nn.parallel.DistributedDataParallel(self.policy, device_ids=ids)
+            if self.critic is not None:
+                # Demonstrated steps have no critic term, so a batch may leave it unused.
+                self.critic_ddp = nn.parallel.DistributedDataParallel(
+                    self.critic, device_ids=ids, find_unused_parameters=True
+                )
+        if self.dist.is_main:
+            self.run_dir.mkdir(parents=True, exist_ok=True)
+            _write_json(self.run_dir / "config.json", {"stage": stage, **config.to_dict()})
+
+    # ---------------------------------------------------------------------------- setup
+    def _make_critic(self) -> nn.Module | None:
+        if not self.learn_actions or self.config.critic == "average":
+            return None
+        if self.config.critic == "critic":
+            critic: nn.Module = PartialObservabilityCritic(self.model_config)
+        else:
+            critic = FullObservabilityCritic(self.model_config, self.policy.sense_im)
+        return critic.to(self.device)
+
+    def _load_init(self, init: str | Path) -> None:
+        path = Path(init)
+        if path.is_dir():
+            path = path / "best.pt"
+        state = load_checkpoint(path, map_location=self.device)
+        if "model" not in state or "model_config" not in state:
+            raise ValueError(f"{path} is not a pyskick training checkpoint")
+        if ModelConfig.from_dict(state["model_config"]) != self.model_config:
+            raise ValueError(
+                f"{path} holds a model of another architecture or data shape than this run "
+                f"(model preset {self.config.model!r}, grids {list(self.data.grid_shape)})"
+            )
+        self.policy.load_state_dict(state["model"])
+
+    def _restore(self, state: dict[str, Any]) -> None:
+        if ModelConfig.from_dict(state["model_config"]) != self.model_config:
+            raise ValueError(
+                f"cannot resume: the data's viewgrids {list(self.data.grid_shape)} do not match "
+                "the run's model"
+            )
+        self.policy.load_state_dict(state["model"])
+        if self.critic is not None:
+            self.critic.load_state_dict(state["critic"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.baseline.load_state_dict(state["baseline"])
+        self.sidekick.load_state_dict(state["sidekick"])
+        restore_rng_state(state["rng"]["global"])
+        action_states = state["rng"]["actions"]
+        if len(action_states) != self.dist.world_size:
+            raise ValueError(
+                f"cannot resume: the run used {len(action_states)} processes, this one has "
+                f"{self.dist.world_size}"
+            )
+        self.action_generator.set_state(action_states[self.dist.rank].to("cpu"))
+        self.start_epoch = int(state["epoch"]) + 1
+        self.best_val = float(state["best_val"])
+        self.history = [dict(item) for item in state["history"]]
+
+    # ------------------------------------------------------------------------------ fit
+    def fit(self) -> TrainResult:
+        """Run the remaining epochs; returns the run's summary."""
+        # A resumed run's log keeps exactly the records of the epochs its checkpoint covers.
+        logger = make_logger(
+            self.run_dir,
+            rank=self.dist.rank,
+            keep_until_step=self.start_epoch - 1 if self.start_epoch > 0 else None,
+        )
+        try:
+            for epoch in range(self.start_epoch, self.epochs):
+                metrics = self.train_epoch(epoch)
+                val = self.validate()
+                metrics["val/rec_error"] = val
+                improved = val < self.best_val
+                if improved:
+                    self.best_val = val
+                metrics["val/best_rec_error"] = self.best_val
+                self.history.append(
+                    {"epoch": epoch, "train_error": metrics["train/rec_error"], "val_error": val}
+                )
+                self.sidekick.on_epoch_end(epoch)
+                logger.write(metrics, epoch)
+                self.save(epoch, best=improved)
+                _progress_line(self, epoch, metrics)
+        finally:
+            logger.close()
+        return TrainResult(
+            run_dir=self.run_dir,
+            stage=self.stage,
+            best_val=self.best_val,
+            epochs=len(self.history),
+            history=list(self.history),
+        )
+
+    def epoch_batches(self, epoch: int) -> tuple[Tensor, Tensor]:
+        """This rank's ``[n_batches, B_local]`` sample indices and start views of ``epoch``.
+
+        The permutation and the starts of the *global* batches come from a generator seeded
+        by ``(seed, epoch)``, identical on every rank; rank r takes the r-th slice of each
+        global batch, so a run on k processes sees the same batches as a single process.
+        The last ``n % batch_size`` samples of each (reshuffled) epoch are left out.
+        """
+        cfg = self.config
+        generator = torch.Generator().manual_seed(cfg.seed * 100_003 + epoch)
+        n = self.data.train.shape[0]
+        n_batches = n // cfg.batch_size
+        order = torch.randperm(n, generator=generator)[: n_batches * cfg.batch_size]
+        starts = torch.randint(
+            self.model_config.n_views, (n_batches * cfg.batch_size,), generator=generator
+        )
+        local = cfg.batch_size // self.dist.world_size
+        lo = self.dist.rank * local
+        shape = (n_batches, cfg.batch_size)
+        return order.view(shape)[:, lo : lo + local], starts.view(shape)[:, lo : lo + local]
+
+    def train_epoch(self, epoch: int) -> dict[str, float]:
+        """One pass over the (reshuffled) training set; returns the epoch's metrics."""
+        cfg = self.config
+        self.policy.train()
+        if self.critic is not None:
+            self.critic.train()
+        order, starts = self.epoch_batches(epoch)
+        # Summed over batches (and later ranks): final error, loss parts, entropy, counts.
+        sums = torch.zeros(8, dtype=torch.float64)
+        env_seconds = 0.0
+        step_seconds = 0.0
+        epoch_tick = time.perf_counter()
+        for b in range(order.shape[0]):
+            tick = time.perf_counter()
+            indices = order[b].to(self.device)
+            batch_starts = starts[b].to(self.device)
+            grids = self.data.train[order[b]].to(self.device, non_blocking=True)
+            reward_maps = self.sidekick.reward_maps(indices, epoch)
+            demos = self.sidekick.demonstrations(indices, batch_starts, epoch)
+            sidekick_scale = self.sidekick.reward_scale(epoch)
+            side_seconds = time.perf_counter() - tick
+            rollout = collect_rollout(
+                self.policy_ddp,
+                self.env,
+                grids,
+                mode="sample" if cfg.actor == "learned" else "random",
+                starts=batch_starts,
+                generator=self.action_generator,
+                critic=self.critic_ddp,
+                critic_full_obs=cfg.critic == "asymm-critic",
+                reward_maps=reward_maps,
+                demonstrations=demos,
+                paste=cfg.memorize,
+            )
+            tick_baseline = time.perf_counter()
+            baseline = None
+            if self.learn_actions and self.critic is None and self.T > 1:
+                self._update_baseline(rollout.final_errors, rollout.intrinsic)
+                baseline = self.baseline.values(self.T, sidekick_scale, self.device)
+            side_seconds += time.perf_counter() - tick_baseline
+            loss = completion_loss(
+                rollout,
+                baseline=baseline,
+                sidekick_scale=sidekick_scale,
+                learn_actions=self.learn_actions,
+                reward_scale=cfg.reward_scale,
+                lambda_entropy=cfg.lambda_entropy,
+                critic_coeff=cfg.critic_coeff,
+                supervised_scale=cfg.supervised_scale,
+            )
+            self.optimizer.zero_grad(set_to_none=True)
+            loss.total.backward()
+            grad_norm = torch.nn.utils.clip_grad_norm_(self.params, cfg.grad_clip)
+            self.optimizer.step()
+            step_seconds += time.perf_counter() - tick
+            env_seconds += side_seconds + rollout.env_seconds
+            B = grids.shape[0]
+            entropy = rollout.entropies.detach().mean(0).sum() if self.T > 1 else torch.zeros(())
+            sums += torch.tensor(
+                [
+                    float(rollout.final_errors.sum()),
+                    float(loss.total.detach()) * B,
+                    float(loss.policy) * B,
+                    float(entropy),
+                    float(loss.critic) * B,
+                    float(loss.supervised) * B,
+                    float(grad_norm) * B,
+                    B,
+                ],
+                dtype=torch.float64,
+            )
+            _progress_batch(self, epoch, b, order.shape[0])
+        elapsed = time.perf_counter() - epoch_tick
+        self._sync_buffers()
+        sums = all_reduce_sum(sums, self.dist)
+        n = float(sums[7])
+        metrics = {
+            "train/rec_error": float(sums[0]) / n,
+            "train/loss": float(sums[1]) / n,
+            "train/policy_loss": float(sums[2]) / n,
+            "train/entropy": float(sums[3]) / n,
+            "train/critic_loss": float(sums[4]) / n,
+            "train/supervised_loss": float(sums[5]) / n,
+            "train/grad_norm": float(sums[6]) / n,
+            "perf/episodes_per_s": n / elapsed,
+            "perf/env_share": env_seconds / step_seconds if step_seconds > 0 else 0.0,
+            "perf/epoch_seconds": elapsed,
+        }
+        if self.stage == "train":
+            metrics["sidekick/reward_scale"] = self.sidekick.reward_scale(epoch)
+            metrics["baseline/final_reward_mean"] = self.baseline.final_mean
+            metrics["baseline/intrinsic_mean"] = self.baseline.intrinsic_mean
+        return metrics
+
+    def _sync_buffers(self) -> None:
+        """Give every rank rank 0's BatchNorm statistics (DDP does so only before a forward,
+        so the last batch leaves them rank-local); validation and checkpoints then agree."""
+        if not self.dist.distributed:
+            return
+        for module in (self.policy, self.critic):
+            if module is not None:
+                for buffer in module.buffers():
+                    torch.distributed.broadcast(buffer, src=0)
+
+    def _update_baseline(self, final_errors: Tensor, intrinsic: Tensor) -> None:
+        """Add this batch (all ranks) to the running means; training rollouts only."""
+        sums = torch.tensor(
+            [
+                -float(final_errors.double().sum()),
+                final_errors.numel(),
+                float(intrinsic.double().sum()),
+                intrinsic.numel(),
+            ],
+            dtype=torch.float64,
+        )
+        final_sum, final_count, intr_sum, intr_count = all_reduce_sum(sums, self.dist).tolist()
+        self.baseline.update(final_sum, int(final_count), intr_sum, int(intr_count))
+
+    def validate(self) -> float:
+        """Mean per-sample error on the validation set (deterministic; ``config.val_metric``).
+
+        Each rank evaluates every ``world_size``-th viewgrid; the sums are combined.
+        """
+        cfg = self.config
+        shard = self.data.val[self.dist.rank :: self.dist.world_size]
+        total = torch.zeros(2, dtype=torch.float64)
+        if shard.shape[0] > 0:
+            result = evaluate_policy(
+                self.policy,
+                shard,
+                channel_mean=self.data.channel_mean,
+                T=self.T,
+                metric=cfg.val_metric,
+                actor=cfg.actor,
+                batch_size=cfg.eval_batch_size,
+                seed=cfg.seed,
+            )
+            total += torch.tensor([float(result.per_sample.sum()), shard.shape[0]])
+        total = all_reduce_sum(total, self.dist)
+        return float(total[0] / total[1])
+
+    # ----------------------------------------------------------------------- checkpoints
+    def state_dict(self, epoch: int) -> dict[str, Any]:
+        """Everything a resumed run needs, as plain types and tensors."""
+        action_states = [self.action_generator.get_state()]
+        if self.dist.distributed:
+            gathered: list[Any] = [None] * self.dist.world_size
+            torch.distributed.all_gather_object(gathered, action_states[0])
+            action_states = gathered
+        return {
+            "stage": self.stage,
+            "epoch": epoch,
+            "config": self.config.to_dict(),
+            "model_config": self.model_config.to_dict(),
+            "model": self.policy.state_dict(),
+            "frozen": list(self.policy.frozen_modules),
+            "critic": self.critic.state_dict() if self.critic is not None else None,
+            "optimizer": self.optimizer.state_dict(),
+            "baseline": self.baseline.state_dict(),
+            "sidekick": self.sidekick.state_dict(),
+            "sidekick_name": self.sidekick.name,
+            "rng": {"global": capture_rng_state(), "actions": action_states},
+            "best_val": self.best_val,
+            "history": list(self.history),
+        }
+
+    def save(self, epoch: int, *, best: bool) -> None:
+        """Write ``latest.pt`` (and ``best.pt`` when ``best``) on rank 0."""
+        state = self.state_dict(epoch)
+        if not self.dist.is_main:
+            return
+        save_checkpoint(self.run_dir / "latest.pt", state)
+        if best:
+            save_checkpoint(self.run_dir / "best.pt", state)
+
+
+def _model_config(config: TrainConfig, data: TrainData) -> ModelConfig:
+    """The model preset with the data's grid shape."""
+    N, M, C, H = data.grid_shape
+    base = preset(config.model)
+    try:
+        return ModelConfig.from_dict(
+            {
+                **base.to_dict(),
+                "n_elevations": N,
+                "n_azimuths": M,
+                "channels": C,
+                "view_size": H,
+            }
+        )
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"the data's viewgrids do not fit model {config.model!r}: {exc}") from None
+
+
+def _resumed_config(state: dict[str, Any], config: TrainConfig, stage: Stage) -> TrainConfig:
+    """The saved config with only the resumable fields taken from ``config``."""
+    saved = TrainConfig.from_dict(state["config"])
+    ignored = ("T", "critic") if stage == "pretrain" else ()
+    for name, value in config.to_dict().items():
+        if name in _RESUMABLE_CHANGES or name in ignored:
+            continue
+        if getattr(saved, name) != value:
+            raise ValueError(
+                f"cannot resume: config field {name} is {value!r} but the run used "
+                f"{getattr(saved, name)!r}"
+            )
+    return saved.replace(**{name: getattr(config, name) for name in _RESUMABLE_CHANGES})
+
+
+def _local_rank() -> int:
+    return int(os.environ.get("LOCAL_RANK", "0"))
+
+
+def _write_json(path: Path, payload: dict[str, Any]) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(payload, indent=2) + "\n")
+    tmp.replace(path)
+
+
+def _progress_batch(trainer: Trainer, epoch: int, batch: int, n_batches: int) -> None:
+    """A live batch counter on an interactive stderr (rank 0 only)."""
+    if trainer.dist.is_main and sys.stderr.isatty():
+        sys.stderr.write(f"\r{trainer.stage} epoch {epoch + 1}/{trainer.epochs} ")
+        sys.stderr.write(f"batch {batch + 1}/{n_batches}")
+        sys.stderr.flush()
+
+
+def _progress_line(trainer: Trainer, epoch: int, metrics: dict[str, float]) -> None:
+    """The epoch's summary line on an interactive stderr (rank 0 only)."""
+    if trainer.dist.is_main and sys.stderr.isatty():
+        sys.stderr.write(
+            f"\r{trainer.stage} epoch {epoch + 1}/{trainer.epochs}: "
+            f"train {metrics['train/rec_error'] * 1e3:.2f} "
+            f"val {metrics['val/rec_error'] * 1e3:.2f} (x1000)\n"
+        )
+        sys.stderr.flush()

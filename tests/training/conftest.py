@@ -1,0 +1,44 @@
+"""Small smooth viewgrids and a tiny run config shared by the training tests."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from pyskick.training.config import TrainConfig, train_preset
+from pyskick.training.data import TrainData
+
+
+def smooth_grids(n: int, *, N: int = 3, M: int = 4, C: int = 1, H: int = 16, seed: int = 0):
+    """``[n, N, M, C, H, W]`` uint8 grids of smooth random fields (learnable reconstructions)."""
+    generator = torch.Generator().manual_seed(seed)
+    coarse = torch.rand(n, N * M * C, 4, 4, generator=generator)
+    fine = torch.nn.functional.interpolate(coarse, size=H, mode="bilinear", align_corners=False)
+    return (fine.view(n, N, M, C, H, H) * 255).round().to(torch.uint8)
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    """Keep the shared 2-core machine responsive and timings stable."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture
+def tiny_data() -> TrainData:
+    return TrainData(smooth_grids(16, seed=1), smooth_grids(6, seed=2), (120.0,))
+
+
+@pytest.fixture
+def tiny_config() -> TrainConfig:
+    return train_preset("cpu-demo").replace(
+        batch_size=8, epochs=2, pretrain_epochs=2, T=3, eval_batch_size=64
+    )
+
+
+@pytest.fixture(name="smooth_grids")
+def _smooth_grids_fixture():
+    """The :func:`smooth_grids` factory (test modules cannot import conftest)."""
+    return smooth_grids

@@ -1,0 +1,89 @@
+"""TrainConfig: presets, validation, plain-dict round trip, TOML and overrides."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from pyskick.training.config import TRAIN_PRESETS, TrainConfig, load_config, train_preset
+
+
+def test_paper_defaults():
+    cfg = TrainConfig()
+    assert (cfg.T, cfg.batch_size, cfg.lr, cfg.weight_decay) == (4, 32, 1e-4, 1e-6)
+    assert (cfg.grad_clip, cfg.lambda_entropy, cfg.critic_coeff) == (10.0, 1e-4, 1e-2)
+    assert (cfg.critic, cfg.actor, cfg.seed, cfg.frozen_batchnorm) == (
+        "average",
+        "learned",
+        123,
+        "train",
+    )
+
+
+@pytest.mark.parametrize("name", sorted(TRAIN_PRESETS))
+def test_presets_round_trip_through_json(name):
+    cfg = train_preset(name)
+    assert TrainConfig.from_dict(json.loads(json.dumps(cfg.to_dict()))) == cfg
+
+
+def test_cpu_demo_is_small_and_short():
+    cfg = train_preset("cpu-demo")
+    assert cfg.model == "cpu-demo"
+    assert cfg.epochs <= 5
+    assert cfg.device == "cpu"
+
+
+@pytest.mark.parametrize(
+    ("changes", "error", "field"),
+    [
+        ({"T": 0}, ValueError, "T"),
+        ({"batch_size": 2.0}, TypeError, "batch_size"),
+        ({"lr": 0.0}, ValueError, "lr"),
+        ({"lambda_entropy": -1.0}, ValueError, "lambda_entropy"),
+        ({"critic": "ppo"}, ValueError, "critic"),
+        ({"actor": "demo"}, ValueError, "actor"),
+        ({"model": "resnet"}, ValueError, "model"),
+        ({"memorize": 1}, TypeError, "memorize"),
+        ({"grad_clip": float("nan")}, ValueError, "grad_clip"),
+    ],
+)
+def test_invalid_values_name_the_field(changes, error, field):
+    with pytest.raises(error, match=rf"TrainConfig\.{field}\b") as info:
+        TrainConfig().replace(**changes)
+    assert "\n" not in str(info.value)
+
+
+def test_unknown_keys_are_listed():
+    with pytest.raises(ValueError, match="unknown keys gamma"):
+        TrainConfig.from_dict({"gamma": 0.99})
+
+
+def test_unknown_preset():
+    with pytest.raises(ValueError, match="valid presets: paper-sun360"):
+        train_preset("huge")
+
+
+def test_toml_then_overrides(tmp_path):
+    path = tmp_path / "run.toml"
+    path.write_text('preset = "cpu-demo"\nT = 3\nlr = 1\ncritic = "critic"\n')
+    cfg = load_config(path, overrides={"T": 5, "seed": None})
+    assert cfg.model == "cpu-demo"
+    assert cfg.T == 5
+    assert cfg.lr == 1.0
+    assert cfg.critic == "critic"
+    assert cfg.seed == 123
+    assert load_config(path, preset="paper-modelnet").model == "paper-modelnet"
+
+
+def test_toml_errors(tmp_path):
+    with pytest.raises(FileNotFoundError):
+        load_config(tmp_path / "missing.toml")
+    bad = tmp_path / "bad.toml"
+    bad.write_text("T = \n")
+    with pytest.raises(ValueError, match="not valid TOML"):
+        load_config(bad)
+    nested = tmp_path / "nested.toml"
+    nested.write_text("[model]\nwidth = 3\n")
+    with pytest.raises(ValueError, match="must be flat"):
+        load_config(nested)

@@ -1,0 +1,181 @@
+"""Trainer stages: files written, freezing, validation purity, reshuffling, exact resume."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from pyskick.training.checkpoint import load_checkpoint
+from pyskick.training.data import TrainData
+from pyskick.training.loggers import read_metrics
+from pyskick.training.trainer import Trainer, pretrain, train
+
+
+@pytest.fixture
+def pretrained(tmp_path, tiny_config, tiny_data):
+    result = pretrain(tiny_config, tmp_path / "pre", tiny_data)
+    return result.run_dir
+
+
+def test_pretrain_writes_run_files(pretrained, tiny_config):
+    config = json.loads((pretrained / "config.json").read_text())
+    assert config["stage"] == "pretrain"
+    assert config["T"] == 1
+    records = read_metrics(pretrained / "metrics.jsonl")
+    assert [r["step"] for r in records] == [0, 1]
+    for key in ("train/rec_error", "val/rec_error", "perf/episodes_per_s", "perf/env_share"):
+        assert all(r[key] is not None for r in records)
+    assert 0.0 < records[0]["perf/env_share"] < 1.0
+    state = load_checkpoint(pretrained / "latest.pt")
+    assert state["stage"] == "pretrain"
+    assert state["epoch"] == 1
+    assert state["config"]["pretrain_epochs"] == tiny_config.pretrain_epochs
+    assert (pretrained / "best.pt").is_file()
+    assert state["best_val"] == min(r["val/rec_error"] for r in records)
+
+
+def test_pretrain_leaves_the_act_head_alone(tmp_path, tiny_config, tiny_data):
+    trainer = Trainer(tiny_config, tmp_path / "p", tiny_data, stage="pretrain")
+    before = {k: v.clone() for k, v in trainer.policy.named_parameters()}
+    trainer.fit()
+    after = dict(trainer.policy.named_parameters())
+    # No action at T = 1: no gradient, and no weight-decay drift either (BN statistics move).
+    assert all(torch.equal(before[k], after[k]) for k in before if k.startswith("act."))
+    assert not torch.equal(before["aggregate.weight_hh_l0"], after["aggregate.weight_hh_l0"])
+
+
+@pytest.mark.parametrize("batchnorm", ["train", "eval"])
+def test_train_freezes_sense_and_fuse(tmp_path, pretrained, tiny_config, tiny_data, batchnorm):
+    init = load_checkpoint(pretrained / "best.pt")["model"]
+    config = tiny_config.replace(epochs=1, frozen_batchnorm=batchnorm)
+    trainer = Trainer(config, tmp_path / "t", tiny_data, stage="train", init=pretrained)
+    trainer.fit()
+    after = trainer.policy.state_dict()
+    frozen = [k for k in init if k.split(".")[0] in ("sense_im", "sense_pro", "fuse")]
+    params = dict(trainer.policy.named_parameters())
+    for key in frozen:
+        if key in params:
+            assert torch.equal(init[key], after[key]), key
+    stats_moved = not torch.equal(init["fuse.3.running_mean"], after["fuse.3.running_mean"])
+    assert stats_moved == (batchnorm == "train")  # the authors' frozen BN keeps updating
+    assert not torch.equal(init["aggregate.weight_hh_l0"], after["aggregate.weight_hh_l0"])
+
+
+def test_validation_is_deterministic_and_pure(tmp_path, pretrained, tiny_config, tiny_data):
+    trainer = Trainer(tiny_config, tmp_path / "t", tiny_data, stage="train", init=pretrained)
+    trainer.train_epoch(0)
+    baseline = trainer.baseline.state_dict()
+    weights = {k: v.clone() for k, v in trainer.policy.state_dict().items()}
+    rng = trainer.action_generator.get_state()
+    assert trainer.validate() == trainer.validate()
+    assert trainer.baseline.state_dict() == baseline
+    assert torch.equal(trainer.action_generator.get_state(), rng)
+    assert all(torch.equal(weights[k], v) for k, v in trainer.policy.state_dict().items())
+
+
+def test_every_epoch_reshuffles(tmp_path, tiny_config, tiny_data):
+    trainer = Trainer(tiny_config, tmp_path / "p", tiny_data, stage="pretrain")
+    order0, starts0 = trainer.epoch_batches(0)
+    order1, _ = trainer.epoch_batches(1)
+    assert order0.shape == (2, 8)
+    assert starts0.shape == (2, 8)
+    assert not torch.equal(order0, order1)
+    assert torch.equal(order0, trainer.epoch_batches(0)[0])
+    assert sorted(order0.flatten().tolist()) == list(range(16))
+
+
+@pytest.mark.parametrize("critic", ["average", "critic"])
+def test_resume_is_exact(tmp_path, pretrained, tiny_config, tiny_data, critic):
+    config = tiny_config.replace(epochs=3, critic=critic)
+    full = Trainer(config, tmp_path / "full", tiny_data, stage="train", init=pretrained)
+    full.fit()
+    train(config.replace(epochs=1), tmp_path / "cut", tiny_data, init=pretrained)
+    resumed = Trainer(config, tmp_path / "cut", tiny_data, stage="train", resume=True)
+    assert resumed.start_epoch == 1
+    resumed.fit()
+    a, b = full.state_dict(2), resumed.state_dict(2)
+    for key in a["model"]:
+        assert torch.equal(a["model"][key], b["model"][key]), key
+    if critic == "critic":
+        for key in a["critic"]:
+            assert torch.equal(a["critic"][key], b["critic"][key]), key
+    assert a["baseline"] == b["baseline"]
+    assert a["history"] == b["history"]
+    strip = [
+        {k: v for k, v in r.items() if not k.startswith(("time", "perf/"))}
+        for r in read_metrics(tmp_path / "full" / "metrics.jsonl")
+    ]
+    strip_cut = [
+        {k: v for k, v in r.items() if not k.startswith(("time", "perf/"))}
+        for r in read_metrics(tmp_path / "cut" / "metrics.jsonl")
+    ]
+    assert strip == strip_cut
+
+
+def test_resume_refuses_a_changed_config(tmp_path, pretrained, tiny_config, tiny_data):
+    train(tiny_config.replace(epochs=1), tmp_path / "run", tiny_data, init=pretrained)
+    with pytest.raises(ValueError, match=r"config field lr is 0\.5 but the run used"):
+        train(tiny_config.replace(lr=0.5), tmp_path / "run", tiny_data, resume=True)
+    with pytest.raises(FileNotFoundError):
+        train(tiny_config, tmp_path / "none", tiny_data, resume=True)
+    other = TrainData(tiny_data.train[:, :, :2], tiny_data.val[:, :, :2], (1.0,))
+    with pytest.raises(ValueError, match=r"viewgrids \[3, 2, 1, 16\] do not match"):
+        train(tiny_config, tmp_path / "run", other, resume=True)
+    before = (tmp_path / "run" / "metrics.jsonl").read_text()
+    with pytest.raises(ValueError, match="already holds a run; resume it"):
+        train(tiny_config, tmp_path / "run", tiny_data, init=pretrained)
+    assert (tmp_path / "run" / "metrics.jsonl").read_text() == before
+
+
+def test_bad_init_and_batch(tmp_path, pretrained, tiny_config, tiny_data):
+    with pytest.raises(ValueError, match="another architecture"):
+        train(tiny_config.replace(model="paper-sun360"), tmp_path / "x", tiny_data, init=pretrained)
+    with pytest.raises(ValueError, match="batch_size 32 exceeds the 16 training viewgrids"):
+        pretrain(tiny_config.replace(batch_size=32), tmp_path / "y", tiny_data)
+
+
+@pytest.mark.parametrize(("actor", "critic"), [("random", "average"), ("learned", "asymm-critic")])
+def test_other_actors_and_critics_train(
+    tmp_path, pretrained, tiny_config, tiny_data, actor, critic
+):
+    config = tiny_config.replace(epochs=1, actor=actor, critic=critic)
+    trainer = Trainer(config, tmp_path / "t", tiny_data, stage="train", init=pretrained)
+    act_before = {k: v.clone() for k, v in trainer.policy.act.state_dict().items()}
+    result = trainer.fit()
+    assert result.epochs == 1
+    assert result.best_val > 0
+    moved = any(
+        not torch.equal(act_before[k], v)
+        for k, v in trainer.policy.act.state_dict().items()
+        if "running" not in k and "num_batches" not in k
+    )
+    assert moved == (actor == "learned")
+    assert (trainer.critic is not None) == (critic == "asymm-critic")
+
+
+def test_pretrain_resume_is_exact(tmp_path, tiny_config, tiny_data):
+    full = Trainer(
+        tiny_config.replace(pretrain_epochs=2), tmp_path / "a", tiny_data, stage="pretrain"
+    )
+    full.fit()
+    pretrain(tiny_config.replace(pretrain_epochs=1), tmp_path / "b", tiny_data)
+    resumed = Trainer(tiny_config, tmp_path / "b", tiny_data, stage="pretrain", resume=True)
+    resumed.fit()
+    a, b = full.policy.state_dict(), resumed.policy.state_dict()
+    assert all(torch.equal(a[k], b[k]) for k in a)
+    with pytest.raises(ValueError, match="cannot resume a 'pretrain' run as a 'train' run"):
+        train(tiny_config, tmp_path / "b", tiny_data, resume=True)
+
+
+def test_train_data_is_checked(tiny_data):
+    with pytest.raises(TypeError, match="train grids must be uint8"):
+        TrainData(tiny_data.train.float(), tiny_data.val, (120.0,))
+    with pytest.raises(ValueError, match="train and val viewgrids differ in shape"):
+        TrainData(tiny_data.train, tiny_data.val[:, :2], (120.0,))
+    with pytest.raises(ValueError, match="channel_mean has 3 values for 1 channels"):
+        TrainData(tiny_data.train, tiny_data.val, (1.0, 2.0, 3.0))
+    with pytest.raises(ValueError, match="non-empty"):
+        TrainData(tiny_data.train[:0], tiny_data.val, (120.0,))
+    assert tiny_data.grid_shape == (3, 4, 1, 16)
