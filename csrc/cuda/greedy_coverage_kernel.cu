@@ -58,14 +58,14 @@ __global__ void greedy_coverage_kernel(const float* __restrict__ coverage,
       const std::int64_t v = ne * M + na;
       double gain = 0.0;
       if (!chosen[v * T + tid]) {
-        // sum_t min(U[v, t], max(1 - cov_t, 0)) over 4 interleaved lanes, as on the CPU.
+        // sum_t min(U[v, t], max(1 - cov_t, 0)) over 8 interleaved lanes, as on the CPU.
         const float* row = U + v * V;
-        double acc[4] = {0.0, 0.0, 0.0, 0.0};
+        double acc[8] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
         for (std::int64_t t = 0; t < V; ++t) {
           const double residual = fmax(1.0 - cov[t * T + tid], 0.0);
-          acc[t % 4] += fmin(static_cast<double>(row[t]), residual);
+          acc[t % 8] += fmin(static_cast<double>(row[t]), residual);
         }
-        gain = (acc[0] + acc[1]) + (acc[2] + acc[3]);
+        gain = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
       }
       if (gain > best_gain) {  // strict: ties keep the lowest action index
         best_gain = gain;
