@@ -38,7 +38,7 @@ bench: setup
 
 demo: setup
 	$(VENV)/bin/pyskick info
-	$(VENV)/bin/pyskick bench --quick
+	$(VENV)/bin/pyskick demo --out runs/demo
 
 clean:
 	rm -rf build .pytest_cache .hypothesis .benchmarks

@@ -21,6 +21,10 @@ COMMANDS = {
     "bench": "pyskick_cli.commands.bench:bench",
     "plugins": "pyskick_cli.commands.plugins:plugins",
     "data": "pyskick_cli.commands.data:data",
+    "pretrain": "pyskick_cli.commands.train:pretrain",
+    "train": "pyskick_cli.commands.train:train",
+    "evaluate": "pyskick_cli.commands.evaluate:evaluate",
+    "demo": "pyskick_cli.commands.demo:demo",
 }
 
 

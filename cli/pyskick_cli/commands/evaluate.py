@@ -1,0 +1,95 @@
+"""``pyskick evaluate``: the paper's avg and adv reconstruction errors of a run."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from pyskick_cli.options import dataset_option, device_option, resolve_dataset_path
+
+
+@click.command()
+@click.argument("run", type=click.Path(exists=True, path_type=Path))
+@dataset_option
+@click.option(
+    "--metric",
+    type=click.Choice(["avg", "adv"]),
+    default="avg",
+    show_default=True,
+    help="avg: every other elevation and azimuth as starts, mean over starts; adv: all starts, "
+    "worst start per sample.",
+)
+@click.option("--split", default="test", show_default=True, help="Split of the dataset file.")
+@click.option(
+    "--actor",
+    type=click.Choice(["learned", "random"]),
+    default=None,
+    help="Override the run's actor: learned (greedy) or random (rnd-actions).",
+)
+@click.option(
+    "--one-view",
+    "one_view",
+    type=click.Path(exists=True, path_type=Path),
+    default=None,
+    help="A one-view run to report the % improvement against.",
+)
+@click.option(
+    "--batch-size", type=click.IntRange(min=1), default=256, show_default=True,
+    help="Episodes per forward pass (memory only).",
+)  # fmt: skip
+@device_option
+@click.option(
+    "--save",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Also write the per-sample errors to this .npz file.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
+def evaluate(
+    run: Path,
+    dataset: str,
+    metric: str,
+    split: str,
+    actor: str | None,
+    one_view: Path | None,
+    batch_size: int,
+    device: str | None,
+    save: Path | None,
+    as_json: bool,
+) -> None:
+    """Evaluate RUN (a run folder, using its best.pt, or a checkpoint) on a dataset split.
+
+    Errors are final-step MSEs (after T glimpses, observed views pasted, greedy actions),
+    reported ×1000 with std and standard error like the paper's Table 1.
+    """
+    from pyskick.data import ViewgridFile
+    from pyskick.evaluation import evaluate as run_evaluate
+
+    source = ViewgridFile(resolve_dataset_path(dataset))
+    if split not in source.splits:
+        raise click.BadParameter(
+            f"split {split!r} is not in {source.path} (splits: {', '.join(source.splits)})",
+            param_hint="--split",
+        )
+    grids = source.split(split).load()
+    mean = tuple(source.spec.channel_mean)
+    options = {"channel_mean": mean, "batch_size": batch_size, "device": device or "auto"}
+    baseline = run_evaluate(one_view, grids, metric, **options) if one_view else None
+    result = run_evaluate(run, grids, metric, actor=actor, baseline=baseline, **options)
+    if save is not None:
+        result.save(save)
+    report = {"run": str(run), "split": split, "n_samples": result.summary.n_samples}
+    report.update(result.to_dict())
+    if as_json:
+        click.echo(json.dumps(report))
+        return
+    line = (
+        f"{metric} error x1000 on {split} ({report['n_samples']} samples, T={result.T}, "
+        f"{result.actor} actor): {result.summary.mean_x1000:.2f} "
+        f"(std {result.summary.std_x1000:.2f}, stderr {result.summary.stderr_x1000:.2f})"
+    )
+    if result.improvement_pct is not None:
+        line += f", {result.improvement_pct:.2f}% better than one-view"
+    click.echo(line)

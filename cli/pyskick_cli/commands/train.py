@@ -1,0 +1,116 @@
+"""``pyskick pretrain`` and ``pyskick train``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from pyskick_cli.options import resolve_dataset_path, training_options
+
+if TYPE_CHECKING:
+    from pyskick.training import TrainConfig, TrainData
+
+
+def _config(
+    preset: str | None, config_path: Path | None, spec_preset: str, **overrides: Any
+) -> TrainConfig:
+    from pyskick.training import load_config
+
+    if preset is None and config_path is None:
+        preset = "paper-modelnet" if spec_preset == "modelnet-hard" else "paper-sun360"
+    return load_config(config_path, preset=preset, overrides=overrides)
+
+
+def _load_data(dataset: str) -> tuple[Path, str, TrainData]:
+    from pyskick.data import ViewgridFile
+    from pyskick.training import TrainData
+
+    path = resolve_dataset_path(dataset)
+    return path, ViewgridFile(path).spec.preset, TrainData.from_file(path)
+
+
+def _report(result: Any) -> None:
+    click.echo(
+        f"{result.stage} finished: {result.epochs} epochs, best val error "
+        f"{result.best_val * 1000:.2f} x1e-3, run in {result.run_dir}",
+        err=True,
+    )
+
+
+@click.command()
+@training_options
+def pretrain(
+    dataset: str,
+    preset: str | None,
+    config_path: Path | None,
+    epochs: int | None,
+    batch_size: int | None,
+    lr: float | None,
+    seed: int | None,
+    device: str | None,
+    out_dir: Path,
+    resume: bool,
+) -> None:
+    """Train the one-view model (T = 1): every module learns to reconstruct from one glimpse."""
+    from pyskick.training import pretrain as run_pretrain
+
+    _, spec_preset, data = _load_data(dataset)
+    config = _config(
+        preset, config_path, spec_preset, pretrain_epochs=epochs, batch_size=batch_size, lr=lr,
+        seed=seed, device=device,
+    )  # fmt: skip
+    _report(run_pretrain(config, out_dir, data, resume=resume))
+
+
+@click.command()
+@training_options
+@click.option(
+    "--init",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="A one-view run (or checkpoint) to start from; default: pretrain one, or reuse the "
+    "cached one for this dataset and config.",
+)
+@click.option("--T", "T", type=click.IntRange(min=2), default=None, help="Glimpses per episode.")
+@click.option(
+    "--critic",
+    type=click.Choice(["average", "critic", "asymm-critic"]),
+    default=None,
+    help="Baseline of the policy gradient (asymm-critic sees the whole grid: asymm-ac).",
+)
+@click.option(
+    "--actor",
+    type=click.Choice(["learned", "random"]),
+    default=None,
+    help="Who picks the motions: the policy, or uniform random actions (rnd-actions).",
+)
+def train(
+    dataset: str,
+    preset: str | None,
+    config_path: Path | None,
+    epochs: int | None,
+    batch_size: int | None,
+    lr: float | None,
+    seed: int | None,
+    device: str | None,
+    out_dir: Path,
+    resume: bool,
+    init: Path | None,
+    T: int | None,
+    critic: str | None,
+    actor: str | None,
+) -> None:
+    """Train the look-around policy (ltla) from a one-view model, Sense and Fuse frozen."""
+    from pyskick.training import train as run_train
+    from pyskick.training.one_view_cache import cached_one_view
+
+    path, spec_preset, data = _load_data(dataset)
+    config = _config(
+        preset, config_path, spec_preset, epochs=epochs, batch_size=batch_size, lr=lr, seed=seed,
+        device=device, T=T, critic=critic, actor=actor,
+    )  # fmt: skip
+    if init is None and not resume:
+        init = cached_one_view(path, config, data)
+    _report(run_train(config, out_dir, data, init=init, resume=resume))

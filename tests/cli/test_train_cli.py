@@ -1,0 +1,134 @@
+"""pretrain / train / evaluate / demo from the command line, on a tiny synthetic dataset."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pyskick.data.builtin import make_builtin
+from pyskick.training.checkpoint import load_checkpoint
+from pyskick_cli.main import main
+
+FAST = ["--preset", "cpu-demo", "--epochs", "1", "--batch-size", "8", "--device", "cpu"]
+
+
+def run(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    with pytest.raises(SystemExit) as exc:
+        main(args)
+    out, err = capsys.readouterr()
+    return int(exc.value.code or 0), out, err
+
+
+@pytest.fixture(scope="module")
+def scenes(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return make_builtin("synthetic-scenes", tmp_path_factory.mktemp("data") / "s.h5", 40, 1)
+
+
+def test_pretrain_train_evaluate(
+    scenes: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    one, ltla = tmp_path / "one", tmp_path / "ltla"
+    code, _, err = run(["pretrain", "--dataset", str(scenes), *FAST, "--out", str(one)], capsys)
+    assert code == 0, err
+    assert load_checkpoint(one / "best.pt")["stage"] == "pretrain"
+    code, _, err = run(
+        ["train", "--dataset", str(scenes), *FAST, "--init", str(one), "--out", str(ltla)], capsys
+    )
+    assert code == 0, err
+    state = load_checkpoint(ltla / "latest.pt")
+    assert state["stage"] == "train"
+    assert state["config"]["T"] == 4
+    code, out, err = run(
+        ["evaluate", str(ltla), "--dataset", str(scenes), "--one-view", str(one), "--json"], capsys
+    )
+    assert code == 0, err
+    report = json.loads(out)
+    assert report["metric"] == "avg"
+    assert report["split"] == "test"
+    assert report["n_samples"] == 4
+    assert {"mean_x1000", "std_x1000", "stderr_x1000", "improvement_pct"} <= set(report)
+    # --resume with more epochs continues the same run.
+    code, _, err = run(
+        ["train", "--dataset", str(scenes), *FAST[:2], "--epochs", "2", "--batch-size", "8",
+         "--device", "cpu", "--out", str(ltla), "--resume"],
+        capsys,
+    )  # fmt: skip
+    assert code == 0, err
+    assert load_checkpoint(ltla / "latest.pt")["epoch"] == 1
+
+
+def test_train_without_init_pretrains_once_and_reuses(
+    scenes: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("PYSKICK_CACHE_DIR", str(tmp_path / "cache"))
+    for name in ("a", "b"):
+        code, _, err = run(
+            ["train", "--dataset", str(scenes), *FAST, "--out", str(tmp_path / name)], capsys
+        )
+        assert code == 0, err
+    cached = list((tmp_path / "cache" / "one-view").iterdir())
+    assert len(cached) == 1  # the second run reused the first one's one-view model
+    assert (cached[0] / "best.pt").exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["train", "--dataset", "no-such-dataset"], "unknown dataset 'no-such-dataset'"),
+        (["train", "--dataset", "missing.h5"], "does not exist"),
+        (["train", "--preset", "bogus"], "unknown training preset 'bogus'"),
+        (["train", "--epochs", "0"], "--epochs"),
+        (["evaluate", "RUN", "--metric", "median"], "--metric"),
+    ],
+)
+def test_bad_input_exits_2_and_writes_nothing(
+    scenes: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    args: list[str],
+    message: str,
+) -> None:
+    out = tmp_path / "run"
+    if args[0] == "evaluate":
+        args = ["evaluate", str(tmp_path), "--dataset", str(scenes), *args[2:]]
+    else:
+        if "--dataset" not in args:
+            args = [*args, "--dataset", str(scenes)]
+        args = [*args, "--out", str(out)]
+    code, _, err = run(args, capsys)
+    assert code == 2
+    assert message in err
+    assert not out.exists()
+
+
+def test_incompatible_checkpoint_and_dataset(
+    scenes: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    one = tmp_path / "one"
+    assert run(["pretrain", "--dataset", str(scenes), *FAST, "--out", str(one)], capsys)[0] == 0
+    objects = make_builtin("synthetic-objects", tmp_path / "o.h5", 8, 0)
+    code, _, err = run(["evaluate", str(one), "--dataset", str(objects)], capsys)
+    assert code == 2
+    assert "shape" in err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_demo_writes_a_table(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "demo"
+    args = ["demo", "--out", str(out), "--num", "30", "--epochs", "1", "--pretrain-epochs", "1",
+            "--batch-size", "8"]  # fmt: skip
+    code, stdout, err = run(args, capsys)
+    assert code == 0, err
+    assert "| ltla |" in stdout
+    table = json.loads((out / "table.json").read_text())
+    assert [row["method"] for row in table["rows"]] == ["one-view", "rnd-actions", "ltla"]
+    assert table["rows"][2]["avg"]["improvement_pct"] is not None
+    # Re-running skips every finished part and gives the same table.
+    code, again, _ = run(args, capsys)
+    assert code == 0
+    assert again == stdout
