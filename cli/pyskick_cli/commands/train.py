@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -32,6 +33,8 @@ def _load_data(dataset: str) -> tuple[Path, str, TrainData]:
 
 
 def _report(result: Any) -> None:
+    if int(os.environ.get("RANK", "0")) != 0:  # under torchrun, rank 0 speaks for all
+        return
     click.echo(
         f"{result.stage} finished: {result.epochs} epochs, best val error "
         f"{result.best_val * 1000:.2f} x1e-3, run in {result.run_dir}",
