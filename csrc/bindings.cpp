@@ -3,7 +3,7 @@
 // Kernels are torch-free: tensors arrive as raw addresses (Tensor.data_ptr()) with their sizes,
 // and CUDA kernels also get the caller's stream (torch.cuda.current_stream().cuda_stream). The
 // Python wrappers in pyskick/ops validate dtype, device, shape, contiguity and index ranges
-// first; the checks here are a last guard so that no call can crash the process.
+// first; the checks here are a last guard (sizes, null pointers) behind them.
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 

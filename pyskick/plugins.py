@@ -48,10 +48,14 @@ class PluginHost:
 
     @property
     def registries(self) -> Registries:
-        """The registries, built on first use."""
+        """The registries, built on first use; a failing registration (a clash) raises."""
         if self._registries is None:
             self._registries = build_registries(self.pm)
         return self._registries
+
+    def diagnose(self) -> Registries:
+        """Registries built without raising: failing registrations go to :attr:`failures`."""
+        return build_registries(self.pm, errors=self.failures)
 
 
 def _env_flag(name: str) -> bool:

@@ -71,6 +71,13 @@ class Registry:
             raise ValueError(f"plugin {plugin!r}: invalid {self.kind} name {name!r}")
         if not callable(factory):
             raise TypeError(f"plugin {plugin!r}: {self.kind} {name!r} factory is not callable")
+        if isinstance(aliases, str):
+            raise TypeError(f"plugin {plugin!r}: aliases of {self.kind} {name!r} must be a list")
+        for alias in aliases:
+            if not isinstance(alias, str) or not alias or alias != alias.strip():
+                raise ValueError(
+                    f"plugin {plugin!r}: invalid alias {alias!r} of {self.kind} {name!r}"
+                )
         entry = Entry(self.kind, name, factory, plugin, tuple(aliases))
         for key in (name, *entry.aliases):
             if key in self._lookup:
@@ -120,15 +127,36 @@ class Registries:
         return getattr(self, kind)
 
 
-def build_registries(pm: pluggy.PluginManager) -> Registries:
+def record_failure(errors: dict[str, str], plugin: str, exc: BaseException) -> None:
+    """Add ``exc`` to ``plugin``'s entry of ``errors`` (one line per plugin)."""
+    message = f"{type(exc).__name__}: {exc}"
+    errors[plugin] = f"{errors[plugin]}; {message}" if plugin in errors else message
+
+
+def build_registries(
+    pm: pluggy.PluginManager, *, errors: dict[str, str] | None = None
+) -> Registries:
     """Call every plugin's registration hooks and collect the names.
 
     Each hook implementation is called separately so that every entry records its plugin.
+
+    Args:
+        pm: the plugin manager.
+        errors: None to raise on the first failing registration (a clash included); a dict to
+            record ``plugin -> error`` instead and keep going without that registration
+            (used by ``pyskick plugins`` and ``pyskick info``, which must still work).
     """
     registries = Registries(*(Registry(kind) for kind in KINDS))
     for kind, hook_name in HOOKS.items():
         registry = registries[kind]
-        for impl in getattr(pm.hook, hook_name).get_hookimpls():
+        # pluggy's call order (last registered first): the built-ins, registered last, claim
+        # their names before any external plugin.
+        for impl in reversed(getattr(pm.hook, hook_name).get_hookimpls()):
             plugin = pm.get_name(impl.plugin) or repr(impl.plugin)
-            impl.function(register=functools.partial(registry.register, plugin=plugin))
+            try:
+                impl.function(register=functools.partial(registry.register, plugin=plugin))
+            except Exception as exc:
+                if errors is None:
+                    raise
+                record_failure(errors, plugin, exc)
     return registries

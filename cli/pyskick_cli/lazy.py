@@ -26,8 +26,15 @@ class LazyGroup(click.Group):
             return
         self._plugin_commands_added = True
         from pyskick.plugins import get_host
+        from pyskick.registry import record_failure
 
-        get_host().pm.hook.pyskick_register_commands(cli=self)
+        host = get_host()
+        # One plugin at a time: a failing one is recorded (see `pyskick plugins`), not fatal.
+        for impl in host.pm.hook.pyskick_register_commands.get_hookimpls():
+            try:
+                impl.function(cli=self)
+            except Exception as exc:
+                record_failure(host.failures, host.pm.get_name(impl.plugin) or "?", exc)
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         self._add_plugin_commands()

@@ -70,7 +70,7 @@ def main(argv: list[str] | None = None) -> None:
     args = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in args
     try:
-        cli.main(args=args, prog_name="pyskick", standalone_mode=False)
+        code = cli.main(args=args, prog_name="pyskick", standalone_mode=False)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
     except click.Abort:
@@ -89,4 +89,5 @@ def main(argv: list[str] | None = None) -> None:
             traceback.print_exc()
         click.echo(f"Error: {type(exc).__name__}: {exc}", err=True)
         sys.exit(EXIT_FAILURE)
-    sys.exit(EXIT_OK)
+    # Without standalone mode, click returns ctx.exit(n)'s code instead of raising.
+    sys.exit(code if isinstance(code, int) else EXIT_OK)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -10,20 +12,22 @@ import click
 
 F = TypeVar("F", bound=Callable[..., Any])
 
+# Spelled out so that `--help` does not import torch; a test checks it against TRAIN_PRESETS.
+TRAIN_PRESET_NAMES = ("paper-sun360", "paper-modelnet", "cpu-demo")
+
 DATASET_HELP = (
-    "A registered dataset name (see `pyskick plugins --all`; default synthetic-scenes) or the "
-    "path of a viewgrid .h5 file."
+    "A registered dataset name (see `pyskick plugins --all`) or the path of a viewgrid .h5 file."
 )
 
 
 def resolve_dataset_path(value: str) -> Path:
-    """The HDF5 file behind ``--dataset``: an existing path, or a registered name.
+    """The HDF5 file behind ``--dataset``: an existing file, or a registered name.
 
     Raises:
         click.BadParameter: neither (exit 2), listing the registered names.
     """
-    path = Path(value)
-    if path.suffix in (".h5", ".hdf5") or path.exists():
+    path = Path(value).expanduser()
+    if path.suffix in (".h5", ".hdf5") or path.is_file():
         if not path.is_file():
             raise click.BadParameter(f"dataset file {path} does not exist", param_hint="--dataset")
         return path
@@ -35,6 +39,59 @@ def resolve_dataset_path(value: str) -> Path:
     except UnknownNameError as exc:
         raise click.BadParameter(str(exc), param_hint="--dataset") from None
     return Path(entry.factory())
+
+
+DATASET_RECORD = "dataset.json"
+
+
+def check_run_dataset(run_dir: Path, dataset: Path, *, resume: bool) -> None:
+    """Refuse to continue a run on another dataset, or to start one over an existing run.
+
+    Raises:
+        click.BadParameter: exit 2, before anything is trained or written.
+    """
+    from pyskick.training.one_view_cache import file_digest
+
+    if not resume:
+        if (run_dir / "latest.pt").exists():
+            raise click.BadParameter(
+                f"{run_dir} already holds a run; add --resume or choose another folder",
+                param_hint="--out",
+            )
+        return
+    record = run_dir / DATASET_RECORD
+    if record.is_file():
+        recorded = json.loads(record.read_text())
+        if recorded["sha256"] != file_digest(dataset):
+            raise click.BadParameter(
+                f"{run_dir} was trained on {recorded['path']}; {dataset} has other contents",
+                param_hint="--dataset",
+            )
+
+
+def record_run_dataset(run_dir: Path, dataset: Path) -> None:
+    """Write ``RUN/dataset.json`` (path and SHA-256 of the data file) on rank 0."""
+    from pyskick.training.one_view_cache import file_digest
+
+    if int(os.environ.get("RANK", "0")) != 0:
+        return
+    run_dir.mkdir(parents=True, exist_ok=True)
+    payload = {"path": str(dataset.resolve()), "sha256": file_digest(dataset)}
+    (run_dir / DATASET_RECORD).write_text(json.dumps(payload, indent=2) + "\n")
+
+
+def run_dataset(run: Path) -> Path:
+    """The data file a run was trained on (from ``RUN/dataset.json``).
+
+    Raises:
+        click.BadParameter: the run has no record; ``--dataset`` must be given.
+    """
+    record = (run if run.is_dir() else run.parent) / DATASET_RECORD
+    if not record.is_file():
+        raise click.BadParameter(
+            f"{run} does not record its dataset; pass --dataset", param_hint="--dataset"
+        )
+    return Path(json.loads(record.read_text())["path"])
 
 
 def dataset_option(f: F) -> F:
@@ -58,14 +115,15 @@ def training_options(f: F) -> F:
         dataset_option,
         click.option(
             "--preset",
+            type=click.Choice(TRAIN_PRESET_NAMES),
             default=None,
-            help="Training preset: paper-sun360, paper-modelnet or cpu-demo (default: "
-            "paper-modelnet for ModelNet-Hard-shaped data, else paper-sun360).",
+            help="Training preset (default: paper-modelnet for ModelNet-Hard-shaped data, else "
+            "paper-sun360).",
         ),
         click.option(
             "--config",
             "config_path",
-            type=click.Path(dir_okay=False, path_type=Path),
+            type=click.Path(exists=True, dir_okay=False, path_type=Path),
             default=None,
             help="A flat TOML file of TrainConfig fields (applied over the preset).",
         ),

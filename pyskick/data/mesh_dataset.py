@@ -30,13 +30,26 @@ def _report_stderr(path: Path, reason: str) -> None:
     sys.stderr.write(f"skipped {path}: {reason}\n")
 
 
-def find_meshes(folder: str | os.PathLike[str]) -> list[tuple[Path, str]]:
-    """Every ``.obj``/``.off`` file under ``folder`` (sorted) with its class: its parent folder."""
+def find_meshes(
+    folder: str | os.PathLike[str], report: Reporter = _report_stderr
+) -> list[tuple[Path, str]]:
+    """Every ``.obj``/``.off`` file under ``folder`` (sorted) with its class.
+
+    The class is the top-level sub-folder it lies in (``chair/train/a.off`` is a chair, as in
+    ModelNet's layout); meshes directly in ``folder`` have no class and are reported.
+    """
     root = Path(folder)
     if not root.is_dir():
         raise FileNotFoundError(f"mesh folder {root} does not exist")
     paths = sorted(p for p in root.rglob("*") if p.is_file() and p.suffix.lower() in MESH_SUFFIXES)
-    return [(p, p.parent.name) for p in paths]
+    found = []
+    for path in paths:
+        parts = path.relative_to(root).parts
+        if len(parts) == 1:
+            report(path, "not inside a class folder")
+            continue
+        found.append((path, parts[0]))
+    return found
 
 
 def convert_meshes(
@@ -52,7 +65,7 @@ def convert_meshes(
     """Render every mesh under ``folder`` into a viewgrid file.
 
     Args:
-        folder: searched recursively; a mesh's class is the name of its parent folder.
+        folder: searched recursively; a mesh's class is its top-level sub-folder.
         out: the ``.h5`` file to write (only once everything succeeded).
         split: train, val, test fractions of the seen classes.
         seed: seed of the split permutation and of each mesh's lights.
@@ -67,7 +80,7 @@ def convert_meshes(
         ValueError: an unreadable mesh under ``strict``, an unknown unseen class, or fewer than
             three readable meshes of seen classes.
     """
-    sources = find_meshes(folder)
+    sources = find_meshes(folder, report)
     if not sources:
         raise ValueError(f"no meshes (.obj or .off) under {folder}")
     classes = sorted({cls for _, cls in sources})

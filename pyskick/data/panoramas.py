@@ -176,7 +176,7 @@ def assign_splits(num: int, fractions: Sequence[float], seed: int) -> dict[str, 
     """
     if num < len(REQUIRED_SPLITS):
         raise ValueError(
-            f"need at least {len(REQUIRED_SPLITS)} readable panoramas (one per split), got {num}"
+            f"need at least {len(REQUIRED_SPLITS)} readable inputs (one per split), got {num}"
         )
     sizes = [max(1, round(num * f)) for f in fractions[1:]]
     sizes = [num - sum(sizes), *sizes]

@@ -206,6 +206,7 @@ def load_config(
     *,
     preset: str | None = None,
     overrides: Mapping[str, Any] | None = None,
+    default_preset: str = "paper-sun360",
 ) -> TrainConfig:
     """Resolve a config: preset, then a TOML file's keys, then ``overrides``.
 
@@ -214,7 +215,8 @@ def load_config(
 
     Args:
         path: TOML file, or None.
-        preset: base preset name; default ``"paper-sun360"``.
+        preset: base preset name; wins over the TOML file's ``preset`` key.
+        default_preset: the base when neither ``preset`` nor the file names one.
         overrides: final field values (e.g. from command-line flags); None values are ignored.
 
     Raises:
@@ -236,7 +238,7 @@ def load_config(
     base_name = values.pop("preset", None) if preset is None else preset
     if base_name is not None and not isinstance(base_name, str):
         raise TypeError(f"preset must be a string, got {base_name!r}")
-    base = train_preset(base_name or "paper-sun360")
+    base = train_preset(base_name or default_preset)
     if overrides:
         values.update({key: value for key, value in overrides.items() if value is not None})
     values.pop("preset", None)

@@ -1,17 +1,22 @@
 """A cache of one-view models, so that ``pyskick train`` without ``--init`` pretrains once.
 
-The cache key covers everything that decides the pretrained weights: the dataset file's
-content (SHA-256), the pretraining fields of the config and the pyskick version. A cached run
-that was interrupted is resumed; a finished one is reused as it is. The cache lives under
-``$PYSKICK_CACHE_DIR`` (default ``~/.cache/pyskick``) in ``one-view/<key>/``.
+The cache key covers the dataset file's content (SHA-256), the pretraining fields of the config
+and the pyskick version (not the device, nor code edits within one version: clear the cache
+after changing the model code). A cached run that was interrupted is resumed; a finished one is
+reused as it is. The cache lives under ``$PYSKICK_CACHE_DIR`` (default ``~/.cache/pyskick``) in
+``one-view/<key>/``; a file lock serialises processes that want the same model (under torchrun
+rank 0 holds it and the other ranks train along).
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import fcntl
 import hashlib
 import json
 import os
+import sys
 from pathlib import Path
 
 from pyskick import __version__
@@ -32,7 +37,6 @@ TRAIN_ONLY_FIELDS = (
     "fix_decode",
     "frozen_batchnorm",
     "reward_radius",
-    "device",
     "eval_batch_size",
 )
 
@@ -53,10 +57,11 @@ def file_digest(path: str | os.PathLike[str]) -> str:
 
 
 def pretrain_config(config: TrainConfig) -> TrainConfig:
-    """``config`` with every train-only field at its default (device kept)."""
+    """``config`` with every train-only field at its default."""
     defaults = TrainConfig()
-    changes = {name: getattr(defaults, name) for name in TRAIN_ONLY_FIELDS if name != "device"}
-    return dataclasses.replace(config, **changes)
+    return dataclasses.replace(
+        config, **{name: getattr(defaults, name) for name in TRAIN_ONLY_FIELDS}
+    )
 
 
 def cache_key(dataset_path: str | os.PathLike[str], config: TrainConfig) -> str:
@@ -83,6 +88,21 @@ def cached_one_view(
     Returns:
         A run folder with ``best.pt``, to pass as ``init`` to :func:`pyskick.training.train`.
     """
-    run = cache_root() / "one-view" / cache_key(dataset_path, config)
-    pretrain(pretrain_config(config), run, data, resume=(run / "latest.pt").exists())
+    key = cache_key(dataset_path, config)
+    run = cache_root() / "one-view" / key
+    run.parent.mkdir(parents=True, exist_ok=True)
+    main_rank = int(os.environ.get("RANK", "0")) == 0
+    with contextlib.ExitStack() as stack:
+        if main_rank:
+            handle = stack.enter_context((run.parent / f"{key}.lock").open("w"))
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                sys.stderr.write(f"waiting for another process to pretrain {run}\n")
+                fcntl.flock(handle, fcntl.LOCK_EX)
+        done = (run / "latest.pt").exists()
+        if main_rank:
+            state = "reusing or resuming" if done else "pretraining"
+            sys.stderr.write(f"{state} one-view model {run}\n")
+        pretrain(pretrain_config(config), run, data, resume=done)
     return run

@@ -71,7 +71,7 @@ def test_train_without_init_pretrains_once_and_reuses(
             ["train", "--dataset", str(scenes), *FAST, "--out", str(tmp_path / name)], capsys
         )
         assert code == 0, err
-    cached = list((tmp_path / "cache" / "one-view").iterdir())
+    cached = [p for p in (tmp_path / "cache" / "one-view").iterdir() if p.is_dir()]
     assert len(cached) == 1  # the second run reused the first one's one-view model
     assert (cached[0] / "best.pt").exists()
 
@@ -81,7 +81,9 @@ def test_train_without_init_pretrains_once_and_reuses(
     [
         (["train", "--dataset", "no-such-dataset"], "unknown dataset 'no-such-dataset'"),
         (["train", "--dataset", "missing.h5"], "does not exist"),
-        (["train", "--preset", "bogus"], "unknown training preset 'bogus'"),
+        (["train", "--preset", "bogus"], "'bogus' is not one of"),
+        (["train", "--config", "missing.toml"], "missing.toml"),
+        (["train", "--init", "no-such-run"], "no-such-run"),
         (["train", "--epochs", "0"], "--epochs"),
         (["evaluate", "RUN", "--metric", "median"], "--metric"),
     ],
@@ -104,6 +106,44 @@ def test_bad_input_exits_2_and_writes_nothing(
     assert code == 2
     assert message in err
     assert not out.exists()
+
+
+def test_existing_run_is_refused_before_any_work(
+    scenes: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("PYSKICK_CACHE_DIR", str(tmp_path / "cache"))
+    one = tmp_path / "one"
+    assert run(["pretrain", "--dataset", str(scenes), *FAST, "--out", str(one)], capsys)[0] == 0
+    code, _, err = run(["train", "--dataset", str(scenes), *FAST, "--out", str(one)], capsys)
+    assert code == 2
+    assert "already holds a run" in err
+    assert not (tmp_path / "cache").exists()  # no one-view model was pretrained first
+
+
+def test_evaluate_defaults_to_the_runs_dataset_and_resume_checks_it(
+    scenes: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    one = tmp_path / "one"
+    assert run(["pretrain", "--dataset", str(scenes), *FAST, "--out", str(one)], capsys)[0] == 0
+    code, out, err = run(["evaluate", str(one), "--json"], capsys)
+    assert code == 0, err
+    assert json.loads(out)["n_samples"] == 4
+    other = make_builtin("synthetic-scenes", tmp_path / "other.h5", 40, 2)
+    code, _, err = run(
+        ["pretrain", "--dataset", str(other), *FAST, "--out", str(one), "--resume"], capsys
+    )
+    assert code == 2
+    assert "has other contents" in err
+
+
+def test_preset_choices_match_the_library() -> None:
+    from pyskick.training import TRAIN_PRESETS
+    from pyskick_cli.options import TRAIN_PRESET_NAMES
+
+    assert tuple(TRAIN_PRESETS) == TRAIN_PRESET_NAMES
 
 
 def test_incompatible_checkpoint_and_dataset(

@@ -103,6 +103,20 @@ def test_strict_fails_and_writes_nothing(
     assert not out.exists()
 
 
+def test_class_is_the_top_level_folder(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    off = "OFF\n4 2 0\n0 0 0\n1 0 0\n0 1 0\n0 0 1\n3 0 1 2\n3 0 1 3\n"
+    for rel in ("chair/train/a.off", "chair/test/b.off", "chair/e.off", "desk/train/c.off",
+                "desk/d.off", "loose.off"):  # fmt: skip
+        path = tmp_path / "mn" / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(off)
+    out = convert_meshes(tmp_path / "mn", tmp_path / "mn.h5", unseen_classes=("desk",))
+    vf = ViewgridFile(out)
+    assert list(vf.attrs["classes"]) == ["chair", "desk"]
+    assert sorted(vf.sample_names("test_unseen")) == ["desk/d.off", "desk/train/c.off"]
+    assert "loose.off: not inside a class folder" in capsys.readouterr().err
+
+
 def test_bad_arguments(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     folder = tmp_path / "m" / "cube"
     folder.mkdir(parents=True)

@@ -108,6 +108,8 @@ def test_alias_clash_is_rejected() -> None:
     registry.register("random", lambda: None, aliases=("rnd",), plugin="a")
     with pytest.raises(DuplicateNameError, match="actor 'rnd' registered by both a and b"):
         registry.register("rnd", lambda: None, plugin="b")
+    with pytest.raises(TypeError, match="must be a list"):
+        registry.register("greedy", lambda: None, aliases="gr", plugin="b")
 
 
 def test_misspelled_hook_is_rejected(make_dist: MakeDist) -> None:
@@ -151,6 +153,37 @@ def test_broken_plugin_does_not_break_the_cli(make_dist: MakeDist) -> None:
     assert "needs a missing library" in report["failures"]["pyskick-broken"]
     assert [p["name"] for p in report["plugins"]] == ["pyskick-toy"]
     assert report["plugins"][0]["registered"] == {"sidekick": ["toy-sidekick"]}
+
+
+def test_failing_plugins_are_reported_not_fatal(make_dist: MakeDist) -> None:
+    site = make_dist(
+        "pyskick-flaky",
+        """
+        import pyskick
+
+        @pyskick.hookimpl
+        def pyskick_register_commands(cli):
+            raise RuntimeError("flaky commands")
+
+        @pyskick.hookimpl
+        def pyskick_register_datasets(register):
+            register("synthetic-scenes", lambda data_dir=None: None)  # a clash
+        """,
+    )
+    helped = _run_cli(site, "--help")
+    assert helped.returncode == 0, helped.stderr
+    for command in (["plugins", "--json"], ["info", "--json"]):
+        result = _run_cli(site, *command)
+        assert result.returncode == 0, result.stderr
+    report = json.loads(_run_cli(site, "plugins", "--json").stdout)
+    failure = report["failures"]["pyskick-flaky"]
+    assert "registered by both" in failure
+    assert "flaky commands" in failure
+    assert report["plugins"][0]["registered"] == {}  # the built-in kept its name
+    # Using the registries for real still refuses the ambiguous name.
+    used = _run_cli(site, "train", "--dataset", "synthetic-scenes", "--out", str(site / "run"))
+    assert used.returncode != 0
+    assert "registered by both" in used.stderr
 
 
 def test_plugin_command_runs(make_dist: MakeDist) -> None:

@@ -15,8 +15,8 @@ from pathlib import Path
 import click
 
 
-def _stage(out: Path, name: str) -> tuple[Path, bool]:
-    run = out / name
+def _stage(runs: Path, name: str) -> tuple[Path, bool]:
+    run = runs / name
     return run, (run / "latest.pt").exists()
 
 
@@ -88,6 +88,9 @@ def demo(
     data = TrainData.from_file(data_path)
     test = source.split("test").load()
     mean = tuple(source.spec.channel_mean)
+    # Runs depend on the data and the batch: other settings get their own folder (more epochs
+    # extend the same runs).
+    runs_dir = out / f"runs-n{num}-s{seed}-b{batch_size}"
     config = load_config(
         preset="cpu-demo",
         overrides={
@@ -98,12 +101,12 @@ def demo(
         },
     )
 
-    one_view, resume = _stage(out, "one-view")
+    one_view, resume = _stage(runs_dir, "one-view")
     click.echo("demo: pretraining the one-view model", err=True)
     pretrain(config, one_view, data, resume=resume)
     runs = {"one-view": one_view}
     for name, actor in (("rnd-actions", "random"), ("ltla", "learned")):
-        run, resume = _stage(out, name)
+        run, resume = _stage(runs_dir, name)
         click.echo(f"demo: training {name}", err=True)
         train(config.replace(actor=actor), run, data, init=one_view, resume=resume)
         runs[name] = run

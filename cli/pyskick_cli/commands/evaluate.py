@@ -7,12 +7,14 @@ from pathlib import Path
 
 import click
 
-from pyskick_cli.options import dataset_option, device_option, resolve_dataset_path
+from pyskick_cli.options import DATASET_HELP, device_option, resolve_dataset_path, run_dataset
 
 
 @click.command()
 @click.argument("run", type=click.Path(exists=True, path_type=Path))
-@dataset_option
+@click.option(
+    "--dataset", default=None, help=DATASET_HELP + " Default: the dataset RUN was trained on."
+)
 @click.option(
     "--metric",
     type=click.Choice(["avg", "adv"]),
@@ -49,7 +51,7 @@ from pyskick_cli.options import dataset_option, device_option, resolve_dataset_p
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
 def evaluate(
     run: Path,
-    dataset: str,
+    dataset: str | None,
     metric: str,
     split: str,
     actor: str | None,
@@ -67,7 +69,7 @@ def evaluate(
     from pyskick.data import ViewgridFile
     from pyskick.evaluation import evaluate as run_evaluate
 
-    source = ViewgridFile(resolve_dataset_path(dataset))
+    source = ViewgridFile(run_dataset(run) if dataset is None else resolve_dataset_path(dataset))
     if split not in source.splits:
         raise click.BadParameter(
             f"split {split!r} is not in {source.path} (splits: {', '.join(source.splits)})",

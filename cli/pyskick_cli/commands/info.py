@@ -21,6 +21,7 @@ def info(as_json: bool) -> None:
 
     build = build_info()
     host = get_host()
+    registries = host.diagnose()
     report = {
         "pyskick": __version__,
         "python": platform.python_version(),
@@ -30,7 +31,7 @@ def info(as_json: bool) -> None:
         "build": build,
         "plugins": sorted(name for name, p in host.plugins.items() if not p.builtin),
         "plugin_failures": sorted(host.failures),
-        "registered": {kind: host.registries[kind].names() for kind in KINDS},
+        "registered": {kind: registries[kind].names() for kind in KINDS},
     }
     if as_json:
         click.echo(json.dumps(report, indent=2, sort_keys=True))

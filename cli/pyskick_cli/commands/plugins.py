@@ -14,10 +14,13 @@ def plugin_report(include_builtins: bool) -> dict[str, Any]:
     from pyskick.registry import KINDS
 
     host = get_host()
+    registries = host.diagnose()
     registered: dict[str, dict[str, list[str]]] = {}
+    summaries: dict[str, str] = {}
     for kind in KINDS:
-        for entry in host.registries[kind]:
+        for entry in registries[kind]:
             registered.setdefault(entry.plugin, {}).setdefault(kind, []).append(entry.name)
+            summaries[f"{kind}:{entry.name}"] = entry.summary
     plugins = []
     for name, info in sorted(host.plugins.items()):
         if info.builtin and not include_builtins:
@@ -34,7 +37,11 @@ def plugin_report(include_builtins: bool) -> dict[str, Any]:
                 "registered": registered.get(name, {}),
             }
         )
-    return {"plugins": plugins, "failures": dict(sorted(host.failures.items()))}
+    return {
+        "plugins": plugins,
+        "summaries": summaries,
+        "failures": dict(sorted(host.failures.items())),
+    }
 
 
 @click.command()
@@ -42,6 +49,9 @@ def plugin_report(include_builtins: bool) -> dict[str, Any]:
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def plugins(include_builtins: bool, as_json: bool) -> None:
     """List installed plugins, their hooks and the names they registered."""
+    # Loading the plugin commands records their failures too.
+    root = click.get_current_context().find_root()
+    root.command.list_commands(root)  # type: ignore[attr-defined]
     report = plugin_report(include_builtins)
     if as_json:
         click.echo(json.dumps(report, indent=2))
@@ -55,6 +65,8 @@ def plugins(include_builtins: bool, as_json: bool) -> None:
         click.echo(f"{plugin['name']} ({origin}{', built-in' if plugin['builtin'] else ''})")
         click.echo(f"  hooks: {', '.join(plugin['hooks']) or '-'}")
         for kind, names in sorted(plugin["registered"].items()):
-            click.echo(f"  {kind}s: {', '.join(names)}")
+            for name in names:
+                summary = report["summaries"][f"{kind}:{name}"]
+                click.echo(f"  {kind} {name}" + (f": {summary}" if summary else ""))
     for name, error in report["failures"].items():
         click.echo(f"{name}: FAILED to load: {error}", err=True)

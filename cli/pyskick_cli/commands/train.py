@@ -8,7 +8,12 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from pyskick_cli.options import resolve_dataset_path, training_options
+from pyskick_cli.options import (
+    check_run_dataset,
+    record_run_dataset,
+    resolve_dataset_path,
+    training_options,
+)
 
 if TYPE_CHECKING:
     from pyskick.training import TrainConfig, TrainData
@@ -19,17 +24,23 @@ def _config(
 ) -> TrainConfig:
     from pyskick.training import load_config
 
-    if preset is None and config_path is None:
-        preset = "paper-modelnet" if spec_preset == "modelnet-hard" else "paper-sun360"
-    return load_config(config_path, preset=preset, overrides=overrides)
+    default = "paper-modelnet" if spec_preset == "modelnet-hard" else "paper-sun360"
+    return load_config(config_path, preset=preset, overrides=overrides, default_preset=default)
 
 
-def _load_data(dataset: str) -> tuple[Path, str, TrainData]:
+def _prepare(dataset: str, out_dir: Path, resume: bool) -> tuple[Path, str]:
+    """Resolve the dataset and check --out/--resume before anything is trained or written."""
     from pyskick.data import ViewgridFile
-    from pyskick.training import TrainData
 
     path = resolve_dataset_path(dataset)
-    return path, ViewgridFile(path).spec.preset, TrainData.from_file(path)
+    check_run_dataset(out_dir, path, resume=resume)
+    return path, ViewgridFile(path).spec.preset
+
+
+def _load_data(path: Path) -> TrainData:
+    from pyskick.training import TrainData
+
+    return TrainData.from_file(path)
 
 
 def _report(result: Any) -> None:
@@ -59,11 +70,13 @@ def pretrain(
     """Train the one-view model (T = 1): every module learns to reconstruct from one glimpse."""
     from pyskick.training import pretrain as run_pretrain
 
-    _, spec_preset, data = _load_data(dataset)
+    path, spec_preset = _prepare(dataset, out_dir, resume)
     config = _config(
         preset, config_path, spec_preset, pretrain_epochs=epochs, batch_size=batch_size, lr=lr,
         seed=seed, device=device,
     )  # fmt: skip
+    data = _load_data(path)
+    record_run_dataset(out_dir, path)
     _report(run_pretrain(config, out_dir, data, resume=resume))
 
 
@@ -71,7 +84,7 @@ def pretrain(
 @training_options
 @click.option(
     "--init",
-    type=click.Path(path_type=Path),
+    type=click.Path(exists=True, path_type=Path),
     default=None,
     help="A one-view run (or checkpoint) to start from; default: pretrain one, or reuse the "
     "cached one for this dataset and config.",
@@ -109,11 +122,13 @@ def train(
     from pyskick.training import train as run_train
     from pyskick.training.one_view_cache import cached_one_view
 
-    path, spec_preset, data = _load_data(dataset)
+    path, spec_preset = _prepare(dataset, out_dir, resume)
     config = _config(
         preset, config_path, spec_preset, epochs=epochs, batch_size=batch_size, lr=lr, seed=seed,
         device=device, T=T, critic=critic, actor=actor,
     )  # fmt: skip
+    data = _load_data(path)
     if init is None and not resume:
         init = cached_one_view(path, config, data)
+    record_run_dataset(out_dir, path)
     _report(run_train(config, out_dir, data, init=init, resume=resume))
