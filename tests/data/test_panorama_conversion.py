@@ -173,7 +173,7 @@ def test_too_few_panoramas(tmp_path: Path) -> None:
     folder = tmp_path / "in"
     folder.mkdir()
     _good_image(folder / "one.png")
-    with pytest.raises(ValueError, match="at least 3 readable panoramas"):
+    with pytest.raises(ValueError, match="at least 3 readable inputs"):
         convert_panoramas(folder, tmp_path / "o.h5", report=lambda p, r: None)
     empty = tmp_path / "empty"
     empty.mkdir()
