@@ -21,30 +21,39 @@ namespace pyskick {
 
 namespace {
 
-struct Problem {
-  const float* coverage;
-  std::int64_t S, steps, V, A;
-  const std::int64_t *moves, *move_action, *move_view;  // see Moves
-  std::int64_t blocks;              // ceil(V / kBlock)
-  float margin;                     // >= 4 * |float32 estimate - float64 gain|
-};
+// float32 x 8: GCC vector extensions compile to AVX2 in the AVX2 clone and to SSE pairs in the
+// baseline one, so both clones share one source.
+typedef float f8 __attribute__((vector_size(32)));
+typedef std::int32_t i8 __attribute__((vector_size(32)));
+constexpr std::int64_t kBlock = 8;  // targets per f8
+constexpr std::int64_t kGroup = 8;  // candidates estimated together (one f8 of estimates)
+constexpr std::int64_t kLanes = 4;  // trajectories advanced in lockstep
 
 // The moves from every view, built once per call: for each view, the distinct views its actions
 // lead to, each with the lowest action reaching it (a view reached by an earlier action has the
-// same gain and loses the tie), in action order.
+// same gain and loses the tie), in action order, padded with dummies to G = A rounded up to
+// kGroup candidates, i.e. G / kGroup groups.
 struct Moves {
+  std::int64_t G;
   std::vector<std::int64_t> count, action, view;  // [V], [V, A], [V, A]
+  std::vector<std::int64_t> position;             // [V, V]: index of a view in `view`, or -1
+  std::vector<std::int64_t> offset;               // [V, G]: the candidate's row (dummies: 0)
+  std::vector<std::uint8_t> real;                 // [V, G / kGroup]: bit j: not a dummy
 };
 
 Moves build_moves(std::int64_t N, std::int64_t M, std::int64_t dN, std::int64_t dM,
-                  bool wrap_azimuth, bool wrap_elevation) {
+                  bool wrap_azimuth, bool wrap_elevation, std::int64_t row_stride) {
   const std::int64_t V = N * M;
   const std::int64_t A = dN * dM;
-  Moves moves{std::vector<std::int64_t>(V, 0), std::vector<std::int64_t>(V * A),
-              std::vector<std::int64_t>(V * A)};
+  const std::int64_t G = (A + kGroup - 1) / kGroup * kGroup;
+  Moves moves{G,
+              std::vector<std::int64_t>(V, 0),
+              std::vector<std::int64_t>(V * A),
+              std::vector<std::int64_t>(V * A),
+              std::vector<std::int64_t>(V * V, -1),
+              std::vector<std::int64_t>(V * G, 0),
+              std::vector<std::uint8_t>(V * G / kGroup, 0)};
   for (std::int64_t v = 0; v < V; ++v) {
-    std::int64_t* action = &moves.action[v * A];
-    std::int64_t* view = &moves.view[v * A];
     std::int64_t& n = moves.count[v];
     for (std::int64_t a = 0; a < A; ++a) {
       const std::int64_t ne_raw = v / M + a / dM - dN / 2;
@@ -52,42 +61,49 @@ Moves build_moves(std::int64_t N, std::int64_t M, std::int64_t dN, std::int64_t 
       const std::int64_t ne = wrap_elevation ? wrap_index(ne_raw, N) : clip_index(ne_raw, N);
       const std::int64_t na = wrap_azimuth ? wrap_index(na_raw, M) : clip_index(na_raw, M);
       const std::int64_t to = ne * M + na;
-      if (std::find(view, view + n, to) != view + n) continue;
-      action[n] = a;
-      view[n++] = to;
+      if (moves.position[v * V + to] >= 0) continue;
+      moves.position[v * V + to] = n;
+      moves.action[v * A + n] = a;
+      moves.view[v * A + n] = to;
+      moves.offset[v * G + n] = to * row_stride;
+      moves.real[v * G / kGroup + n / kGroup] |= static_cast<std::uint8_t>(1u << (n % kGroup));
+      ++n;
     }
   }
   return moves;
 }
 
-// float32 x 8: GCC vector extensions compile to AVX2 in the AVX2 clone and to SSE pairs in the
-// baseline one, so both clones share one source.
-typedef float f8 __attribute__((vector_size(32)));
-constexpr std::int64_t kBlock = 8;  // floats per f8
-constexpr std::int64_t kGroup = 8;  // candidates estimated together
-constexpr std::int64_t kLanes = 4;  // trajectories advanced in lockstep
+struct Problem {
+  const float* coverage;
+  std::int64_t S, steps, V, A, G;
+  const std::int64_t *count, *action, *view, *position, *offset;  // see Moves
+  const std::uint8_t* real;
+  std::int64_t blocks;      // Vp / kBlock, Vp = V rounded up to kBlock
+  std::int64_t row_stride;  // V, or Vp when rows are read from a zero-padded copy
+  float margin;             // >= 4 * |float32 estimate - float64 gain| (see greedy_coverage_cpu)
+};
 
-// One trajectory's state. Coverage and residuals are padded to Vp, a multiple of kBlock
-// (coverage 1, residual 0; padded utilities are 0), so padded targets add exactly 0.
+// One trajectory's state. Coverage and residuals are padded to Vp (coverage 1, residual 0;
+// padded utilities are 0), so padded targets add exactly 0.
 struct Lane {
   std::vector<double> cov, residual;
-  std::vector<float> residual_f;      // the residual rounded to float32
-  std::vector<std::int64_t> chosen;   // stamps: == id means the view is in the trajectory
-  std::vector<float> estimate;        // float32 gain of each candidate of the current step
+  std::vector<float> residual_f;     // the residual rounded to float32
+  std::vector<std::int64_t> chosen;  // stamps: == id means the view is in the trajectory
+  std::vector<float> estimate;       // [G]: float32 gains of the current candidates
+  std::vector<std::uint8_t> open;    // [G / kGroup]: bit j: a real candidate not yet chosen
   std::int64_t id = -1, cur = 0, best = 0;
-  Lane(std::int64_t V, std::int64_t Vp, std::int64_t A)
-      : cov(Vp), residual(Vp, 0.0), residual_f(Vp, 0.f), chosen(V, -1),
-        estimate((A + kGroup - 1) / kGroup * kGroup, 0.f) {}
+  Lane(std::int64_t V, std::int64_t Vp, std::int64_t G)
+      : cov(Vp), residual(Vp, 0.0), residual_f(Vp, 0.f), chosen(V, -1), estimate(G),
+        open(G / kGroup) {}
 };
 
 // Per-thread scratch.
 struct Scratch {
-  std::vector<float> zero;    // a row of Vp zeros: what a view already chosen is estimated with
   std::vector<float> padded;  // [V, Vp] copy of one sample's utilities when V % kBlock != 0
   std::vector<Lane> lanes;
   std::int64_t trajectory_id = 0, padded_sample = -1;
-  Scratch(std::int64_t V, std::int64_t Vp, std::int64_t A)
-      : zero(Vp, 0.f), padded(V % kBlock ? V * Vp : 0, 0.f), lanes(kLanes, Lane(V, Vp, A)) {}
+  Scratch(std::int64_t V, std::int64_t Vp, std::int64_t G)
+      : padded(V % kBlock ? V * Vp : 0, 0.f), lanes(kLanes, Lane(V, Vp, G)) {}
 };
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
@@ -117,26 +133,41 @@ PYSKICK_INLINE f8 load8(const float* p) {
   return x;
 }
 
+constexpr i8 kLaneBit = {1, 2, 4, 8, 16, 32, 64, 128};
+
+// The lanes of a bit set, as a mask (-1 / 0 per lane), and back.
+PYSKICK_INLINE f8 max8(f8 a, f8 b) { return a < b ? b : a; }
+
+PYSKICK_INLINE i8 lane_mask(std::uint32_t bits) {
+  return ((i8{} + static_cast<std::int32_t>(bits)) & kLaneBit) != 0;
+}
+
+PYSKICK_INLINE std::uint32_t lane_bits(i8 mask) {
+  i8 x = mask & kLaneBit;
+  x |= __builtin_shuffle(x, i8{4, 5, 6, 7, 0, 1, 2, 3});
+  x |= __builtin_shuffle(x, i8{2, 3, 0, 1, 6, 7, 4, 5});
+  x |= __builtin_shuffle(x, i8{1, 0, 3, 2, 5, 4, 7, 6});
+  return static_cast<std::uint32_t>(x[0]);
+}
+
 // Pairwise sums within 128-bit halves, as AVX's haddps: [a0+a1, a2+a3, b0+b1, b2+b3, a4+a5, ...].
 PYSKICK_INLINE f8 hadd(f8 a, f8 b) {
-  typedef int i8 __attribute__((vector_size(32)));
   return __builtin_shuffle(a, b, i8{0, 2, 8, 10, 4, 6, 12, 14}) +
          __builtin_shuffle(a, b, i8{1, 3, 9, 11, 5, 7, 13, 15});
 }
 
-// float32 estimates of the gains of kGroup candidates (rows), the 8 totals by one transposed
-// reduction. Within Problem::margin / 4 of the float64 gains whatever the summation order.
-PYSKICK_INLINE f8 estimate_group(const float* const* rows, const float* __restrict residual,
-                                 std::int64_t blocks) {
+// float32 estimates of the gains of kGroup candidates (rows + offset[j]), the 8 totals by one
+// transposed reduction; within margin / 4 of the float64 gains whatever the summation order.
+PYSKICK_INLINE f8 estimate_group(const float* rows, const std::int64_t* offset,
+                                 const float* __restrict residual, std::int64_t blocks) {
   f8 acc[kGroup] = {};
   for (std::int64_t k = 0; k < blocks; ++k) {
     const f8 r = load8(residual + k * kBlock);
     for (int j = 0; j < kGroup; ++j) {
-      const f8 u = load8(rows[j] + k * kBlock);
+      const f8 u = load8(rows + offset[j] + k * kBlock);
       acc[j] += u < r ? u : r;
     }
   }
-  typedef int i8 __attribute__((vector_size(32)));
   const f8 q0 = hadd(hadd(acc[0], acc[1]), hadd(acc[2], acc[3]));
   const f8 q1 = hadd(hadd(acc[4], acc[5]), hadd(acc[6], acc[7]));
   return __builtin_shuffle(q0, q1, i8{0, 1, 2, 3, 8, 9, 10, 11}) +
@@ -171,8 +202,6 @@ PYSKICK_INLINE void add_view(const float* __restrict row, Lane& lane, std::int64
 // (r_f > 0: r >= 2^-53 when not 0) needs the float64 comparison.
 PYSKICK_INLINE bool saturates(const float* __restrict row, const Lane& lane, std::int64_t V,
                               std::int64_t blocks) {
-  typedef int i8 __attribute__((vector_size(32)));
-  typedef long long l4 __attribute__((vector_size(32)));
   const float* __restrict residual_f = lane.residual_f.data();
   i8 below = {}, unsure = {};
   for (std::int64_t k = 0; k < blocks; ++k) {
@@ -181,58 +210,65 @@ PYSKICK_INLINE bool saturates(const float* __restrict row, const Lane& lane, std
     below |= u < r;
     unsure |= (u == r) & (r != 0.f);
   }
-  const l4 b = reinterpret_cast<l4>(below), e = reinterpret_cast<l4>(unsure);
-  if (b[0] | b[1] | b[2] | b[3]) return false;
-  if (!(e[0] | e[1] | e[2] | e[3])) return true;
+  if (lane_bits(below)) return false;
+  if (!lane_bits(unsure)) return true;
   for (std::int64_t t = 0; t < V; ++t) {
     if (static_cast<double>(row[t]) < lane.residual[t]) return false;
   }
   return true;
 }
 
-// The float64-best candidate (its index in `view`): only candidates whose estimate is within the
-// margin of the best estimate can be it. A lone survivor needs no float64 gain at all; nor does a
-// first survivor that saturates; otherwise the survivors' float64 gains decide, strict > keeping
-// the lowest action index.
+// The float64-best candidate of the lane's current view (its index in Problem::view): only
+// candidates whose estimate is within the margin of the best estimate can be it. A lone survivor
+// needs no float64 gain at all; nor does a first survivor that saturates; otherwise the
+// survivors' float64 gains decide, strict > keeping the lowest action index. `visited`: the k
+// views of the trajectory so far (they gain exactly 0).
 PYSKICK_INLINE std::int64_t best_candidate(const Problem& p, const float* U, const float* rows,
-                                           std::int64_t row_stride, const float* zero,
-                                           const std::int64_t* view, std::int64_t n,
+                                           const std::int64_t* visited, std::int64_t k,
                                            Lane& lane) {
+  const std::int64_t cur = lane.cur;
+  const std::int64_t n = p.count[cur];
+  const std::int64_t groups = (n + kGroup - 1) / kGroup;
+  const std::uint8_t* real = p.real + cur * (p.G / kGroup);
+  const std::int64_t* offset = p.offset + cur * p.G;
+  const std::int64_t* position = p.position + cur * p.V;
+  std::uint8_t* open = lane.open.data();
   float* estimate = lane.estimate.data();
-  const std::int64_t* chosen = lane.chosen.data();
-  const std::int64_t id = lane.id;
+  for (std::int64_t g = 0; g < groups; ++g) open[g] = real[g];
+  for (std::int64_t i = 0; i < k; ++i) {
+    const std::int64_t c = position[visited[i]];
+    if (c >= 0) open[c / kGroup] &= static_cast<std::uint8_t>(~(1u << (c % kGroup)));
+  }
   f8 top8 = {};
-  for (std::int64_t g = 0; g < n; g += kGroup) {
-    const float* group[kGroup];
-    for (int j = 0; j < kGroup; ++j) {
-      const bool open = g + j < n && chosen[view[g + j]] != id;
-      group[j] = open ? rows + view[g + j] * row_stride : zero;
-    }
-    const f8 sums = estimate_group(group, lane.residual_f.data(), p.blocks);
-    std::memcpy(estimate + g, &sums, sizeof sums);
-    top8 = top8 < sums ? sums : top8;
+  for (std::int64_t g = 0; g < groups; ++g) {
+    const f8 e = estimate_group(rows, offset + g * kGroup, lane.residual_f.data(), p.blocks);
+    const f8 kept = lane_mask(open[g]) ? e : f8{};
+    std::memcpy(estimate + g * kGroup, &kept, sizeof kept);
+    top8 = max8(top8, kept);
   }
-  float top = 0.f;
-  for (int j = 0; j < kGroup; ++j) top = std::max(top, top8[j]);
-  const float threshold = top - p.margin;
-  std::int64_t survivors = 0, first = 0;
-  for (std::int64_t c = n - 1; c >= 0; --c) {
-    const bool survives = estimate[c] >= threshold;
-    survivors += survives;
-    first = survives ? c : first;
+  top8 = max8(top8, __builtin_shuffle(top8, i8{4, 5, 6, 7, 0, 1, 2, 3}));
+  top8 = max8(top8, __builtin_shuffle(top8, i8{2, 3, 0, 1, 6, 7, 4, 5}));
+  top8 = max8(top8, __builtin_shuffle(top8, i8{1, 0, 3, 2, 5, 4, 7, 6}));
+  const float threshold = top8[0] - p.margin;
+  std::int64_t first = -1;
+  bool lone = true;
+  for (std::int64_t g = 0; g < groups; ++g) {
+    const std::uint32_t bits = lane_bits(load8(estimate + g * kGroup) >= threshold) & real[g];
+    if (!bits) continue;
+    lone = first < 0 && (bits & (bits - 1)) == 0;
+    if (first < 0) first = g * kGroup + __builtin_ctz(bits);
   }
-  if (survivors == 1) return first;
+  if (lone) return first;
   // Ties at the top are common once little is left to cover.
-  if (chosen[view[first]] != id && saturates(rows + view[first] * row_stride, lane, p.V, p.blocks)) {
-    return first;
-  }
+  const auto is_open = [&](std::int64_t c) { return (open[c / kGroup] >> (c % kGroup)) & 1u; };
+  if (is_open(first) && saturates(rows + offset[first], lane, p.V, p.blocks)) return first;
+  const std::int64_t* view = p.view + cur * p.A;
   double best_gain = -std::numeric_limits<double>::infinity();
   std::int64_t best = 0;
   for (std::int64_t c = first; c < n; ++c) {
-    if (estimate[c] < threshold) continue;
-    const double gain = chosen[view[c]] == id
-                            ? 0.0
-                            : coverage_gain(U + view[c] * p.V, lane.residual.data(), p.V);
+    if (!(estimate[c] >= threshold)) continue;
+    const double gain = is_open(c) ? coverage_gain(U + view[c] * p.V, lane.residual.data(), p.V)
+                                   : 0.0;
     if (gain > best_gain) {
       best_gain = gain;
       best = c;
@@ -251,12 +287,10 @@ PYSKICK_INLINE void run_batch(const Problem& p, std::int64_t begin, std::int64_t
   // Estimates read rows of whole blocks: U itself when V is a multiple of kBlock, else a
   // zero-padded copy of this sample's utilities.
   const float* rows = U;
-  std::int64_t row_stride = V;
   if (V % kBlock) {
-    row_stride = p.blocks * kBlock;
     if (s.padded_sample != sample) {
       for (std::int64_t v = 0; v < V; ++v) {
-        std::memcpy(&s.padded[v * row_stride], U + v * V, V * sizeof(float));
+        std::memcpy(&s.padded[v * p.row_stride], U + v * V, V * sizeof(float));
       }
       s.padded_sample = sample;
     }
@@ -269,24 +303,23 @@ PYSKICK_INLINE void run_batch(const Problem& p, std::int64_t begin, std::int64_t
     lane.cur = starts[begin + i];
     std::fill(lane.cov.begin(), lane.cov.begin() + V, 0.0);
     std::fill(lane.cov.begin() + V, lane.cov.end(), 1.0);
-    add_view(rows + lane.cur * row_stride, lane, p.blocks);
+    add_view(rows + lane.cur * p.row_stride, lane, p.blocks);
     lane.chosen[lane.cur] = lane.id;
     views[(begin + i) * (p.steps + 1)] = lane.cur;
   }
   for (std::int64_t k = 0; k < p.steps; ++k) {
     for (std::int64_t i = 0; i < count; ++i) {
       Lane& lane = s.lanes[i];
-      lane.best = best_candidate(p, U, rows, row_stride, s.zero.data(),
-                                 p.move_view + lane.cur * p.A, p.moves[lane.cur], lane);
+      lane.best = best_candidate(p, U, rows, views + (begin + i) * (p.steps + 1), k + 1, lane);
     }
     for (std::int64_t i = 0; i < count; ++i) {
       Lane& lane = s.lanes[i];
-      const std::int64_t next = p.move_view[lane.cur * p.A + lane.best];
+      const std::int64_t next = p.view[lane.cur * p.A + lane.best];
       if (lane.chosen[next] != lane.id && k + 1 < p.steps) {  // the last view changes nothing
-        add_view(rows + next * row_stride, lane, p.blocks);
+        add_view(rows + next * p.row_stride, lane, p.blocks);
         lane.chosen[next] = lane.id;
       }
-      actions[(begin + i) * p.steps + k] = p.move_action[lane.cur * p.A + lane.best];
+      actions[(begin + i) * p.steps + k] = p.action[lane.cur * p.A + lane.best];
       views[(begin + i) * (p.steps + 1) + k + 1] = next;
       lane.cur = next;
     }
@@ -306,6 +339,21 @@ void run_trajectories(const Problem& p, std::int64_t begin, std::int64_t end,
   }
 }
 
+// How many of x[0, n) are outside [0, 1] (NaN included); n < 2^31.
+PYSKICK_TARGET_CLONES
+std::int64_t count_out_of_range(const float* x, std::int64_t n) {
+  i8 bad = {};
+  std::int64_t i = 0;
+  for (; i + kBlock <= n; i += kBlock) {
+    const f8 v = load8(x + i);
+    bad += ((v >= 0.f) & (v <= 1.f)) + 1;  // -1 (in range) + 1 = 0
+  }
+  std::int64_t count = 0;
+  for (int j = 0; j < kBlock; ++j) count += bad[j];
+  for (; i < n; ++i) count += !(x[i] >= 0.f && x[i] <= 1.f);
+  return count;
+}
+
 constexpr std::int64_t kChunk = 64;
 
 }  // namespace
@@ -316,13 +364,15 @@ bool greedy_coverage_cpu(const float* coverage, const std::int64_t* starts, std:
                          bool wrap_azimuth, bool wrap_elevation) {
   const std::int64_t V = N * M;
   const std::int64_t total = B * V * V;
+  constexpr std::int64_t kCheckChunk = 1 << 16;
+  const std::int64_t check_chunks = (total + kCheckChunk - 1) / kCheckChunk;
   std::int64_t out_of_range = 0;
-#pragma omp parallel for schedule(static) reduction(+ : out_of_range) if (total > (1 << 16))
-  for (std::int64_t i = 0; i < total; ++i) {
-    out_of_range += !(coverage[i] >= 0.f && coverage[i] <= 1.f);  // NaN counts too
+#pragma omp parallel for schedule(static) reduction(+ : out_of_range) if (check_chunks > 1)
+  for (std::int64_t c = 0; c < check_chunks; ++c) {
+    const std::int64_t begin = c * kCheckChunk;
+    out_of_range += count_out_of_range(coverage + begin, std::min(kCheckChunk, total - begin));
   }
   if (out_of_range) return false;
-  const Moves moves = build_moves(N, M, dN, dM, wrap_azimuth, wrap_elevation);
   // Each float32 term is within 2^-24 of its float64 value (min is 1-Lipschitz and the residual
   // is rounded once) and the Vp terms sum to at most Vp, so float32 summation in any order stays
   // within Vp * Vp * 2^-24 (1 + Vp * 2^-24) of the float64 gain, itself within Vp^2 * 2^-53 of
@@ -331,12 +381,27 @@ bool greedy_coverage_cpu(const float* coverage, const std::int64_t* starts, std:
   const std::int64_t blocks = (V + kBlock - 1) / kBlock;
   const double Vp = static_cast<double>(blocks * kBlock);
   const float margin = static_cast<float>(4.0 * Vp * (Vp + 1.0) * 0x1p-24);
-  const Problem problem{coverage,           S,           steps,  V,     dN * dM,
-                        moves.count.data(), moves.action.data(), moves.view.data(), blocks, margin};
+  const std::int64_t row_stride = V % kBlock ? blocks * kBlock : V;
+  const Moves moves = build_moves(N, M, dN, dM, wrap_azimuth, wrap_elevation, row_stride);
+  const Problem problem{coverage,
+                        S,
+                        steps,
+                        V,
+                        dN * dM,
+                        moves.G,
+                        moves.count.data(),
+                        moves.action.data(),
+                        moves.view.data(),
+                        moves.position.data(),
+                        moves.offset.data(),
+                        moves.real.data(),
+                        blocks,
+                        row_stride,
+                        margin};
   const std::int64_t trajectories = B * S;
 #pragma omp parallel if (trajectories > kChunk)
   {
-    Scratch scratch(V, blocks * kBlock, dN * dM);
+    Scratch scratch(V, blocks * kBlock, moves.G);
     const std::int64_t chunks = (trajectories + kChunk - 1) / kChunk;
 #pragma omp for schedule(dynamic, 1)
     for (std::int64_t c = 0; c < chunks; ++c) {
