@@ -133,21 +133,25 @@ PYSKICK_INLINE f8 load8(const float* p) {
   return x;
 }
 
-constexpr i8 kLaneBit = {1, 2, 4, 8, 16, 32, 64, 128};
+typedef std::uint32_t u8 __attribute__((vector_size(32)));
+constexpr u8 kLaneBit = {1, 2, 4, 8, 16, 32, 64, 128};
 
 // The lanes of a bit set, as a mask (-1 / 0 per lane), and back.
 PYSKICK_INLINE f8 max8(f8 a, f8 b) { return a < b ? b : a; }
 
 PYSKICK_INLINE i8 lane_mask(std::uint32_t bits) {
-  return ((i8{} + static_cast<std::int32_t>(bits)) & kLaneBit) != 0;
+  return ((u8{} + bits) & kLaneBit) != 0;
+}
+
+PYSKICK_INLINE std::uint32_t reduce_or(u8 x) {
+  x |= __builtin_shuffle(x, u8{4, 5, 6, 7, 0, 1, 2, 3});
+  x |= __builtin_shuffle(x, u8{2, 3, 0, 1, 6, 7, 4, 5});
+  x |= __builtin_shuffle(x, u8{1, 0, 3, 2, 5, 4, 7, 6});
+  return x[0];
 }
 
 PYSKICK_INLINE std::uint32_t lane_bits(i8 mask) {
-  i8 x = mask & kLaneBit;
-  x |= __builtin_shuffle(x, i8{4, 5, 6, 7, 0, 1, 2, 3});
-  x |= __builtin_shuffle(x, i8{2, 3, 0, 1, 6, 7, 4, 5});
-  x |= __builtin_shuffle(x, i8{1, 0, 3, 2, 5, 4, 7, 6});
-  return static_cast<std::uint32_t>(x[0]);
+  return reduce_or(reinterpret_cast<u8>(mask) & kLaneBit);
 }
 
 // Pairwise sums within 128-bit halves, as AVX's haddps: [a0+a1, a2+a3, b0+b1, b2+b3, a4+a5, ...].
@@ -174,8 +178,10 @@ PYSKICK_INLINE f8 estimate_group(const float* rows, const std::int64_t* offset,
          __builtin_shuffle(q0, q1, i8{4, 5, 6, 7, 12, 13, 14, 15});
 }
 
-// Adds a (padded) row of utilities to the running coverage, 4 targets at a time.
-PYSKICK_INLINE void add_view(const float* __restrict row, Lane& lane, std::int64_t blocks) {
+// Adds a (padded) row of utilities to the running coverage, 4 targets at a time; `first`: the
+// coverage was empty (0 + u is u: no need to clear it first).
+PYSKICK_INLINE void add_view(const float* __restrict row, Lane& lane, std::int64_t V,
+                             std::int64_t blocks, bool first) {
   typedef float f4 __attribute__((vector_size(16)));
   typedef double d4 __attribute__((vector_size(32)));
   double* __restrict cov = lane.cov.data();
@@ -183,16 +189,26 @@ PYSKICK_INLINE void add_view(const float* __restrict row, Lane& lane, std::int64
   float* __restrict residual_f = lane.residual_f.data();
   for (std::int64_t t = 0; t < blocks * kBlock; t += 4) {
     f4 u;
-    d4 c;
     std::memcpy(&u, row + t, sizeof u);
-    std::memcpy(&c, cov + t, sizeof c);
-    c += __builtin_convertvector(u, d4);
+    d4 c = __builtin_convertvector(u, d4);
+    if (!first) {
+      d4 before;
+      std::memcpy(&before, cov + t, sizeof before);
+      c += before;
+    }
     d4 r = 1.0 - c;
     r = r < 0.0 ? 0.0 : r;  // std::max(1 - cov, 0.0)
     const f4 nearest = __builtin_convertvector(r, f4);
     std::memcpy(cov + t, &c, sizeof c);
     std::memcpy(residual + t, &r, sizeof r);
     std::memcpy(residual_f + t, &nearest, sizeof nearest);
+  }
+  if (first) {  // padded targets: fully covered, nothing left
+    for (std::int64_t t = V; t < blocks * kBlock; ++t) {
+      cov[t] = 1.0;
+      residual[t] = 0.0;
+      residual_f[t] = 0.f;
+    }
   }
 }
 
@@ -250,13 +266,24 @@ PYSKICK_INLINE std::int64_t best_candidate(const Problem& p, const float* U, con
   top8 = max8(top8, __builtin_shuffle(top8, i8{2, 3, 0, 1, 6, 7, 4, 5}));
   top8 = max8(top8, __builtin_shuffle(top8, i8{1, 0, 3, 2, 5, 4, 7, 6}));
   const float threshold = top8[0] - p.margin;
+  // Survivors (real candidates within the margin) as bit sets of up to 64 candidates: one
+  // horizontal reduction per 4 groups, no data-dependent branch in the usual single word.
   std::int64_t first = -1;
-  bool lone = true;
-  for (std::int64_t g = 0; g < groups; ++g) {
-    const std::uint32_t bits = lane_bits(load8(estimate + g * kGroup) >= threshold) & real[g];
-    if (!bits) continue;
-    lone = first < 0 && (bits & (bits - 1)) == 0;
-    if (first < 0) first = g * kGroup + __builtin_ctz(bits);
+  bool lone = false;
+  for (std::int64_t w = 0; w * 8 < groups; ++w) {
+    const std::int64_t g_end = std::min(groups, (w + 1) * 8);
+    std::uint64_t word = 0;
+    for (std::int64_t g0 = w * 8; g0 < g_end; g0 += 4) {
+      u8 x = {};
+      for (std::int64_t g = g0; g < std::min(g_end, g0 + 4); ++g) {
+        const u8 in = reinterpret_cast<u8>(load8(estimate + g * kGroup) >= threshold);
+        x |= in & ((kLaneBit & (u8{} + real[g])) << (8 * (g - g0)));
+      }
+      word |= static_cast<std::uint64_t>(reduce_or(x)) << (8 * (g0 - w * 8));
+    }
+    if (!word) continue;
+    lone = first < 0 && (word & (word - 1)) == 0;
+    if (first < 0) first = w * 64 + __builtin_ctzll(word);
   }
   if (lone) return first;
   // Ties at the top are common once little is left to cover.
@@ -301,9 +328,7 @@ PYSKICK_INLINE void run_batch(const Problem& p, std::int64_t begin, std::int64_t
     Lane& lane = s.lanes[i];
     lane.id = s.trajectory_id++;
     lane.cur = starts[begin + i];
-    std::fill(lane.cov.begin(), lane.cov.begin() + V, 0.0);
-    std::fill(lane.cov.begin() + V, lane.cov.end(), 1.0);
-    add_view(rows + lane.cur * p.row_stride, lane, p.blocks);
+    add_view(rows + lane.cur * p.row_stride, lane, V, p.blocks, true);
     lane.chosen[lane.cur] = lane.id;
     views[(begin + i) * (p.steps + 1)] = lane.cur;
   }
@@ -316,7 +341,7 @@ PYSKICK_INLINE void run_batch(const Problem& p, std::int64_t begin, std::int64_t
       Lane& lane = s.lanes[i];
       const std::int64_t next = p.view[lane.cur * p.A + lane.best];
       if (lane.chosen[next] != lane.id && k + 1 < p.steps) {  // the last view changes nothing
-        add_view(rows + next * p.row_stride, lane, p.blocks);
+        add_view(rows + next * p.row_stride, lane, V, p.blocks, false);
         lane.chosen[next] = lane.id;
       }
       actions[(begin + i) * p.steps + k] = p.action[lane.cur * p.A + lane.best];
