@@ -5,9 +5,9 @@
 // Cov(S + v) - Cov(S), with half the arithmetic. The decision uses float64 gains summed over 8
 // interleaved lanes (t mod 8), exactly as the CUDA kernel does. To go fast, every candidate is
 // first estimated in float32 (8 candidates at a time, AVX2 where the CPU has it) and float64
-// gains are only computed when the estimates cannot tell the best apart; the chosen action is
-// the one a float64-only search picks, bit for bit. Several trajectories of one sample advance
-// in lockstep so that their dependency chains overlap.
+// gains are only computed when the estimates cannot tell the best apart, which a proven error
+// bound decides: the chosen action is the one a float64-only search picks, bit for bit.
+// Several trajectories of one sample advance in lockstep so that their dependency chains overlap.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -16,6 +16,10 @@
 
 #include "common/checks.h"
 #include "ops/greedy_coverage.h"
+
+// The 32-byte vectors below never cross a call boundary (everything using them is inlined), so
+// GCC's warning that returning them differs without AVX does not apply.
+#pragma GCC diagnostic ignored "-Wpsabi"
 
 namespace pyskick {
 
@@ -83,18 +87,17 @@ struct Problem {
   float margin;             // >= 4 * |float32 estimate - float64 gain| (see greedy_coverage_cpu)
 };
 
-// One trajectory's state. Coverage and residuals are padded to Vp (coverage 1, residual 0;
+// One trajectory's state. Coverage and residual are padded to Vp (coverage 1, residual 0;
 // padded utilities are 0), so padded targets add exactly 0.
 struct Lane {
-  std::vector<double> cov, residual;
+  std::vector<double> cov;
   std::vector<float> residual_f;     // the residual rounded to float32
   std::vector<std::int64_t> chosen;  // stamps: == id means the view is in the trajectory
   std::vector<float> estimate;       // [G]: float32 gains of the current candidates
   std::vector<std::uint8_t> open;    // [G / kGroup]: bit j: a real candidate not yet chosen
   std::int64_t id = -1, cur = 0, best = 0;
   Lane(std::int64_t V, std::int64_t Vp, std::int64_t G)
-      : cov(Vp), residual(Vp, 0.0), residual_f(Vp, 0.f), chosen(V, -1), estimate(G),
-        open(G / kGroup) {}
+      : cov(Vp), residual_f(Vp, 0.f), chosen(V, -1), estimate(G), open(G / kGroup) {}
 };
 
 // Per-thread scratch.
@@ -116,14 +119,23 @@ struct Scratch {
 
 // The float64 gain that decides: sum_t min(U[v, t], r_t) over 8 lanes (t mod 8), combined
 // pairwise, exactly as the CUDA kernel computes it.
-PYSKICK_INLINE double coverage_gain(const float* __restrict row, const double* __restrict residual,
+// r_t = max(1 - cov_t, 0) is recomputed here: this path is rare, add_view is not.
+PYSKICK_INLINE double residual_at(const double* cov, std::int64_t t) {
+  return std::max(1.0 - cov[t], 0.0);
+}
+
+PYSKICK_INLINE double coverage_gain(const float* __restrict row, const double* __restrict cov,
                                     std::int64_t V) {
   double acc[8] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
   std::int64_t t = 0;
   for (; t + 8 <= V; t += 8) {
-    for (int l = 0; l < 8; ++l) acc[l] += std::min(static_cast<double>(row[t + l]), residual[t + l]);
+    for (int l = 0; l < 8; ++l) {
+      acc[l] += std::min(static_cast<double>(row[t + l]), residual_at(cov, t + l));
+    }
   }
-  for (int l = 0; t < V; ++t, ++l) acc[l] += std::min(static_cast<double>(row[t]), residual[t]);
+  for (int l = 0; t < V; ++t, ++l) {
+    acc[l] += std::min(static_cast<double>(row[t]), residual_at(cov, t));
+  }
   return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
 }
 
@@ -137,25 +149,26 @@ typedef std::uint32_t u8 __attribute__((vector_size(32)));
 constexpr u8 kLaneBit = {1, 2, 4, 8, 16, 32, 64, 128};
 
 // The lanes of a bit set, as a mask (-1 / 0 per lane), and back.
-PYSKICK_INLINE f8 max8(f8 a, f8 b) { return a < b ? b : a; }
+PYSKICK_INLINE f8 max8(const f8& a, const f8& b) { return a < b ? b : a; }
 
 PYSKICK_INLINE i8 lane_mask(std::uint32_t bits) {
   return ((u8{} + bits) & kLaneBit) != 0;
 }
 
-PYSKICK_INLINE std::uint32_t reduce_or(u8 x) {
+PYSKICK_INLINE std::uint32_t reduce_or(const u8& bits) {
+  u8 x = bits;
   x |= __builtin_shuffle(x, u8{4, 5, 6, 7, 0, 1, 2, 3});
   x |= __builtin_shuffle(x, u8{2, 3, 0, 1, 6, 7, 4, 5});
   x |= __builtin_shuffle(x, u8{1, 0, 3, 2, 5, 4, 7, 6});
   return x[0];
 }
 
-PYSKICK_INLINE std::uint32_t lane_bits(i8 mask) {
+PYSKICK_INLINE std::uint32_t lane_bits(const i8& mask) {
   return reduce_or(reinterpret_cast<u8>(mask) & kLaneBit);
 }
 
 // Pairwise sums within 128-bit halves, as AVX's haddps: [a0+a1, a2+a3, b0+b1, b2+b3, a4+a5, ...].
-PYSKICK_INLINE f8 hadd(f8 a, f8 b) {
+PYSKICK_INLINE f8 hadd(const f8& a, const f8& b) {
   return __builtin_shuffle(a, b, i8{0, 2, 8, 10, 4, 6, 12, 14}) +
          __builtin_shuffle(a, b, i8{1, 3, 9, 11, 5, 7, 13, 15});
 }
@@ -185,7 +198,6 @@ PYSKICK_INLINE void add_view(const float* __restrict row, Lane& lane, std::int64
   typedef float f4 __attribute__((vector_size(16)));
   typedef double d4 __attribute__((vector_size(32)));
   double* __restrict cov = lane.cov.data();
-  double* __restrict residual = lane.residual.data();
   float* __restrict residual_f = lane.residual_f.data();
   for (std::int64_t t = 0; t < blocks * kBlock; t += 4) {
     f4 u;
@@ -200,13 +212,11 @@ PYSKICK_INLINE void add_view(const float* __restrict row, Lane& lane, std::int64
     r = r < 0.0 ? 0.0 : r;  // std::max(1 - cov, 0.0)
     const f4 nearest = __builtin_convertvector(r, f4);
     std::memcpy(cov + t, &c, sizeof c);
-    std::memcpy(residual + t, &r, sizeof r);
     std::memcpy(residual_f + t, &nearest, sizeof nearest);
   }
   if (first) {  // padded targets: fully covered, nothing left
     for (std::int64_t t = V; t < blocks * kBlock; ++t) {
       cov[t] = 1.0;
-      residual[t] = 0.0;
       residual_f[t] = 0.f;
     }
   }
@@ -229,7 +239,7 @@ PYSKICK_INLINE bool saturates(const float* __restrict row, const Lane& lane, std
   if (lane_bits(below)) return false;
   if (!lane_bits(unsure)) return true;
   for (std::int64_t t = 0; t < V; ++t) {
-    if (static_cast<double>(row[t]) < lane.residual[t]) return false;
+    if (static_cast<double>(row[t]) < residual_at(lane.cov.data(), t)) return false;
   }
   return true;
 }
@@ -294,7 +304,7 @@ PYSKICK_INLINE std::int64_t best_candidate(const Problem& p, const float* U, con
   std::int64_t best = 0;
   for (std::int64_t c = first; c < n; ++c) {
     if (!(estimate[c] >= threshold)) continue;
-    const double gain = is_open(c) ? coverage_gain(U + view[c] * p.V, lane.residual.data(), p.V)
+    const double gain = is_open(c) ? coverage_gain(U + view[c] * p.V, lane.cov.data(), p.V)
                                    : 0.0;
     if (gain > best_gain) {
       best_gain = gain;
