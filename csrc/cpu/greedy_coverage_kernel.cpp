@@ -191,6 +191,22 @@ PYSKICK_INLINE f8 estimate_group(const float* rows, const std::int64_t* offset,
          __builtin_shuffle(q0, q1, i8{4, 5, 6, 7, 12, 13, 14, 15});
 }
 
+// The same for a group whose last kGroup / 2 candidates are dummies (estimates 0): half the work.
+PYSKICK_INLINE f8 estimate_half_group(const float* rows, const std::int64_t* offset,
+                                      const float* __restrict residual, std::int64_t blocks) {
+  f8 acc[kGroup / 2] = {};
+  for (std::int64_t k = 0; k < blocks; ++k) {
+    const f8 r = load8(residual + k * kBlock);
+    for (int j = 0; j < kGroup / 2; ++j) {
+      const f8 u = load8(rows + offset[j] + k * kBlock);
+      acc[j] += u < r ? u : r;
+    }
+  }
+  const f8 q = hadd(hadd(acc[0], acc[1]), hadd(acc[2], acc[3]));
+  return __builtin_shuffle(q, f8{}, i8{0, 1, 2, 3, 8, 8, 8, 8}) +
+         __builtin_shuffle(q, f8{}, i8{4, 5, 6, 7, 8, 8, 8, 8});
+}
+
 // Adds a (padded) row of utilities to the running coverage, 4 targets at a time; `first`: the
 // coverage was empty (0 + u is u: no need to clear it first).
 PYSKICK_INLINE void add_view(const float* __restrict row, Lane& lane, std::int64_t V,
@@ -267,7 +283,10 @@ PYSKICK_INLINE std::int64_t best_candidate(const Problem& p, const float* U, con
   }
   f8 top8 = {};
   for (std::int64_t g = 0; g < groups; ++g) {
-    const f8 e = estimate_group(rows, offset + g * kGroup, lane.residual_f.data(), p.blocks);
+    const f8 e =
+        n - g * kGroup <= kGroup / 2
+            ? estimate_half_group(rows, offset + g * kGroup, lane.residual_f.data(), p.blocks)
+            : estimate_group(rows, offset + g * kGroup, lane.residual_f.data(), p.blocks);
     const f8 kept = lane_mask(open[g]) ? e : f8{};
     std::memcpy(estimate + g * kGroup, &kept, sizeof kept);
     top8 = max8(top8, kept);
