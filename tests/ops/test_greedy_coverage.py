@@ -11,7 +11,19 @@ from pyskick.ops import greedy_coverage
 
 # Grids of the datasets (SUN360 4x8, ModelNet 5x9) and small or degenerate ones.
 GRIDS = [(4, 8), (5, 9), (1, 1), (1, 4), (3, 1), (2, 3), (3, 4)]
-ACTION_GRIDS = [(1, 1), (1, 3), (3, 1), (3, 3), (3, 5), (5, 5), (5, 3), (1, 7)]
+ACTION_GRIDS = [
+    (1, 1),
+    (1, 3),
+    (3, 1),
+    (3, 3),
+    (3, 5),
+    (5, 5),
+    (5, 3),
+    (1, 7),
+    (7, 7),
+    (9, 9),
+    (3, 21),
+]
 # continuous maps, and maps with many exact ties where the lowest-index rule decides.
 KINDS = ["uniform", "sparse", "binary", "quarters", "saturating"]
 
