@@ -1,19 +1,31 @@
 """Shared fixtures of the test suite: the devices to test on and a native-vs-reference runner.
 
-The ``device`` fixture always yields ``"cpu"`` and adds ``"cuda"`` (marked ``cuda``) when a GPU is
-visible. A device whose native kernels are missing fails loudly rather than skipping: on a GPU
-machine a build without CUDA kernels is a broken build, not an untestable one.
+Hypothesis runs with the ``pyskick`` profile below. The ``device`` fixture always yields
+``"cpu"`` and adds ``"cuda"`` (marked ``cuda``) when a GPU is visible. A device whose native
+kernels are missing fails loudly rather than skipping: on a GPU machine a build without CUDA
+kernels is a broken build, not an untestable one.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 import torch
+from hypothesis import HealthCheck, settings
 
 from pyskick import ops
+
+# Generated inputs are tensors, slow to build on a loaded 2-core machine: that is not a test
+# failure. CI (CI=true) replays a fixed sequence of examples so that a run is reproducible.
+settings.register_profile(
+    "pyskick",
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    derandomize=os.environ.get("CI", "").lower() == "true",
+)
+settings.load_profile("pyskick")
 
 DEVICES = ["cpu"]
 if torch.cuda.is_available():
