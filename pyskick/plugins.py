@@ -24,7 +24,7 @@ from pyskick import hookspecs
 from pyskick.registry import Registries, build_registries
 
 ENTRY_POINT_GROUP = "pyskick"
-DEFAULT_PLUGINS: tuple[str, ...] = ("pyskick.builtins.datasets",)
+DEFAULT_PLUGINS: tuple[str, ...] = ("pyskick.builtins.datasets", "pyskick.builtins.sidekicks")
 
 
 @dataclass(frozen=True)

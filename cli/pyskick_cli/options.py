@@ -31,13 +31,7 @@ def resolve_dataset_path(value: str) -> Path:
         if not path.is_file():
             raise click.BadParameter(f"dataset file {path} does not exist", param_hint="--dataset")
         return path
-    from pyskick.plugins import get_registries
-    from pyskick.registry import UnknownNameError
-
-    try:
-        entry = get_registries().dataset.get(value)
-    except UnknownNameError as exc:
-        raise click.BadParameter(str(exc), param_hint="--dataset") from None
+    entry = registered("dataset", value, "--dataset")
     return Path(entry.factory())
 
 
@@ -69,15 +63,38 @@ def check_run_dataset(run_dir: Path, dataset: Path, *, resume: bool) -> None:
             )
 
 
-def record_run_dataset(run_dir: Path, dataset: Path) -> None:
-    """Write ``RUN/dataset.json`` (path and SHA-256 of the data file) on rank 0."""
+def record_run_dataset(run_dir: Path, dataset: Path, *, init: Path | None = None) -> None:
+    """Write ``RUN/dataset.json`` (path and SHA-256 of the data file, the one-view run it
+    started from) on rank 0."""
     from pyskick.training.one_view_cache import file_digest
 
     if int(os.environ.get("RANK", "0")) != 0:
         return
     run_dir.mkdir(parents=True, exist_ok=True)
     payload = {"path": str(dataset.resolve()), "sha256": file_digest(dataset)}
+    if init is not None:
+        payload["init"] = str(Path(init).resolve())
     (run_dir / DATASET_RECORD).write_text(json.dumps(payload, indent=2) + "\n")
+
+
+def recorded_init(run_dir: Path) -> Path | None:
+    """The one-view run a run started from, as recorded in ``RUN/dataset.json``."""
+    record = run_dir / DATASET_RECORD
+    if not record.is_file():
+        return None
+    init = json.loads(record.read_text()).get("init")
+    return Path(init) if init else None
+
+
+def registered(kind: str, name: str, option: str) -> Any:
+    """The registry entry of ``name``; an unknown name is a usage error listing the valid ones."""
+    from pyskick.plugins import get_registries
+    from pyskick.registry import UnknownNameError
+
+    try:
+        return get_registries()[kind].get(name)
+    except UnknownNameError as exc:
+        raise click.BadParameter(str(exc), param_hint=option) from None
 
 
 def run_dataset(run: Path) -> Path:

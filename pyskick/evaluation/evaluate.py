@@ -98,12 +98,19 @@ def evaluation_starts(n_elevations: int, n_azimuths: int, metric: Metric) -> Ten
     return (rows[:, None] * n_azimuths + cols[None, :]).flatten()
 
 
-def make_env(config: ModelConfig, T: int, channel_mean: Sequence[float] | None) -> LookAroundEnv:
-    """The environment a policy of ``config`` runs in (paper defaults: 3 x 5 moves)."""
+def make_env(
+    config: ModelConfig, T: int, channel_mean: Sequence[float] | None, *, reward_radius: int = 1
+) -> LookAroundEnv:
+    """The environment a policy of ``config`` runs in (paper defaults: 3 x 5 moves).
+
+    ``reward_radius`` is the neighbourhood zeroed around a visited view in a sidekick's reward
+    map (the sidekick's NMS radius).
+    """
     env = LookAroundEnv(
         T,
         known_azimuth=config.known_azimuth,
         channel_mean=channel_mean if config.mean_subtract else None,
+        reward_radius=reward_radius,
     )
     if env.n_actions != config.n_actions:
         raise ValueError(

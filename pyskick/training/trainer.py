@@ -214,7 +214,9 @@ class Trainer:
         self.params = params
         self.optimizer = torch.optim.Adam(params, lr=config.lr, weight_decay=config.weight_decay)
         self.baseline = AverageBaseline()
-        self.env = make_env(self.model_config, self.T, data.channel_mean)
+        self.env = make_env(
+            self.model_config, self.T, data.channel_mean, reward_radius=config.reward_radius
+        )
         self.action_generator = torch.Generator(self.device).manual_seed(
             config.seed + 1_000_003 * (self.dist.rank + 1)
         )

@@ -11,6 +11,8 @@ import click
 from pyskick_cli.options import (
     check_run_dataset,
     record_run_dataset,
+    recorded_init,
+    registered,
     resolve_dataset_path,
     training_options,
 )
@@ -102,6 +104,13 @@ def pretrain(
     default=None,
     help="Who picks the motions: the policy, or uniform random actions (rnd-actions).",
 )
+@click.option(
+    "--sidekick",
+    default="none",
+    show_default=True,
+    help="A registered sidekick: none (ltla) or rew (reward shaping from one-view scores); "
+    "see `pyskick plugins --all`.",
+)
 def train(
     dataset: str,
     preset: str | None,
@@ -117,18 +126,30 @@ def train(
     T: int | None,
     critic: str | None,
     actor: str | None,
+    sidekick: str,
 ) -> None:
-    """Train the look-around policy (ltla) from a one-view model, Sense and Fuse frozen."""
+    """Train the look-around policy from a one-view model, Sense and Fuse frozen.
+
+    Without a sidekick this is ltla; `--sidekick rew` is ours(rew).
+    """
+    from pyskick.data import ViewgridFile
     from pyskick.training import train as run_train
     from pyskick.training.one_view_cache import cached_one_view
 
+    entry = registered("sidekick", sidekick, "--sidekick")
     path, spec_preset = _prepare(dataset, out_dir, resume)
     config = _config(
         preset, config_path, spec_preset, epochs=epochs, batch_size=batch_size, lr=lr, seed=seed,
         device=device, T=T, critic=critic, actor=actor,
     )  # fmt: skip
     data = _load_data(path)
-    if init is None and not resume:
+    if resume and init is None:
+        init = recorded_init(out_dir)
+    if init is None:
         init = cached_one_view(path, config, data)
-    record_run_dataset(out_dir, path)
-    _report(run_train(config, out_dir, data, init=init, resume=resume))
+    helper = entry.factory(one_view=init, spec=ViewgridFile(path).spec)
+    radius = getattr(helper, "radius", None)  # a reward sidekick's NMS radius
+    if radius is not None:
+        config = config.replace(reward_radius=radius)
+    record_run_dataset(out_dir, path, init=init)
+    _report(run_train(config, out_dir, data, init=init, resume=resume, sidekick=helper))
