@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 if TYPE_CHECKING:
     from pyskick.data.hdf5 import ViewgridSplit
@@ -45,81 +48,84 @@ def make(name: str, out: Path, num: int | None, seed: int | None) -> None:
     click.echo(f"wrote {path} in {time.perf_counter() - start:.1f} s", err=True)
 
 
-@data.command("from-panoramas")
-@click.argument("folder", type=click.Path(exists=True, file_okay=False, path_type=Path))
-@click.option(
-    "--out", required=True, type=click.Path(dir_okay=False, path_type=Path), help="Output .h5 file."
-)
-@click.option(
-    "--split",
-    "split_text",
-    default="0.7,0.15,0.15",
-    show_default=True,
-    help="train,val,test fractions.",
-)
-@click.option(
-    "--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Seed of the split."
-)
-@click.option(
-    "--strict/--no-strict",
-    default=False,
-    show_default=True,
-    help="Fail (exit 2) on any unreadable or non-2:1 input instead of skipping it.",
-)
-def from_panoramas(folder: Path, out: Path, split_text: str, seed: int, strict: bool) -> None:
-    """Convert equirectangular JPG/PNG files and cubemap folders under FOLDER into viewgrids."""
-    from pyskick.data.hdf5 import ViewgridFile
-    from pyskick.data.panoramas import convert_panoramas, parse_split
+def _conversion_options(split_help: str, strict_help: str) -> Callable[[F], F]:
+    """The options every converter shares: FOLDER, --out, --split, --seed, --strict."""
 
-    fractions = parse_split(split_text)
-    path = convert_panoramas(folder, out, split=fractions, seed=seed, strict=strict)
+    def decorate(f: F) -> F:
+        options = [
+            click.argument("folder", type=click.Path(exists=True, file_okay=False, path_type=Path)),
+            click.option(
+                "--out",
+                required=True,
+                type=click.Path(dir_okay=False, path_type=Path),
+                help="Output .h5 file.",
+            ),
+            click.option(
+                "--split", "split_text", default="0.7,0.15,0.15", show_default=True, help=split_help
+            ),
+            click.option(
+                "--seed",
+                type=click.IntRange(min=0),
+                default=0,
+                show_default=True,
+                help="Seed of the split.",
+            ),
+            click.option(
+                "--strict/--no-strict", default=False, show_default=True, help=strict_help
+            ),
+        ]
+        for option in reversed(options):
+            f = option(f)
+        return f
+
+    return decorate
+
+
+def _report_written(path: Path) -> None:
+    from pyskick.data.hdf5 import ViewgridFile
+
     f = ViewgridFile(path)
     sizes = ", ".join(f"{s} {f.num_samples(s)}" for s in f.splits)
     click.echo(f"wrote {path} ({sizes})", err=True)
 
 
+@data.command("from-panoramas")
+@_conversion_options(
+    "train,val,test fractions.",
+    "Fail (exit 2) on any unreadable or non-2:1 input instead of skipping it.",
+)
+def from_panoramas(folder: Path, out: Path, split_text: str, seed: int, strict: bool) -> None:
+    """Convert equirectangular JPG/PNG files and cubemap folders under FOLDER into viewgrids."""
+    from pyskick.data.panoramas import convert_panoramas, parse_split
+
+    fractions = parse_split(split_text)
+    _report_written(convert_panoramas(folder, out, split=fractions, seed=seed, strict=strict))
+
+
 @data.command("from-meshes")
-@click.argument("folder", type=click.Path(exists=True, file_okay=False, path_type=Path))
-@click.option(
-    "--out", required=True, type=click.Path(dir_okay=False, path_type=Path), help="Output .h5 file."
-)
-@click.option(
-    "--split",
-    "split_text",
-    default="0.7,0.15,0.15",
-    show_default=True,
-    help="train,val,test fractions of the seen classes.",
-)
-@click.option(
-    "--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Seed of the split."
+@_conversion_options(
+    "train,val,test fractions of the seen classes.",
+    "Fail (exit 2) on any unreadable mesh instead of skipping it.",
 )
 @click.option(
     "--unseen-classes",
     default="",
     help="Comma-separated classes (folder names) to hold out as the test_unseen split.",
 )
-@click.option(
-    "--strict/--no-strict",
-    default=False,
-    show_default=True,
-    help="Fail (exit 2) on any unreadable mesh instead of skipping it.",
-)
 def from_meshes(
-    folder: Path, out: Path, split_text: str, seed: int, unseen_classes: str, strict: bool
+    folder: Path, out: Path, split_text: str, seed: int, strict: bool, unseen_classes: str
 ) -> None:
-    """Render OBJ/OFF meshes under FOLDER (class = parent folder) into 5x9 grayscale viewgrids."""
-    from pyskick.data.hdf5 import ViewgridFile
+    """Render OBJ/OFF meshes under FOLDER (class = top-level folder) as 5x9 grayscale viewgrids."""
     from pyskick.data.mesh_dataset import convert_meshes
     from pyskick.data.panoramas import parse_split
 
     fractions = parse_split(split_text)
     unseen = tuple(c.strip() for c in unseen_classes.split(",") if c.strip())
-    path = convert_meshes(
-        folder, out, split=fractions, seed=seed, unseen_classes=unseen, strict=strict
+    _report_written(
+        convert_meshes(
+            folder, out, split=fractions, seed=seed, unseen_classes=unseen, strict=strict
+        )
     )
-    f = ViewgridFile(path)
-    sizes = ", ".join(f"{s} {f.num_samples(s)}" for s in f.splits)
-    click.echo(f"wrote {path} ({sizes})", err=True)
 
 
 def _summary(path: Path) -> dict:
