@@ -1,8 +1,8 @@
 """Built-in sidekicks: none (ltla) and rew (ours(rew)).
 
-A sidekick factory is called as ``factory(one_view=PATH, spec=GridSpec)`` with the one-view
-run the policy starts from and the dataset's geometry, and returns a
-:class:`pyskick.sidekicks.Sidekick`.
+A sidekick factory is called as ``factory(one_view=PATH, spec=GridSpec, config=TrainConfig)``
+with the one-view run the policy starts from, the dataset's geometry and the run's config, and
+returns a :class:`pyskick.sidekicks.Sidekick`.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ def no_sidekick(**_: object) -> object:
     return NoSidekick()
 
 
-def reward_sidekick(*, one_view: Path, spec: object) -> object:
+def reward_sidekick(*, one_view: Path, spec: object, **_: object) -> object:
     """Reward shaping from one-view scores after NMS (ours(rew)); needs full observability."""
     from pyskick.sidekicks.reward import NMS_PRESETS, RewardSidekick
 

@@ -13,11 +13,18 @@ A sidekick helps the policy only during training, through two channels (paper §
 Schedules (reward-scale decay, T_sup annealing) live in the sidekick: the trainer calls
 :meth:`Sidekick.on_epoch_end` after every epoch and saves :meth:`Sidekick.state_dict` in every
 checkpoint so a resumed run continues them exactly.
+
+**Scores.** What a sidekick precomputes from full observability (one-view scores, coverage
+matrices, expert trajectories) goes through three methods so that it can be cached and sharded:
+:meth:`Sidekick.score_options` names everything the scores depend on besides the viewgrids,
+:meth:`Sidekick.compute_scores` computes per-sample arrays, :meth:`Sidekick.load_scores` takes
+them before training. The default :meth:`Sidekick.prepare` ties them together.
 """
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
+import os
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -27,7 +34,16 @@ Demonstrations = tuple[Tensor, Tensor]
 """``(actions [T-1, B] int64, mask [T-1, B] bool)``: where mask is True the action is forced."""
 
 
-class Sidekick(ABC):
+def checkpoint_digest(run_or_checkpoint: str | os.PathLike[str]) -> str:
+    """SHA-256 of a run's ``best.pt`` (or of a checkpoint file): the model's identity in
+    score cache keys."""
+    from pyskick.training.one_view_cache import file_digest
+
+    path = Path(run_or_checkpoint)
+    return file_digest(path / "best.pt" if path.is_dir() else path)
+
+
+class Sidekick:
     """Base class of sidekicks. Subclasses override what they provide.
 
     ``indices`` are positions in the training viewgrids given to :meth:`prepare` (``[B]``
@@ -37,16 +53,45 @@ class Sidekick(ABC):
 
     name: str = "sidekick"
     """Registry name, recorded in the run's metrics."""
+    shardable: bool = True
+    """:meth:`compute_scores` treats samples independently, so ranks may score disjoint
+    slices of the viewgrids and concatenate the results."""
 
-    @abstractmethod
     def prepare(self, grids: Tensor, *, T: int, device: torch.device) -> None:
         """Called once before training with the training viewgrids.
+
+        The default computes the scores (when :meth:`score_options` is not None) and loads
+        them; override it for a sidekick that needs something else.
 
         Args:
             grids: ``[n, N, M, C, H, W]`` uint8 training viewgrids (CPU).
             T: the glimpse budget of the episodes to come.
             device: where the trainer runs episodes; return tensors there.
         """
+        if self.score_options(T) is None:
+            return
+        self.load_scores(self.compute_scores(grids, T=T, device=device), T=T, device=device)
+
+    def score_options(self, T: int) -> dict[str, Any] | None:
+        """Everything the scores depend on besides the viewgrids, or None without scores.
+
+        Plain JSON types only (model digests, NMS parameters, T when it matters): the cache
+        key is built from these and the viewgrids' content, so two runs share scores exactly
+        when they would compute the same ones.
+        """
+        return None
+
+    def compute_scores(self, grids: Tensor, *, T: int, device: torch.device) -> dict[str, Tensor]:
+        """Per-sample score arrays of ``grids`` ``[n, N, M, C, H, W]`` uint8.
+
+        Returns:
+            name -> CPU tensor whose first dimension is ``n`` (row i belongs to grid i).
+        """
+        raise NotImplementedError(f"sidekick {self.name!r} has no scores to compute")
+
+    def load_scores(self, scores: dict[str, Tensor], *, T: int, device: torch.device) -> None:
+        """Take :meth:`compute_scores`' output (possibly from a cache) before training."""
+        raise NotImplementedError(f"sidekick {self.name!r} has no scores to load")
 
     def reward_maps(self, indices: Tensor, epoch: int) -> Tensor | None:
         """``[B, N, M]`` float32 raw reward maps of the batch, or None for no rewards."""
@@ -64,14 +109,14 @@ class Sidekick(ABC):
         """
         return None
 
-    def on_epoch_end(self, epoch: int) -> None:  # noqa: B027 - optional hook, no-op by default
+    def on_epoch_end(self, epoch: int) -> None:
         """Advance schedules after ``epoch`` (0-based) finished."""
 
     def state_dict(self) -> dict[str, Any]:
         """Schedule state as plain types (saved in checkpoints)."""
         return {}
 
-    def load_state_dict(self, state: dict[str, Any]) -> None:  # noqa: B027 - stateless default
+    def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restore :meth:`state_dict`'s output."""
 
 
@@ -79,6 +124,3 @@ class NoSidekick(Sidekick):
     """No sidekick: no rewards, no demonstrations (the ltla baseline)."""
 
     name = "none"
-
-    def prepare(self, grids: Tensor, *, T: int, device: torch.device) -> None:
-        """Nothing to prepare."""

@@ -22,7 +22,7 @@ import torch
 from torch import Tensor
 
 from pyskick.ops import nms_rewards
-from pyskick.sidekicks.base import Sidekick
+from pyskick.sidekicks.base import Sidekick, checkpoint_digest
 
 # NMS peaks and radius per dataset preset (paper-reference §1.3).
 NMS_PRESETS = {"sun360": (4, 1), "modelnet-hard": (5, 2), "custom": (4, 1)}
@@ -86,8 +86,18 @@ class RewardSidekick(Sidekick):
         self.batch_size = batch_size
         self.maps: Tensor | None = None
 
-    def prepare(self, grids: Tensor, *, T: int, device: torch.device) -> None:
-        """Score every view of every training viewgrid with the one-view model, then NMS."""
+    def score_options(self, T: int) -> dict[str, Any]:
+        """The one-view model's checkpoint digest and the NMS parameters (not T: the scores
+        are first-glimpse errors)."""
+        return {
+            "sidekick": "rew",
+            "one_view_sha256": checkpoint_digest(self.one_view),
+            "k": self.k,
+            "radius": self.radius,
+        }
+
+    def compute_scores(self, grids: Tensor, *, T: int, device: torch.device) -> dict[str, Tensor]:
+        """``normal`` ``[n, N, M]``: one-view scores in [0, 1]; ``nms``: the reward maps."""
         from pyskick.evaluation import evaluate
 
         result = evaluate(
@@ -101,8 +111,11 @@ class RewardSidekick(Sidekick):
             device=device.type,
         )
         N, M = grids.shape[1:3]
-        errors = result.per_start.reshape(-1, N, M)
-        self.maps = nms_rewards(one_view_scores(errors), self.k, self.radius).to(device)
+        normal = one_view_scores(result.per_start.reshape(-1, N, M))
+        return {"normal": normal, "nms": nms_rewards(normal, self.k, self.radius)}
+
+    def load_scores(self, scores: dict[str, Tensor], *, T: int, device: torch.device) -> None:
+        self.maps = scores["nms"].to(device=device, dtype=torch.float32)
 
     def reward_maps(self, indices: Tensor, epoch: int) -> Tensor:
         if self.maps is None:

@@ -17,20 +17,25 @@ from typing import Any, Literal, get_args
 
 from pyskick.models import PRESETS as MODEL_PRESETS
 
-CriticName = Literal["average", "critic", "asymm-critic"]
-ActorName = Literal["learned", "random"]
 DeviceName = Literal["auto", "cpu", "cuda"]
 FrozenBatchNormName = Literal["train", "eval"]
 ValMetric = Literal["avg", "adv"]
 
 _CHOICES: dict[str, tuple[str, ...]] = {
-    "critic": get_args(CriticName),
-    "actor": get_args(ActorName),
     "device": get_args(DeviceName),
     "frozen_batchnorm": get_args(FrozenBatchNormName),
     "val_metric": get_args(ValMetric),
 }
-_POSITIVE_INTS = ("T", "epochs", "pretrain_epochs", "batch_size", "eval_batch_size")
+_POSITIVE_INTS = (
+    "T",
+    "epochs",
+    "pretrain_epochs",
+    "batch_size",
+    "eval_batch_size",
+    "hybrid_schedule",
+)
+# Names resolved in the plugin registry when a run starts (plugins may add more).
+_REGISTERED_NAMES = ("critic", "actor")
 _NON_NEGATIVE_INTS = ("seed", "reward_radius")
 _POSITIVE_FLOATS = ("lr", "grad_clip")
 _NON_NEGATIVE_FLOATS = (
@@ -69,18 +74,22 @@ class TrainConfig:
     """Maximum total L2 norm of the gradients of the trainable parameters."""
     lambda_entropy: float = 1e-4
     """Weight of the entropy bonus on policy-gradient steps."""
-    critic: CriticName = "average"
-    """Baseline: "average" (running means), "critic" (learned, partial observability) or
-    "asymm-critic" (learned, sees the whole grid: the asymm-ac baseline)."""
+    critic: str = "average"
+    """A registered critic: "average" (running means), "critic" (learned, partial
+    observability) or "asymm-critic" (learned, sees the whole grid: the asymm-ac baseline)."""
     critic_coeff: float = 1e-2
     """Weight of the learned critic's squared-error loss."""
-    actor: ActorName = "learned"
-    """"learned" (the act head chooses) or "random" (uniform actions: rnd-actions; only the
-    reconstruction trains)."""
+    actor: str = "learned"
+    """A registered actor: "learned" (the act head chooses), "random" (uniform actions:
+    rnd-actions; only the reconstruction trains) or "demo-actions" (the demo sidekick's greedy
+    coverage trajectories, also at test time)."""
     reward_scale: float = 1.0
     """Multiplier of the policy-gradient term (``--reward_scale``)."""
     supervised_scale: float = 1e-3
     """Weight of the NLL of a demonstrating sidekick's actions (``--supervised_scale``)."""
+    hybrid_schedule: int = 50
+    """A demonstrating sidekick supervises steps t < T_sup; T_sup starts at T - 1 and drops by
+    one every this many epochs (``--hybrid_schedule``, paper-reference §4.6)."""
     memorize: bool = False
     """Paste observed views into the reconstruction during training too (evaluation always
     pastes)."""
@@ -116,6 +125,10 @@ class TrainConfig:
                 raise ValueError(
                     f"TrainConfig.{name} must be one of {', '.join(choices)}, got {value!r}"
                 )
+        for name in _REGISTERED_NAMES:
+            value = getattr(self, name)
+            if not isinstance(value, str) or not value:
+                raise ValueError(f"TrainConfig.{name} must be a registered name, got {value!r}")
         for name in _POSITIVE_INTS + _NON_NEGATIVE_INTS:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int):
@@ -179,12 +192,17 @@ TRAIN_PRESETS: Mapping[str, TrainConfig] = MappingProxyType(
         "paper-modelnet": TrainConfig(model="paper-modelnet"),
         # Small model, a few epochs: minutes on 2 CPU cores for a few hundred viewgrids.
         "cpu-demo": TrainConfig(
-            model="cpu-demo", epochs=3, pretrain_epochs=3, lr=1e-3, device="cpu"
+            model="cpu-demo",
+            epochs=3,
+            pretrain_epochs=3,
+            lr=1e-3,
+            hybrid_schedule=2,
+            device="cpu",
         ),
     }
 )
 """Named training configs (read-only). ``cpu-demo`` raises the learning rate to 1e-3 so a
-few epochs visibly learn."""
+few epochs visibly learn, and anneals a demonstrating sidekick's T_sup every 2 epochs."""
 
 
 def train_preset(name: str) -> TrainConfig:

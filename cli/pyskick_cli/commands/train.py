@@ -147,7 +147,7 @@ def train(
         init = recorded_init(out_dir)
     if init is None:
         init = cached_one_view(path, config, data)
-    helper = entry.factory(one_view=init, spec=ViewgridFile(path).spec)
+    helper = entry.factory(one_view=init, spec=ViewgridFile(path).spec, config=config)
     radius = getattr(helper, "radius", None)  # a reward sidekick's NMS radius
     if radius is not None:
         config = config.replace(reward_radius=radius)

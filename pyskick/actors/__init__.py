@@ -1,0 +1,7 @@
+"""Actors: who picks the camera motions (the policy, random motions, or a sidekick)."""
+
+from __future__ import annotations
+
+from pyskick.actors.base import Actor, LearnedActor, RandomActor
+
+__all__ = ["Actor", "LearnedActor", "RandomActor"]
