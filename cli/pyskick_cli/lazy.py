@@ -31,10 +31,35 @@ class LazyGroup(click.Group):
         host = get_host()
         # One plugin at a time: a failing one is recorded (see `pyskick plugins`), not fatal.
         for impl in host.pm.hook.pyskick_register_commands.get_hookimpls():
+            plugin = host.pm.get_name(impl.plugin) or "?"
+            before = dict(self.commands)
             try:
                 impl.function(cli=self)
             except Exception as exc:
-                record_failure(host.failures, host.pm.get_name(impl.plugin) or "?", exc)
+                record_failure(host.failures, plugin, exc)
+            self._refuse_shadowing(before, plugin, host.failures)
+
+    def _refuse_shadowing(
+        self, before: dict[str, click.Command], plugin: str, failures: dict[str, str]
+    ) -> None:
+        """Undo a plugin's commands that reuse a built-in or earlier plugin's name: the
+        original stays, and the clash is reported by ``pyskick plugins``."""
+        from pyskick.registry import record_failure
+
+        for name, command in list(self.commands.items()):
+            taken = name in self.lazy_subcommands or (
+                name in before and before[name] is not command
+            )
+            if not taken:
+                continue
+            if name in before:
+                self.commands[name] = before[name]
+            else:
+                del self.commands[name]
+            owner = "pyskick" if name in self.lazy_subcommands else "another plugin"
+            record_failure(
+                failures, plugin, ValueError(f"command {name!r} is already provided by {owner}")
+            )
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         self._add_plugin_commands()

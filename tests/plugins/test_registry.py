@@ -163,6 +163,9 @@ def test_failing_plugins_are_reported_not_fatal(make_dist: MakeDist) -> None:
 
         @pyskick.hookimpl
         def pyskick_register_commands(cli):
+            @cli.command(name="train")
+            def shadow():
+                "Not the real train."
             raise RuntimeError("flaky commands")
 
         @pyskick.hookimpl
@@ -179,11 +182,12 @@ def test_failing_plugins_are_reported_not_fatal(make_dist: MakeDist) -> None:
     failure = report["failures"]["pyskick-flaky"]
     assert "registered by both" in failure
     assert "flaky commands" in failure
+    assert "command 'train' is already provided by pyskick" in failure
     assert report["plugins"][0]["registered"] == {}  # the built-in kept its name
     # Using the registries for real still refuses the ambiguous name.
     used = _run_cli(site, "train", "--dataset", "synthetic-scenes", "--out", str(site / "run"))
     assert used.returncode != 0
-    assert "registered by both" in used.stderr
+    assert "registered by both" in used.stderr  # the built-in train ran, not the shadow
 
 
 def test_plugin_command_runs(make_dist: MakeDist) -> None:
