@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -144,16 +145,25 @@ def test_installed_and_listed_by_pyskick_plugins() -> None:
     assert "pyskick-rnd-rewards" not in report["failures"]
 
 
-def test_train_from_the_command_line(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("PYSKICK_CACHE_DIR", str(tmp_path / "cache"))  # the one-view model
-    data, run = tmp_path / "scenes.h5", tmp_path / "rnd"
+@pytest.fixture
+def one_thread() -> Iterator[None]:
+    """Tiny models: more threads only contend on a shared machine."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.mark.usefixtures("one_thread")
+def test_train_from_the_command_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    data, one, run = tmp_path / "scenes.h5", tmp_path / "one-view", tmp_path / "rnd"
+    fast = ["--dataset", str(data), "--preset", "cpu-demo", "--epochs", "1", "--batch-size", "8",
+            "--device", "cpu"]  # fmt: skip
     commands = [
         ["data", "make", "synthetic-scenes", "--out", str(data), "--num", "40", "--seed", "3"],
-        ["train", "--dataset", str(data), "--preset", "cpu-demo", "--epochs", "1",
-         "--batch-size", "8", "--device", "cpu", "--sidekick", "rnd-rewards", "--out", str(run)],
-    ]  # fmt: skip
+        ["pretrain", *fast, "--out", str(one)],
+        ["train", *fast, "--init", str(one), "--sidekick", "rnd-rewards", "--out", str(run)],
+    ]
     for args in commands:
         with pytest.raises(SystemExit) as exc:
             main(args)
