@@ -24,7 +24,11 @@ from pyskick import hookspecs
 from pyskick.registry import Registries, build_registries
 
 ENTRY_POINT_GROUP = "pyskick"
-DEFAULT_PLUGINS: tuple[str, ...] = ("pyskick.builtins.datasets", "pyskick.builtins.sidekicks")
+DEFAULT_PLUGINS: tuple[str, ...] = (
+    "pyskick.builtins.datasets",
+    "pyskick.builtins.sidekicks",
+    "pyskick.builtins.demo",
+)
 
 
 @dataclass(frozen=True)

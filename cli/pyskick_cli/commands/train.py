@@ -108,8 +108,14 @@ def pretrain(
     "--sidekick",
     default="none",
     show_default=True,
-    help="A registered sidekick: none (ltla) or rew (reward shaping from one-view scores); "
-    "see `pyskick plugins --all`.",
+    help="A registered sidekick: none (ltla), rew (reward shaping from one-view scores) or "
+    "demo (greedy coverage demonstrations); see `pyskick plugins --all`.",
+)
+@click.option(
+    "--hybrid-schedule",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Epochs between decrements of a demonstrating sidekick's T_sup (from T - 1 to 0).",
 )
 def train(
     dataset: str,
@@ -127,10 +133,12 @@ def train(
     critic: str | None,
     actor: str | None,
     sidekick: str,
+    hybrid_schedule: int | None,
 ) -> None:
     """Train the look-around policy from a one-view model, Sense and Fuse frozen.
 
-    Without a sidekick this is ltla; `--sidekick rew` is ours(rew).
+    Without a sidekick this is ltla; `--sidekick rew` is ours(rew), `--sidekick demo` is
+    ours(demo).
     """
     from pyskick.data import ViewgridFile
     from pyskick.training import train as run_train
@@ -140,7 +148,7 @@ def train(
     path, spec_preset = _prepare(dataset, out_dir, resume)
     config = _config(
         preset, config_path, spec_preset, epochs=epochs, batch_size=batch_size, lr=lr, seed=seed,
-        device=device, T=T, critic=critic, actor=actor,
+        device=device, T=T, critic=critic, actor=actor, hybrid_schedule=hybrid_schedule,
     )  # fmt: skip
     data = _load_data(path)
     if resume and init is None:

@@ -1,0 +1,39 @@
+"""Built-in demonstration helpers: the demo sidekick (ours(demo)) and the demo-actions actor.
+
+Both need the one-view model's coverage matrices, computed from the true viewgrids (full
+observability); the sidekick uses them only in training, the actor at test time too.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pyskick.hookspecs import Register, hookimpl
+
+
+def demo_sidekick(*, one_view: Path, spec: object, config: object, **_: object) -> object:
+    """Greedy coverage demonstrations for the first T_sup steps, annealed (ours(demo))."""
+    from pyskick.sidekicks.demo import DemoSidekick
+
+    return DemoSidekick(
+        one_view,
+        channel_mean=spec.channel_mean,  # type: ignore[attr-defined]
+        hybrid_schedule=config.hybrid_schedule,  # type: ignore[attr-defined]
+    )
+
+
+def demo_actions_actor(*, one_view: Path, spec: object, **_: object) -> object:
+    """Greedy coverage motions (demo-actions); needs full observability at test time."""
+    from pyskick.actors.demo_actions import DemoActionsActor
+
+    return DemoActionsActor(one_view, channel_mean=spec.channel_mean)  # type: ignore[attr-defined]
+
+
+@hookimpl
+def pyskick_register_sidekicks(register: Register) -> None:
+    register("demo", demo_sidekick)
+
+
+@hookimpl
+def pyskick_register_actors(register: Register) -> None:
+    register("demo-actions", demo_actions_actor)

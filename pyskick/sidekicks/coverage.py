@@ -1,0 +1,139 @@
+"""Coverage matrices of the demonstration sidekick (paper-reference §5.4).
+
+With full observability, the one-view (T = 1) model reconstructs every training viewgrid from
+each of its ``V = N * M`` start views; how well the reconstruction from source view ``s``
+matches the true target view ``t`` is the utility ``U[s, t]`` (``coverage_matrix``: summed
+squared error, ``1 / (1000 · err + 1e-8)``, min-max normalised over sources per target).
+
+As in the authors' ``create_utility_based_rewards.py`` the observed view is **not** pasted into
+the reconstruction (memorize is forced False there), so ``U[s, s]`` measures how well the model
+reproduces the view it sees, like any other target.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from pyskick.evaluation.evaluate import make_env
+from pyskick.models import CompletionPolicy, ModelConfig
+from pyskick.ops import coverage_matrix, rotate_viewgrid
+from pyskick.training.checkpoint import load_checkpoint
+from pyskick.training.rollout import collect_rollout
+
+
+def one_view_config(run_or_checkpoint: str | os.PathLike[str]) -> ModelConfig:
+    """The :class:`ModelConfig` of a saved run (its ``best.pt``) or checkpoint.
+
+    Raises:
+        FileNotFoundError: no such run or checkpoint.
+        ValueError: not a pyskick training checkpoint.
+    """
+    return ModelConfig.from_dict(_load(run_or_checkpoint)["model_config"])
+
+
+def load_one_view(
+    run_or_checkpoint: str | os.PathLike[str], device: torch.device | str = "cpu"
+) -> CompletionPolicy:
+    """The policy of a saved run (its ``best.pt``) or checkpoint, on ``device``, in eval mode.
+
+    Raises:
+        FileNotFoundError: no such run or checkpoint.
+        ValueError: not a pyskick training checkpoint.
+    """
+    state = _load(run_or_checkpoint)
+    policy = CompletionPolicy(ModelConfig.from_dict(state["model_config"]))
+    policy.load_state_dict(state["model"])
+    return policy.to(device).eval()
+
+
+@torch.no_grad()
+def one_view_coverage(
+    one_view: str | os.PathLike[str],
+    grids: Tensor,
+    *,
+    channel_mean: Sequence[float] | None,
+    device: torch.device | str = "cpu",
+    batch_size: int = 256,
+) -> Tensor:
+    """Coverage matrix of every viewgrid from the one-view model's reconstructions.
+
+    Each viewgrid is reconstructed from all ``V`` start views after one glimpse (BatchNorm in
+    eval mode, nothing pasted); the reconstructions, in their start's frame, and the true
+    normalised grid go to :func:`pyskick.ops.coverage_matrix`.
+
+    Args:
+        one_view: a one-view run folder (its ``best.pt``) or checkpoint.
+        grids: ``[n, N, M, C, H, W]`` uint8 viewgrids (any device; moved chunk by chunk).
+        channel_mean: per-channel mean (0–255) the model was trained with.
+        device: where the model runs.
+        batch_size: episodes per forward pass (``V`` per viewgrid); bounds the memory.
+
+    Returns:
+        ``[n, V, V]`` float32 ``U[b, source, target]`` in [0, 1] on the CPU, views indexed
+        ``v = n * M + m`` in the absolute frame.
+
+    Raises:
+        TypeError, ValueError: grids that do not fit the model, or a bad ``batch_size``.
+        FileNotFoundError: no such run or checkpoint.
+    """
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
+    device = torch.device(device)
+    policy = load_one_view(one_view, device)
+    cfg = policy.config
+    _check_grids(grids, cfg)
+    N, M = cfg.n_elevations, cfg.n_azimuths
+    V = N * M
+    env = make_env(cfg, 1, channel_mean)
+    chunk = max(1, batch_size // V)
+    starts = torch.arange(V, device=device)
+    parts = [torch.empty(0, V, V)]
+    for lo in range(0, grids.shape[0], chunk):
+        part = grids[lo : lo + chunk].to(device)
+        k = part.shape[0]
+        part_starts = starts.repeat(k)
+        rollout = collect_rollout(
+            policy,
+            env,
+            part.repeat_interleave(V, dim=0),
+            mode="greedy",
+            starts=part_starts,
+            paste=False,
+        )
+        recon = rollout.decoded
+        if cfg.known_azimuth:
+            # The decoder works in the absolute frame; coverage_matrix wants the start's.
+            recon = rotate_viewgrid(recon, part_starts % M)
+        truth = env.grid.view(k, V, *env.grid.shape[1:])[:, 0].contiguous()
+        parts.append(coverage_matrix(recon.view(k, V, *recon.shape[1:]), truth).cpu())
+    return torch.cat(parts)
+
+
+def _load(run_or_checkpoint: str | os.PathLike[str]) -> dict[str, Any]:
+    path = Path(run_or_checkpoint)
+    if path.is_dir():
+        path = path / "best.pt"
+    state = load_checkpoint(path)
+    for key in ("model", "model_config"):
+        if key not in state:
+            raise ValueError(f"{path} is not a pyskick training checkpoint (no {key!r})")
+    return state
+
+
+def _check_grids(grids: object, cfg: ModelConfig) -> None:
+    if not isinstance(grids, Tensor):
+        raise TypeError(f"grids must be a torch.Tensor, got {type(grids).__name__}")
+    if grids.dtype != torch.uint8:
+        raise TypeError(f"grids must be uint8 (raw 0-255 views), got {grids.dtype}")
+    expected = (cfg.n_elevations, cfg.n_azimuths, cfg.channels, cfg.view_size, cfg.view_size)
+    if grids.dim() != 6 or tuple(grids.shape[1:]) != expected:
+        raise ValueError(
+            f"grids must have shape [n, {', '.join(map(str, expected))}] for the one-view "
+            f"model, got {list(grids.shape)}"
+        )

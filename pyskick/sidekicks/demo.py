@@ -1,0 +1,170 @@
+"""The demonstration sidekick (ours(demo), paper §3.3, paper-reference §4.6 and §5.4–5.5).
+
+With full observability, the sidekick knows how much each view tells about every other one (the
+coverage matrix of :func:`~pyskick.sidekicks.coverage.one_view_coverage`). From an episode's
+start it demonstrates the greedy coverage trajectory (:func:`pyskick.ops.greedy_coverage`:
+each step takes the reachable view that adds most to the saturated coverage of the views seen).
+
+Hybrid training: the first ``T_sup`` actions of every episode are the sidekick's, trained with
+``supervised_scale · NLL``; the policy samples the rest and learns them by policy gradient.
+``T_sup`` starts at ``T - 1`` (all actions demonstrated) and drops by one every
+``hybrid_schedule`` epochs until the policy acts alone. The sidekick pays no rewards.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from pyskick.envs.actions import ActionGrid
+from pyskick.ops import greedy_coverage
+from pyskick.sidekicks.base import Demonstrations, Sidekick, checkpoint_digest
+
+
+class DemoSidekick(Sidekick):
+    """ours(demo): greedy coverage demonstrations for the first ``T_sup`` steps.
+
+    Args:
+        one_view: the one-view run (folder with ``best.pt``) or checkpoint whose
+            reconstructions define the coverage.
+        channel_mean: the dataset's per-channel mean (0–255).
+        hybrid_schedule: ``T_sup`` drops by one every this many epochs.
+        action_grid: ``(dN, dM)`` of the environment's moves.
+        wrap_azimuth: the environment's azimuth moves wrap (else clip).
+        wrap_elevation: the environment's elevation moves wrap (else clip).
+        batch_size: episodes per forward pass while computing the coverage.
+    """
+
+    name = "demo"
+
+    def __init__(
+        self,
+        one_view: str | os.PathLike[str],
+        *,
+        channel_mean: tuple[float, ...],
+        hybrid_schedule: int = 50,
+        action_grid: ActionGrid | tuple[int, int] = (3, 5),
+        wrap_azimuth: bool = True,
+        wrap_elevation: bool = False,
+        batch_size: int = 256,
+    ) -> None:
+        if isinstance(hybrid_schedule, bool) or not isinstance(hybrid_schedule, int):
+            raise TypeError(f"hybrid_schedule must be an int, got {hybrid_schedule!r}")
+        if hybrid_schedule < 1:
+            raise ValueError(f"hybrid_schedule must be >= 1 epoch, got {hybrid_schedule}")
+        self.one_view = Path(one_view)
+        self.channel_mean = tuple(float(x) for x in channel_mean)
+        self.hybrid_schedule = hybrid_schedule
+        self.action_grid = ActionGrid.of(action_grid)
+        self.wrap_azimuth = bool(wrap_azimuth)
+        self.wrap_elevation = bool(wrap_elevation)
+        self.batch_size = batch_size
+        self.coverage: Tensor | None = None
+        self.grid_shape: tuple[int, int] | None = None
+        self.T: int | None = None
+        self.T_sup: int | None = None
+        self._restored = False
+
+    def score_options(self, T: int) -> dict[str, Any]:
+        """The one-view model's digest and the channel mean (not T: the coverage comes from
+        first-glimpse reconstructions)."""
+        return {
+            "sidekick": "demo",
+            "one_view_sha256": checkpoint_digest(self.one_view),
+            "channel_mean": list(self.channel_mean),
+        }
+
+    def compute_scores(self, grids: Tensor, *, T: int, device: torch.device) -> dict[str, Tensor]:
+        """``coverage`` ``[n, V, V]`` float32: utility of every source view for every target."""
+        from pyskick.sidekicks.coverage import one_view_coverage
+
+        coverage = one_view_coverage(
+            self.one_view,
+            grids,
+            channel_mean=self.channel_mean,
+            device=device,
+            batch_size=self.batch_size,
+        )
+        return {"coverage": coverage}
+
+    def load_scores(self, scores: dict[str, Tensor], *, T: int, device: torch.device) -> None:
+        """Keep the coverage on ``device``; start ``T_sup`` at ``T - 1`` unless a checkpoint
+        already restored it."""
+        from pyskick.sidekicks.coverage import one_view_config
+
+        if isinstance(T, bool) or not isinstance(T, int) or T < 1:
+            raise ValueError(f"T must be a positive int, got {T!r}")
+        config = one_view_config(self.one_view)
+        N, M = config.n_elevations, config.n_azimuths
+        coverage = scores["coverage"]
+        if coverage.dim() != 3 or tuple(coverage.shape[1:]) != (N * M, N * M):
+            raise ValueError(
+                f"coverage must have shape [n, {N * M}, {N * M}] for the one-view model's "
+                f"{N}x{M} grid, got {list(coverage.shape)}"
+            )
+        if self._restored and self.T_sup is not None and self.T_sup > T - 1:
+            raise ValueError(f"restored T_sup={self.T_sup} exceeds T - 1 = {T - 1}")
+        self.coverage = coverage.to(device=device, dtype=torch.float32).contiguous()
+        self.grid_shape = (N, M)
+        self.T = T
+        if not self._restored:
+            self.T_sup = T - 1
+
+    def trajectories(self, indices: Tensor, starts: Tensor) -> Tensor:
+        """The full greedy coverage trajectories of samples ``indices`` from ``starts``.
+
+        Args:
+            indices: ``[B]`` int64 positions in the viewgrids given to :meth:`prepare`.
+            starts: ``[B]`` int64 start views ``n * M + m``.
+
+        Returns:
+            ``[T-1, B]`` int64 actions, on the coverage's device.
+        """
+        if self.coverage is None or self.grid_shape is None or self.T is None:
+            raise RuntimeError("DemoSidekick.prepare() must run before demonstrations")
+        device = self.coverage.device
+        N, M = self.grid_shape
+        actions, _ = greedy_coverage(
+            self.coverage[indices.to(device)],
+            starts.to(device=device, dtype=torch.int64)[:, None],
+            self.T - 1,
+            n_elevations=N,
+            n_azimuths=M,
+            action_grid=(self.action_grid.elevation, self.action_grid.azimuth),
+            wrap_azimuth=self.wrap_azimuth,
+            wrap_elevation=self.wrap_elevation,
+        )
+        return actions[:, 0].T.contiguous()
+
+    def demonstrations(self, indices: Tensor, starts: Tensor, epoch: int) -> Demonstrations | None:
+        """The greedy actions, forced at steps ``t < T_sup``; None once ``T_sup`` is 0."""
+        if self.T_sup is None:
+            raise RuntimeError("DemoSidekick.prepare() must run before demonstrations")
+        if self.T_sup == 0:
+            return None
+        actions = self.trajectories(indices, starts)
+        steps = torch.arange(actions.shape[0], device=actions.device)
+        mask = (steps < self.T_sup)[:, None].expand_as(actions).contiguous()
+        return actions, mask
+
+    def on_epoch_end(self, epoch: int) -> None:
+        if self.T_sup is not None and (epoch + 1) % self.hybrid_schedule == 0 and self.T_sup > 0:
+            self.T_sup -= 1
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"T_sup": self.T_sup}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        T_sup = state["T_sup"]
+        if T_sup is None:
+            return  # saved before prepare(): nothing to restore
+        if isinstance(T_sup, bool) or not isinstance(T_sup, int) or T_sup < 0:
+            raise ValueError(f"T_sup must be an int >= 0, got {T_sup!r}")
+        if self.T is not None and T_sup > self.T - 1:
+            raise ValueError(f"restored T_sup={T_sup} exceeds T - 1 = {self.T - 1}")
+        self.T_sup = T_sup
+        self._restored = True

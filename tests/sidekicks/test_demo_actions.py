@@ -1,0 +1,88 @@
+"""DemoActionsActor (demo-actions): full greedy trajectories, and the built-in registrations."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+
+from pyskick.actors.base import Actor
+from pyskick.actors.demo_actions import DemoActionsActor
+from pyskick.data.spec import GridSpec
+from pyskick.evaluation.evaluate import make_env
+from pyskick.ops import greedy_coverage
+from pyskick.plugins import DEFAULT_PLUGINS, make_plugin_host
+from pyskick.sidekicks.coverage import load_one_view, one_view_coverage
+from pyskick.sidekicks.demo import DemoSidekick
+from pyskick.training.config import TrainConfig
+from pyskick.training.rollout import collect_rollout
+
+N, M = 3, 4
+CPU = torch.device("cpu")
+MEAN = (110.0,)
+
+
+def test_forced_actions_are_the_whole_greedy_trajectory(one_view_ckpt: Path, smooth_grids) -> None:
+    grids = smooth_grids(5, seed=21)
+    actor = DemoActionsActor(one_view_ckpt, channel_mean=MEAN)
+    assert isinstance(actor, Actor)
+    assert (actor.name, actor.learned, actor.full_observability) == ("demo-actions", False, True)
+    assert actor.mode(training=True) == actor.mode(training=False) == "greedy"
+    T = 4
+    actor.prepare(grids, T=T, device=CPU)
+    # The coverage went through the sidekick's score path.
+    coverage = one_view_coverage(one_view_ckpt, grids, channel_mean=MEAN)
+    torch.testing.assert_close(actor.sidekick.coverage, coverage, atol=1e-6, rtol=0)
+    indices = torch.tensor([4, 0, 2, 2, 1, 3])
+    starts = torch.tensor([0, 11, 5, 6, 3, 8])
+    forced = actor.forced_actions(indices, starts)
+    assert forced.shape == (T - 1, 6)
+    assert forced.dtype == torch.int64
+    expected, views = greedy_coverage(coverage[indices], starts[:, None], T - 1, n_elevations=N,
+                                      n_azimuths=M)  # fmt: skip
+    assert torch.equal(forced, expected[:, 0].T)
+    # No schedule: every step is forced however many epochs pass.
+    for epoch in range(200):
+        actor.sidekick.on_epoch_end(epoch)
+    assert torch.equal(actor.forced_actions(indices, starts), forced)
+    # Episodes driven by the forced actions visit the greedy views (BN eval, as at test time).
+    policy = load_one_view(one_view_ckpt)
+    env = make_env(policy.config, T, MEAN)
+    with torch.no_grad():
+        rollout = collect_rollout(
+            policy,
+            env,
+            grids[indices],
+            mode=actor.mode(training=False),
+            starts=starts,
+            demonstrations=(forced, torch.ones_like(forced, dtype=torch.bool)),
+            paste=True,
+        )
+    assert torch.equal(rollout.visited, views[:, 0])
+    assert torch.equal(rollout.actions, forced)
+
+
+def test_one_glimpse_forces_nothing(one_view_ckpt: Path, smooth_grids) -> None:
+    actor = DemoActionsActor(one_view_ckpt, channel_mean=MEAN)
+    actor.prepare(smooth_grids(2, seed=5), T=1, device=CPU)
+    forced = actor.forced_actions(torch.tensor([0, 1, 1]), torch.tensor([0, 1, 2]))
+    assert forced.shape == (0, 3)
+
+
+def test_builtins_register_demo_and_demo_actions(one_view_ckpt: Path) -> None:
+    host = make_plugin_host(autoload=False)
+    assert "pyskick.builtins.demo" in DEFAULT_PLUGINS
+    spec = GridSpec(N, M, 1, 16, (30.0, 0.0, -30.0), (0.0, 90.0, 180.0, 270.0), 45.0, MEAN,
+                    "custom")  # fmt: skip
+    config = TrainConfig(hybrid_schedule=7)
+    sidekick_entry = host.registries.sidekick.get("demo")
+    assert sidekick_entry.plugin == "pyskick.builtins.demo"
+    sidekick = sidekick_entry.factory(one_view=one_view_ckpt, spec=spec, config=config)
+    assert isinstance(sidekick, DemoSidekick)
+    assert (sidekick.hybrid_schedule, sidekick.channel_mean) == (7, MEAN)
+    actor_entry = host.registries.actor.get("demo-actions")
+    assert actor_entry.plugin == "pyskick.builtins.demo"
+    assert "needs full observability at test time" in actor_entry.summary
+    actor = actor_entry.factory(one_view=one_view_ckpt, spec=spec, config=config)
+    assert isinstance(actor, DemoActionsActor)
+    assert actor.sidekick.channel_mean == MEAN

@@ -1,0 +1,91 @@
+"""ours(demo) end to end: hybrid training with annealed T_sup, exact resume, the CLI."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from pyskick.data.builtin import make_builtin
+from pyskick.sidekicks.demo import DemoSidekick
+from pyskick.training import TrainData, pretrain, train
+from pyskick.training.checkpoint import load_checkpoint
+from pyskick.training.config import train_preset
+from pyskick_cli.main import main
+
+MEAN = (110.0,)
+
+
+def metrics(run: Path) -> list[dict[str, float]]:
+    return [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+
+
+def test_supervision_anneals_and_resumes_exactly(tmp_path: Path, smooth_grids) -> None:
+    data = TrainData(smooth_grids(16, seed=1), smooth_grids(6, seed=2), MEAN)
+    config = train_preset("cpu-demo").replace(
+        batch_size=8, pretrain_epochs=1, epochs=3, T=3, hybrid_schedule=1, eval_batch_size=64
+    )
+    one = tmp_path / "one"
+    pretrain(config, one, data)
+
+    def sidekick() -> DemoSidekick:
+        return DemoSidekick(one, channel_mean=MEAN, hybrid_schedule=config.hybrid_schedule)
+
+    whole = tmp_path / "whole"
+    train(config, whole, data, init=one, sidekick=sidekick())
+    records = metrics(whole)
+    # T_sup = 2, 1, 0: the NLL of demonstrated steps while T_sup > 0, none after.
+    assert [r["train/supervised_loss"] > 0 for r in records] == [True, True, False]
+    assert records[2]["train/supervised_loss"] == 0.0
+    # With T_sup = T - 1 every action is demonstrated: no policy-gradient term at all.
+    assert records[0]["train/policy_loss"] == 0.0
+    assert records[1]["train/policy_loss"] != 0.0
+    state = load_checkpoint(whole / "latest.pt")
+    assert (state["sidekick_name"], state["sidekick"]) == ("demo", {"T_sup": 0})
+
+    split = tmp_path / "split"
+    train(config.replace(epochs=1), split, data, init=one, sidekick=sidekick())
+    part = load_checkpoint(split / "latest.pt")
+    assert (part["epoch"], part["sidekick"]) == (0, {"T_sup": 1})
+    # The fresh sidekick starts at T - 1 = 2; the checkpoint's T_sup = 1 must win.
+    train(config, split, data, resume=True, sidekick=sidekick())
+    resumed = metrics(split)
+    for a, b in zip(records, resumed, strict=True):
+        assert a["train/supervised_loss"] == b["train/supervised_loss"]
+        assert a["train/rec_error"] == b["train/rec_error"]
+    final = load_checkpoint(split / "latest.pt")["model"]
+    for name, tensor in state["model"].items():
+        assert torch.equal(tensor, final[name]), name
+
+
+def run_cli(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    with pytest.raises(SystemExit) as exc:
+        main(args)
+    return int(exc.value.code or 0), capsys.readouterr().err
+
+
+def test_train_command_with_the_demo_sidekick(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    dataset = make_builtin("synthetic-scenes", tmp_path / "s.h5", 24, 5)
+    fast = ["--dataset", str(dataset), "--preset", "cpu-demo", "--batch-size", "8", "--device",
+            "cpu"]  # fmt: skip
+    one, demo = tmp_path / "one", tmp_path / "demo"
+    code, err = run_cli(["pretrain", *fast, "--epochs", "1", "--out", str(one)], capsys)
+    assert code == 0, err
+    args = ["train", *fast, "--epochs", "2", "--init", str(one), "--out", str(demo), "--T", "2"]
+    code, err = run_cli([*args, "--sidekick", "demo", "--hybrid-schedule", "1"], capsys)
+    assert code == 0, err
+    records = metrics(demo)
+    assert records[0]["train/supervised_loss"] > 0  # T_sup = 1: the single action is demonstrated
+    assert records[1]["train/supervised_loss"] == 0.0  # annealed after one epoch
+    state = load_checkpoint(demo / "latest.pt")
+    assert state["config"]["hybrid_schedule"] == 1
+    assert state["sidekick"] == {"T_sup": 0}
+    code, err = run_cli(
+        [*args[:-4], "--out", str(tmp_path / "x"), "--hybrid-schedule", "0"], capsys
+    )
+    assert code == 2
+    assert "--hybrid-schedule" in err
