@@ -87,11 +87,12 @@ class RewardSidekick(Sidekick):
         self.maps: Tensor | None = None
 
     def score_options(self, T: int) -> dict[str, Any]:
-        """The one-view model's checkpoint digest and the NMS parameters (not T: the scores
-        are first-glimpse errors)."""
+        """The one-view model's checkpoint digest, the input normalisation and the NMS
+        parameters (not T: the scores are first-glimpse errors)."""
         return {
             "sidekick": "rew",
             "one_view_sha256": checkpoint_digest(self.one_view),
+            "channel_mean": list(self.channel_mean),
             "k": self.k,
             "radius": self.radius,
         }
