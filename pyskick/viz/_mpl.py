@@ -4,7 +4,7 @@ figure writing."""
 from __future__ import annotations
 
 import os
-import tempfile
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -51,14 +51,13 @@ def save_figure(fig: Any, out: Path, *, dpi: int = 100) -> Path:
     close it."""
     plt = pyplot()
     out.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
+    # A plain open (not mkstemp, which makes the file 0600): the figure gets the usual mode.
+    tmp = out.with_name(f".{out.name}.{os.getpid()}-{threading.get_ident()}.tmp")
     try:
-        with os.fdopen(fd, "wb") as handle:
+        with tmp.open("wb") as handle:
             fig.savefig(handle, format=out.suffix.lower()[1:], dpi=dpi, bbox_inches="tight")
-        Path(tmp).replace(out)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+        tmp.replace(out)
     finally:
+        tmp.unlink(missing_ok=True)
         plt.close(fig)
     return out

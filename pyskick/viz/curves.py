@@ -67,13 +67,15 @@ def plot_learning_curves(
             raise TypeError(f"run {label!r} must be a path, got {type(run).__name__}")
         curves[str(label)] = read_curve(Path(run), key)
     plt = pyplot()
+    from matplotlib.ticker import MaxNLocator
+
     fig, ax = plt.subplots(figsize=(6.0, 4.0))
     for label, (steps, values) in curves.items():
         marker = "o" if len(steps) <= 30 else None
         ax.plot(steps, [v * 1000.0 for v in values], marker=marker, markersize=3, label=label)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("epoch")
-    ax.set_ylabel(f"{key} ×1000")
-    ax.set_title("validation error" if key == "val/rec_error" else key)
+    ax.set_ylabel("validation error ×1000" if key == "val/rec_error" else f"{key} ×1000")
     ax.grid(alpha=0.3)
     ax.legend()
     return save_figure(fig, out)

@@ -34,7 +34,9 @@ PATH = "white"
 """Colour of the moves already made."""
 PINK = np.array([255.0, 0.0, 255.0])
 OVERLAY_ALPHA = 0.85
-PANEL_INCHES = 3.2
+PANEL_INCHES = 4.2
+PANEL_COLUMNS = 3
+DPI = 110
 
 
 def visualize_run(
@@ -162,13 +164,23 @@ def _episode_heatmaps(saved: SavedPolicy, episodes: Episodes, device: str, seed:
 
 
 def _panels(count: int, layout: GridLayout) -> tuple[Any, list[Any]]:
+    """``count`` mosaic panels, at most :data:`PANEL_COLUMNS` per row; spare axes hidden."""
     plt = pyplot()
     height, width = layout.size
-    panel_h = PANEL_INCHES * height / width + 0.6
+    columns = min(count, PANEL_COLUMNS)
+    rows = -(-count // columns)
+    panel_h = PANEL_INCHES * height / width + 0.7
     fig, axes = plt.subplots(
-        1, count, figsize=(PANEL_INCHES * count, panel_h), squeeze=False, layout="constrained"
+        rows,
+        columns,
+        figsize=(PANEL_INCHES * columns, panel_h * rows + 0.3),
+        squeeze=False,
+        layout="constrained",
     )
-    return fig, list(axes[0])
+    flat = list(axes.flat)
+    for ax in flat[count:]:
+        ax.set_axis_off()
+    return fig, flat[:count]
 
 
 def _truth_panel(ax: Any, saved: SavedPolicy, ep: Episodes, k: int, truth: Tensor) -> None:
@@ -207,7 +219,10 @@ def _move_text(ep: Episodes, k: int, t: int) -> str:
     if t >= ep.moves.shape[1]:
         return "last glimpse"
     d_elev, d_azim = ep.moves[k, t].tolist()
-    return f"next move ({d_elev:+d}, {d_azim:+d})"
+    M = ep.decoded.shape[3]
+    n0, n1 = int(ep.visited[k, t]) // M, int(ep.visited[k, t + 1]) // M
+    clipped = " (elevation clipped)" if n1 - n0 != d_elev else ""
+    return f"next move ({d_elev:+d}, {d_azim:+d}){clipped}"
 
 
 def _episode_figure(
@@ -230,7 +245,7 @@ def _episode_figure(
         )
         _step_panel(axes[t + 1], ep, k, t, image, layout, title)
     fig.suptitle(f"viewgrid {index}: {saved.actor} actor, T={saved.T}", fontsize=9)
-    return save_figure(fig, stem.with_name(stem.name + "_episode.png"))
+    return save_figure(fig, stem.with_name(stem.name + "_episode.png"), dpi=DPI)
 
 
 def _heatmap_figure(
@@ -258,4 +273,4 @@ def _heatmap_figure(
     fig.suptitle(
         f"viewgrid {index}: Eq. 10 policy heatmaps (pink, scale max {scale:.2e})", fontsize=9
     )
-    return save_figure(fig, stem.with_name(stem.name + "_heatmaps.png"))
+    return save_figure(fig, stem.with_name(stem.name + "_heatmaps.png"), dpi=DPI)

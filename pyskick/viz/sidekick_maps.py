@@ -18,6 +18,8 @@ from pyskick.viz.layout import GridLayout, mosaic, show_mosaic
 INNER_GAP = 1
 """Cells between the inner N x M maps of the coverage grid of grids."""
 ANNOTATE_MAX_VIEWS = 64
+GAP_COLOUR = "#6baed6"
+"""Colour between the inner maps of the coverage grid of grids."""
 """Score maps with at most this many views get their values written in the cells."""
 
 
@@ -143,10 +145,17 @@ def plot_coverage_grid(coverage: Tensor, grid: Tensor, out: Path) -> Path:
     plt = pyplot()
     layout = GridLayout.of(grid)
     height, width = layout.size
-    fig, axes = plt.subplots(1, 2, figsize=(11.0, 5.5 * height / width + 0.8), layout="constrained")
+    # The grid of grids is M / N times wider than tall: the viewgrid goes above it.
+    inner = (N * (N + INNER_GAP)) / (M * (M + INNER_GAP))
+    fig, axes = plt.subplots(
+        2,
+        1,
+        figsize=(8.0, 8.0 * (height / width + inner) + 1.5),
+        layout="constrained",
+        height_ratios=(height / width, inner),
+    )
     show_mosaic(axes[0], mosaic(grid), layout, "viewgrid")
-    cmap = plt.get_cmap("gray").copy()
-    cmap.set_bad("white")
+    cmap = plt.get_cmap("gray").with_extremes(bad=GAP_COLOUR)
     lo, hi = float(values.min()), float(values.max())
     image = axes[1].imshow(
         coverage_mosaic(values, N, M),
