@@ -21,10 +21,10 @@ sample since the policy runs with BatchNorm in eval mode):
 - the best iterate per sample is returned, so the objective never ends below its value at
   ``Δ₀``.
 
-Differences to the authors' notebook (``docs/deviations.md``, V1–V4): probabilities instead of
+Differences to the authors' notebook (``docs/deviations.md``, V1–V5): probabilities instead of
 logits, a hard norm constraint instead of an L2 penalty counted twice (loss and weight decay),
-clean gradients (the notebook never zeroes them), and one colour scale per example instead of
-per step.
+clean gradients (the notebook never zeroes them), one colour scale per example instead of per
+step, and no blur in the overlay.
 """
 
 from __future__ import annotations
