@@ -148,27 +148,36 @@ def check_run_grids(grids: object, policy: Any) -> None:
 
 
 def _episode_heatmaps(saved: SavedPolicy, episodes: Episodes, device: str, seed: int) -> Tensor:
-    """``[T-1, B, N, M, H, W]`` Eq. 10 heat of every action step."""
-    generator = torch.Generator(device).manual_seed(seed)
+    """``[T-1, B, N, M, H, W]`` Eq. 10 heat of every action step.
+
+    Each example has its own generator seeded with ``seed`` (Eq. 10 can have several maxima),
+    so its heatmaps do not depend on which other examples are drawn with it.
+    """
     policy = saved.policy
-    maps = []
-    for t in range(saved.T - 1):
-        hidden = episodes.hidden[t].to(device)
-        proprio = episodes.proprio[t].to(device)
-        azimuth = episodes.azimuth[t].to(device)
-        found = optimal_perturbation(
-            policy, hidden, proprio, t, azimuth=azimuth, generator=generator
-        )
-        maps.append(belief_heatmaps(policy, hidden, found.delta, episodes.starts).cpu())
-    return torch.stack(maps)
+    per_example = []
+    for k in range(episodes.starts.numel()):
+        generator = torch.Generator(device).manual_seed(seed)
+        maps = []
+        for t in range(saved.T - 1):
+            hidden = episodes.hidden[t, k : k + 1].to(device)
+            proprio = episodes.proprio[t, k : k + 1].to(device)
+            azimuth = episodes.azimuth[t, k : k + 1].to(device)
+            found = optimal_perturbation(
+                policy, hidden, proprio, t, azimuth=azimuth, generator=generator
+            )
+            start = episodes.starts[k : k + 1]
+            maps.append(belief_heatmaps(policy, hidden, found.delta, start)[0].cpu())
+        per_example.append(torch.stack(maps))
+    return torch.stack(per_example, dim=1)
 
 
 def _panels(count: int, layout: GridLayout) -> tuple[Any, list[Any]]:
-    """``count`` mosaic panels, at most :data:`PANEL_COLUMNS` per row; spare axes hidden."""
+    """``count`` mosaic panels in balanced rows of at most :data:`PANEL_COLUMNS`; spare axes
+    hidden."""
     plt = pyplot()
     height, width = layout.size
-    columns = min(count, PANEL_COLUMNS)
-    rows = -(-count // columns)
+    rows = -(-count // PANEL_COLUMNS)
+    columns = -(-count // rows)  # balanced rows: 4 panels are 2 x 2, not 3 + 1
     panel_h = PANEL_INCHES * height / width + 0.7
     fig, axes = plt.subplots(
         rows,
