@@ -25,6 +25,7 @@ COMMANDS = {
     "train": "pyskick_cli.commands.train:train",
     "evaluate": "pyskick_cli.commands.evaluate:evaluate",
     "demo": "pyskick_cli.commands.demo:demo",
+    "visualize": "pyskick_cli.commands.visualize:visualize",
 }
 
 
