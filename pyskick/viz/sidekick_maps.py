@@ -187,35 +187,6 @@ def plot_coverage_grid(coverage: Tensor, grid: Tensor, out: Path) -> Path:
     return save_figure(fig, out)
 
 
-@torch.no_grad()
-def _one_view_coverage(
-    one_view: Path, grids: Tensor, *, channel_mean: Sequence[float] | None, device: str
-) -> Tensor:
-    """``[n, V, V]`` coverage matrices from the one-view model's reconstructions (§5.4: one
-    glimpse from every start, nothing pasted, BatchNorm in eval), on the CPU."""
-    from pyskick.evaluation.evaluate import make_env
-    from pyskick.ops import coverage_matrix, rotate_viewgrid
-    from pyskick.training.rollout import collect_rollout
-    from pyskick.viz.episodes import load_policy
-
-    policy = load_policy(one_view, device).policy
-    cfg = policy.config
-    V, M = cfg.n_views, cfg.n_azimuths
-    env = make_env(cfg, 1, channel_mean)
-    starts = torch.arange(V, device=device)
-    matrices = []
-    for grid in grids:
-        rollout = collect_rollout(
-            policy, env, grid[None].to(device).expand(V, *grid.shape), mode="greedy",
-            starts=starts, paste=False,
-        )  # fmt: skip
-        recon = rollout.decoded
-        if cfg.known_azimuth:  # coverage_matrix wants each start's frame
-            recon = rotate_viewgrid(recon, starts % M)
-        matrices.append(coverage_matrix(recon[None].contiguous(), env.grid[:1]).cpu()[0])
-    return torch.stack(matrices)
-
-
 def draw_sidekick_maps(
     one_view: Path,
     grids: Tensor,
@@ -253,9 +224,11 @@ def draw_sidekick_maps(
         raise ValueError(f"names must have one entry per viewgrid ({grids.shape[0]})")
     pyplot()
     peaks, radius = nms
+    from pyskick.sidekicks.coverage import one_view_coverage
+
     sidekick = RewardSidekick(one_view, channel_mean=tuple(channel_mean), k=peaks, radius=radius)
     scores = sidekick.compute_scores(grids, T=1, device=torch.device(device))
-    coverage = _one_view_coverage(Path(one_view), grids, channel_mean=channel_mean, device=device)
+    coverage = one_view_coverage(one_view, grids, channel_mean=channel_mean, device=device)
     paths = []
     for k, name in enumerate(names):
         base = Path(out_dir) / name
