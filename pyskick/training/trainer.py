@@ -24,6 +24,7 @@ import math
 import os
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -265,7 +266,8 @@ class Trainer:
         )
         self.sidekick.prepare(data.train, T=self.T, device=self.device)
         self.actor.prepare(data.train, T=self.T, device=self.device)
-        self.val_actor.prepare(self._val_shard(), T=self.T, device=self.device)
+        if self._val_shard().shape[0] > 0:  # a rank beyond the validation set validates none
+            self.val_actor.prepare(self._val_shard(), T=self.T, device=self.device)
 
         self.start_epoch = 0
         self.best_val = math.inf
@@ -288,7 +290,7 @@ class Trainer:
             _write_json(self.run_dir / "config.json", {"stage": stage, **config.to_dict()})
 
     # ---------------------------------------------------------------------------- setup
-    def _make_critic(self, factory: Any) -> nn.Module | None:
+    def _make_critic(self, factory: Callable[..., Any]) -> nn.Module | None:
         """The registered critic's module, or None for the average baseline (or when no
         action is learned)."""
         if not self.learn_actions:
