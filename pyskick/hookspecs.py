@@ -51,6 +51,12 @@ def pyskick_register_critics(register: Register) -> None:
     """Register critics: the baseline or value of each policy-gradient step
     (``--critic NAME``).
 
+    The factory is called as ``factory(*, model_config: ModelConfig, policy: CompletionPolicy)
+    -> torch.nn.Module | None`` (None: the running-mean baseline). The module has a bool
+    attribute ``full_observability``: True, it is called as ``critic(hidden, proprio, t, grid,
+    azimuth=...)`` with the whole ``[B, N, M, C, H, W]`` grid; False, as ``critic(hidden,
+    proprio, t, azimuth=...)``; it returns ``[B]`` values.
+
     :param register: ``register(name, factory, *, aliases=())``.
     """
 
@@ -59,6 +65,9 @@ def pyskick_register_critics(register: Register) -> None:
 def pyskick_register_actors(register: Register) -> None:
     """Register actors: what picks the camera motions at training and test time
     (``--actor NAME``).
+
+    The factory is called as ``factory(*, one_view: Path | None, spec: GridSpec | None,
+    config: TrainConfig | None) -> pyskick.actors.Actor`` (None where the caller has none).
 
     :param register: ``register(name, factory, *, aliases=())``.
     """

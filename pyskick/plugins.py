@@ -21,12 +21,14 @@ from typing import Any
 import pluggy
 
 from pyskick import hookspecs
-from pyskick.registry import Registries, build_registries
+from pyskick.registry import Entry, Registries, UnknownNameError, build_registries
 
 ENTRY_POINT_GROUP = "pyskick"
 DEFAULT_PLUGINS: tuple[str, ...] = (
     "pyskick.builtins.datasets",
     "pyskick.builtins.sidekicks",
+    "pyskick.builtins.critics",
+    "pyskick.builtins.actors",
     "pyskick.builtins.demo",
 )
 
@@ -131,3 +133,22 @@ def get_host() -> PluginHost:
 def get_registries() -> Registries:
     """The registries of :func:`get_host`."""
     return get_host().registries
+
+
+def lookup(kind: str, name: str, *, field: str | None = None) -> Entry:
+    """The entry of ``name`` (or an alias) in the ``kind`` registry of :func:`get_registries`.
+
+    Args:
+        kind: ``"sidekick"``, ``"critic"``, ``"actor"`` or ``"dataset"``.
+        name: the registered name.
+        field: what held the name (e.g. ``"TrainConfig.critic"``), prefixed to the error.
+
+    Raises:
+        UnknownNameError: a ValueError listing the valid names.
+    """
+    try:
+        return get_registries()[kind].get(name)
+    except UnknownNameError as exc:
+        if field is None:
+            raise
+        raise UnknownNameError(f"{field}: {exc}") from None

@@ -3,5 +3,6 @@
 from __future__ import annotations
 
 from pyskick.actors.base import Actor, LearnedActor, RandomActor
+from pyskick.actors.factory import make_actor
 
-__all__ = ["Actor", "LearnedActor", "RandomActor"]
+__all__ = ["Actor", "LearnedActor", "RandomActor", "make_actor"]

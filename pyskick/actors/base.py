@@ -72,3 +72,29 @@ class RandomActor(Actor):
 
     def mode(self, *, training: bool) -> ActionMode:
         return "random"
+
+
+def forced_demonstrations(
+    actor: Actor, indices: Tensor, starts: Tensor
+) -> tuple[Tensor, Tensor] | None:
+    """An actor's forced motions in the form of demonstrations for
+    :func:`~pyskick.training.collect_rollout`.
+
+    Args:
+        actor: the actor.
+        indices: ``[B]`` positions in the viewgrids the actor was prepared on.
+        starts: ``[B]`` start views.
+
+    Returns:
+        ``(actions [T-1, B] int64, mask [T-1, B] all True)``, or None when the actor forces
+        nothing.
+    """
+    actions = actor.forced_actions(indices, starts)
+    if actions is None:
+        return None
+    if not isinstance(actions, Tensor):
+        raise TypeError(
+            f"actor {actor.name!r}: forced_actions must return a tensor or None, "
+            f"got {type(actions).__name__}"
+        )
+    return actions, torch.ones(actions.shape, dtype=torch.bool, device=actions.device)

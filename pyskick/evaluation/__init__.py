@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from pyskick.evaluation.actors import ACTION_MODES, ActionMode, select_actions
 from pyskick.evaluation.evaluate import (
-    EVAL_ACTORS,
     METRICS,
     EvalResult,
     evaluate,
@@ -25,7 +24,6 @@ from pyskick.evaluation.stats import ErrorSummary, improvement_pct, summarize
 
 __all__ = [
     "ACTION_MODES",
-    "EVAL_ACTORS",
     "METRICS",
     "ActionMode",
     "ErrorSummary",

@@ -4,20 +4,23 @@
   ...); a sample's error is the mean over its starts.
 - ``adv``: starts at all ``N * M`` views; a sample's error is the max over its starts.
 
-Episodes are deterministic: greedy actions for a learned actor (seeded uniform actions for
-the random actor), observed views pasted into the reconstruction, BatchNorm in eval mode. All
-starts of a chunk of samples run as one batch.
+Episodes are deterministic: an :class:`~pyskick.actors.Actor` picks the motions in its test
+mode (greedy for the learned actor, uniform actions from a seeded generator for the random
+one) unless it forces them (every start of a sample gets the actor's forced trajectory from
+that start); observed views are pasted into the reconstruction, BatchNorm is in eval mode.
+All starts of a chunk of samples run as one batch.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 import numpy as np
 import torch
@@ -27,10 +30,16 @@ from pyskick.envs import LookAroundEnv
 from pyskick.evaluation.stats import ErrorSummary, improvement_pct, summarize
 from pyskick.models import CompletionPolicy, ModelConfig
 
+if TYPE_CHECKING:
+    # Imported lazily at run time: pyskick.actors imports pyskick.evaluation.actors.
+    from pyskick.actors import Actor
+    from pyskick.data.spec import GridSpec
+
 Metric = Literal["avg", "adv"]
 METRICS: tuple[str, ...] = get_args(Metric)
-EvalActor = Literal["learned", "random"]
-EVAL_ACTORS: tuple[str, ...] = get_args(EvalActor)
+
+# Written by the CLI next to a run (``pyskick train``): the data file and the one-view run.
+_RUN_RECORD = "dataset.json"
 
 
 @dataclass(frozen=True)
@@ -40,7 +49,7 @@ class EvalResult:
     metric: str
     """``"avg"`` or ``"adv"``."""
     actor: str
-    """``"learned"`` (greedy) or ``"random"``."""
+    """Name of the actor that moved (``"learned"``, ``"random"`` or a plugin's)."""
     T: int
     """Glimpses per episode."""
     starts: Tensor
@@ -127,7 +136,7 @@ def evaluate_policy(
     channel_mean: Sequence[float] | None,
     T: int,
     metric: Metric = "avg",
-    actor: EvalActor = "learned",
+    actor: Actor | str = "learned",
     batch_size: int = 256,
     seed: int = 0,
 ) -> EvalResult:
@@ -139,9 +148,13 @@ def evaluate_policy(
         channel_mean: per-channel mean (0–255) the policy was trained with.
         T: glimpses per episode (1 for a one-view model).
         metric: ``"avg"`` or ``"adv"``.
-        actor: ``"learned"`` (greedy) or ``"random"`` (uniform actions drawn from ``seed``).
+        actor: an :class:`~pyskick.actors.Actor` already prepared on ``grids`` (its
+            ``forced_actions`` indices are positions in ``grids``), or a registered actor name,
+            built here without a one-view model, spec or config and prepared on ``grids``
+            (enough for ``"learned"`` and ``"random"``; use :func:`evaluate` or pass an Actor
+            for actors that need them).
         batch_size: episodes per forward pass (memory only).
-        seed: seed of the random actor.
+        seed: seed of the generator of ``"random"``-mode motions.
 
     Returns:
         :class:`EvalResult`.
@@ -149,23 +162,29 @@ def evaluate_policy(
     Raises:
         ValueError, TypeError: bad grids, metric, actor or sizes.
     """
-    # Imported here: rollout imports pyskick.evaluation.actors, and this module is imported
-    # by pyskick.evaluation.
+    # Imported here: rollout and pyskick.actors import pyskick.evaluation.actors, and this
+    # module is imported by pyskick.evaluation.
+    from pyskick.actors import Actor, make_actor
+    from pyskick.actors.base import forced_demonstrations
     from pyskick.training.rollout import collect_rollout
 
-    if actor not in EVAL_ACTORS:
-        raise ValueError(f"actor must be one of {', '.join(EVAL_ACTORS)}, got {actor!r}")
     if isinstance(T, bool) or not isinstance(T, int) or T < 1:
         raise ValueError(f"T must be a positive int, got {T!r}")
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
         raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
+    if not isinstance(actor, Actor | str):
+        raise TypeError(f"actor must be an Actor or a registered name, got {type(actor).__name__}")
     cfg = policy.config
     _check_grids(grids, cfg)
     device = next(policy.parameters()).device
+    if isinstance(actor, str):
+        actor = make_actor(actor, field="actor")
+        actor.prepare(grids.cpu(), T=T, device=device)
     starts = evaluation_starts(cfg.n_elevations, cfg.n_azimuths, metric)
     S = starts.numel()
     env = make_env(cfg, T, channel_mean)
     generator = torch.Generator(device).manual_seed(seed)
+    mode = actor.mode(training=False)
     chunk = max(1, batch_size // S)
     was_training = policy.training
     policy.eval()
@@ -174,13 +193,20 @@ def evaluate_policy(
         for lo in range(0, grids.shape[0], chunk):
             part = grids[lo : lo + chunk].to(device)
             k = part.shape[0]
+            chunk_starts = starts.to(device).repeat(k)
+            demos = None
+            if T > 1:
+                # Every start of sample lo + i is an episode of that sample.
+                indices = torch.arange(lo, lo + k, device=device).repeat_interleave(S)
+                demos = forced_demonstrations(actor, indices, chunk_starts)
             rollout = collect_rollout(
                 policy,
                 env,
                 part.repeat_interleave(S, dim=0),
-                mode="greedy" if actor == "learned" else "random",
-                starts=starts.to(device).repeat(k),
+                mode=mode,
+                starts=chunk_starts,
                 generator=generator,
+                demonstrations=demos,
                 paste=True,
             )
             errors.append(rollout.final_errors.view(k, S).double().cpu())
@@ -190,7 +216,7 @@ def evaluate_policy(
     per_sample = per_start.mean(1) if metric == "avg" else per_start.amax(1)
     return EvalResult(
         metric=metric,
-        actor=actor,
+        actor=actor.name,
         T=T,
         starts=starts,
         per_start=per_start,
@@ -205,34 +231,44 @@ def evaluate(
     metric: Metric = "avg",
     *,
     channel_mean: Sequence[float] | None,
-    actor: EvalActor | None = None,
+    actor: Actor | str | None = None,
     T: int | None = None,
     baseline: EvalResult | float | None = None,
     batch_size: int = 256,
     device: str = "auto",
     seed: int = 0,
+    spec: GridSpec | None = None,
 ) -> EvalResult:
     """Evaluate a saved run or checkpoint.
+
+    The actor is prepared on ``grids`` before the episodes run. A named actor is built by its
+    registered factory with ``one_view`` = the one-view run the evaluated run started from
+    (recorded in its checkpoint, else in ``RUN/dataset.json``; None when unknown),
+    ``spec`` and the run's config.
 
     Args:
         run_or_checkpoint: a run folder (its ``best.pt`` is used) or a checkpoint file.
         grids: ``[n, N, M, C, H, W]`` uint8 viewgrids (e.g. the test split).
         metric: ``"avg"`` or ``"adv"``.
         channel_mean: per-channel mean (0–255) of the dataset.
-        actor: override the run's actor (``"learned"`` or ``"random"``).
+        actor: override the run's actor: a registered name or an :class:`~pyskick.actors.Actor`.
+            Default: the run's ``config.actor`` (``"learned"`` for a pretrained model).
         T: override the glimpse budget; default 1 for a pretrained (one-view) model, else the
             run's T.
         baseline: the one-view result (or its mean error, unscaled) to report the %
             improvement against.
         batch_size: episodes per forward pass.
         device: ``"auto"``, ``"cpu"`` or ``"cuda"``.
-        seed: seed of the random actor.
+        seed: seed of ``"random"``-mode motions.
+        spec: the dataset's geometry, for actor factories that need it.
 
     Raises:
         FileNotFoundError: no such run or checkpoint.
-        ValueError: an unreadable checkpoint or bad arguments.
+        ValueError: an unreadable checkpoint, an unknown actor name or bad arguments.
     """
+    from pyskick.actors import Actor, make_actor
     from pyskick.training.checkpoint import load_checkpoint
+    from pyskick.training.config import TrainConfig
     from pyskick.training.distributed import resolve_device
 
     path = Path(run_or_checkpoint)
@@ -242,18 +278,31 @@ def evaluate(
     for key in ("model", "model_config", "config", "stage"):
         if key not in state:
             raise ValueError(f"{path} is not a pyskick training checkpoint (no {key!r})")
+    if actor is not None and not isinstance(actor, Actor | str):
+        raise TypeError(f"actor must be an Actor or a registered name, got {type(actor).__name__}")
     policy = CompletionPolicy(ModelConfig.from_dict(state["model_config"]))
     policy.load_state_dict(state["model"])
-    policy.to(resolve_device(device))
+    target = resolve_device(device)
+    policy.to(target)
     if T is None:
         T = 1 if state["stage"] == "pretrain" else int(state["config"]["T"])
+    config = TrainConfig.from_dict(state["config"])
+    if actor is None:
+        # A pretrained model moves nowhere: its config's actor is moot.
+        actor = "learned" if state["stage"] == "pretrain" else config.actor
+    if isinstance(actor, str):
+        actor = make_actor(
+            actor, one_view=recorded_init(path, state), spec=spec, config=config, field="actor"
+        )
+    _check_grids(grids, policy.config)
+    actor.prepare(grids.cpu(), T=T, device=target)
     result = evaluate_policy(
         policy,
         grids,
         channel_mean=channel_mean,
         T=T,
         metric=metric,
-        actor=actor or state["config"]["actor"],
+        actor=actor,
         batch_size=batch_size,
         seed=seed,
     )
@@ -262,6 +311,17 @@ def evaluate(
     reference = baseline.summary.mean_x1000 if isinstance(baseline, EvalResult) else baseline * 1e3
     pct = improvement_pct(result.summary.mean_x1000, reference)
     return dataclasses.replace(result, improvement_pct=pct)
+
+
+def recorded_init(checkpoint: Path, state: dict[str, Any]) -> Path | None:
+    """The one-view run a training checkpoint started from: its ``init`` entry, else the
+    ``init`` of ``dataset.json`` in the checkpoint's folder; None when neither records one."""
+    init = state.get("init")
+    if init is None:
+        record = checkpoint.parent / _RUN_RECORD
+        if record.is_file():
+            init = json.loads(record.read_text()).get("init")
+    return Path(init) if init else None
 
 
 def _check_grids(grids: object, cfg: ModelConfig) -> None:

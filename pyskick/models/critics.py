@@ -33,6 +33,9 @@ class PartialObservabilityCritic(nn.Module):
         config: the policy's model config.
     """
 
+    full_observability: bool = False
+    """Called as ``critic(hidden, proprio, t, azimuth=...)`` (no grid)."""
+
     def __init__(self, config: ModelConfig) -> None:
         super().__init__()
         self.config = config
@@ -107,6 +110,9 @@ class FullObservabilityCritic(nn.Module):
         image_encoder: the policy's ``sense_im``, mapping ``[B, C, H, W]`` to
             ``[B, sense_size]``.
     """
+
+    full_observability: bool = True
+    """Called as ``critic(hidden, proprio, t, grid, azimuth=...)`` with the whole grid."""
 
     def __init__(self, config: ModelConfig, image_encoder: nn.Module) -> None:
         super().__init__()

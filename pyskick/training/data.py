@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import torch
 from torch import Tensor
+
+if TYPE_CHECKING:
+    from pyskick.data.spec import GridSpec
 
 
 @dataclass(frozen=True)
@@ -18,11 +22,14 @@ class TrainData:
             moved to the device).
         val: ``[n_val, N, M, C, H, W]`` uint8 validation viewgrids of the same shape.
         channel_mean: C per-channel means on the 0–255 scale, subtracted before dividing by 255.
+        spec: the dataset's geometry (set by :meth:`from_file`), handed to registered actor
+            factories; None for grids without one.
     """
 
     train: Tensor
     val: Tensor
     channel_mean: tuple[float, ...]
+    spec: GridSpec | None = None
 
     def __post_init__(self) -> None:
         for name in ("train", "val"):
@@ -49,6 +56,19 @@ class TrainData:
                 f"channel_mean has {len(mean)} values for {self.train.shape[3]} channels"
             )
         object.__setattr__(self, "channel_mean", mean)
+        if self.spec is not None:
+            self._check_spec()
+
+    def _check_spec(self) -> None:
+        from pyskick.data.spec import GridSpec
+
+        if not isinstance(self.spec, GridSpec):
+            raise TypeError(f"spec must be a GridSpec or None, got {type(self.spec).__name__}")
+        if tuple(self.spec.view_shape) != tuple(self.train.shape[1:]):
+            raise ValueError(
+                f"spec describes viewgrids {list(self.spec.view_shape)} but the grids are "
+                f"{list(self.train.shape[1:])}"
+            )
 
     @property
     def grid_shape(self) -> tuple[int, int, int, int]:
@@ -66,4 +86,5 @@ class TrainData:
             source.split("train").load(),
             source.split("val").load(),
             tuple(source.spec.channel_mean),
+            source.spec,
         )

@@ -4,9 +4,10 @@ Two stages (paper-reference §4.1):
 
 - :func:`pretrain`: one-view reconstruction, T = 1, every module that gets a gradient trained
   (the act head gets none at T = 1 and is left untouched);
-- :func:`train`: T glimpses from a one-view model (``init``), Sense and Fuse frozen, the act
-  head learned by REINFORCE (average baseline) or actor-critic, optionally helped by a
-  :class:`~pyskick.sidekicks.Sidekick`.
+- :func:`train`: T glimpses from a one-view model (``init``), Sense and Fuse frozen; an
+  :class:`~pyskick.actors.Actor` picks the motions (the act head, learned by REINFORCE with a
+  registered critic, or random or forced motions that train the reconstruction alone),
+  optionally helped by a :class:`~pyskick.sidekicks.Sidekick`.
 
 Every epoch reshuffles the training set and draws fresh starts from a generator seeded by
 ``(seed, epoch)``, so any epoch's data order is reproducible on its own. Validation is
@@ -17,11 +18,13 @@ hold everything needed to continue exactly (``resume=True``).
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 import os
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -29,14 +32,11 @@ from typing import Any, Literal
 import torch
 from torch import Tensor, nn
 
+from pyskick.actors import Actor, LearnedActor, make_actor
+from pyskick.actors.base import forced_demonstrations
 from pyskick.evaluation.evaluate import evaluate_policy, make_env
-from pyskick.models import (
-    CompletionPolicy,
-    FullObservabilityCritic,
-    ModelConfig,
-    PartialObservabilityCritic,
-    preset,
-)
+from pyskick.models import CompletionPolicy, ModelConfig, preset
+from pyskick.plugins import lookup
 from pyskick.sidekicks.base import NoSidekick, Sidekick
 from pyskick.training.baselines import AverageBaseline
 from pyskick.training.checkpoint import (
@@ -102,6 +102,7 @@ def train(
     init: str | Path | None = None,
     resume: bool = False,
     sidekick: Sidekick | None = None,
+    actor: Actor | None = None,
 ) -> TrainResult:
     """Train the look-around policy for ``config.epochs`` epochs.
 
@@ -113,9 +114,18 @@ def train(
             Sense and Fuse are frozen. None trains from scratch without freezing.
         resume: continue from ``out_dir/latest.pt`` (``init`` is then not needed).
         sidekick: reward or demonstration helper; None is :class:`NoSidekick`.
+        actor: what picks the motions; None builds the registered ``config.actor`` (see
+            :class:`Trainer`).
     """
     return Trainer(
-        config, out_dir, data, stage="train", init=init, resume=resume, sidekick=sidekick
+        config,
+        out_dir,
+        data,
+        stage="train",
+        init=init,
+        resume=resume,
+        sidekick=sidekick,
+        actor=actor,
     ).fit()
 
 
@@ -130,9 +140,15 @@ class Trainer:
         init: checkpoint or run folder whose model weights start the run (train stage).
         resume: continue from ``out_dir/latest.pt``.
         sidekick: training helper (train stage); None means none.
+        actor: what picks the motions (train stage). None builds the registered
+            ``config.actor`` with ``factory(one_view=init, spec=data.spec, config=config)``;
+            an Actor given here replaces ``config.actor`` by its name. It is prepared on the
+            training viewgrids; a deep copy of it, prepared once on the validation viewgrids,
+            moves in validation. Forced motions are taken as demonstrations on every step.
 
     Raises:
-        ValueError: incompatible data, init or resumed run (one line naming what differs).
+        ValueError: incompatible data, init or resumed run, or an unknown critic or actor
+            name (one line naming what differs).
         FileNotFoundError: missing init or ``latest.pt``.
     """
 
@@ -146,6 +162,7 @@ class Trainer:
         init: str | Path | None = None,
         resume: bool = False,
         sidekick: Sidekick | None = None,
+        actor: Actor | None = None,
     ) -> None:
         if not isinstance(config, TrainConfig):
             raise TypeError(f"config must be a TrainConfig, got {type(config).__name__}")
@@ -153,6 +170,10 @@ class Trainer:
             raise TypeError(f"data must be a TrainData, got {type(data).__name__}")
         if stage not in ("pretrain", "train"):
             raise ValueError(f"stage must be 'pretrain' or 'train', got {stage!r}")
+        if actor is not None and not isinstance(actor, Actor):
+            raise TypeError(f"actor must be a pyskick.actors.Actor, got {type(actor).__name__}")
+        if actor is not None and stage == "train":
+            config = config.replace(actor=actor.name)
         self.run_dir = Path(out_dir)
         latest = self.run_dir / "latest.pt"
         if not resume and latest.exists():
@@ -170,6 +191,17 @@ class Trainer:
             # One glimpse, no actions: the actor, critic and sidekick settings are moot.
             config = config.replace(T=1, critic="average")
             sidekick = None
+            actor = LearnedActor()
+        # The critic's name is checked before anything is built; pretraining has none.
+        critic_entry = (
+            lookup("critic", config.critic, field="TrainConfig.critic")
+            if stage == "train"
+            else None
+        )
+        if resume_state is not None:
+            init = resume_state.get("init")
+        # The one-view run this run started from, saved in checkpoints for evaluate().
+        self.init: str | None = str(Path(init).resolve()) if init is not None else None
         self.config = config
         self.stage = stage
         self.data = data
@@ -187,7 +219,18 @@ class Trainer:
             )
         self.epochs = config.pretrain_epochs if stage == "pretrain" else config.epochs
         self.T = config.T
-        self.learn_actions = stage == "train" and config.actor == "learned" and config.T > 1
+        if actor is None:
+            actor = make_actor(
+                config.actor,
+                one_view=None if self.init is None else Path(self.init),
+                spec=data.spec,
+                config=config,
+                field="TrainConfig.actor",
+            )
+        self.actor: Actor = actor
+        # Validation forces indices of the validation grids: its own instance, prepared once.
+        self.val_actor: Actor = copy.deepcopy(actor)
+        self.learn_actions = stage == "train" and actor.learned and config.T > 1
         self.sidekick: Sidekick = sidekick if sidekick is not None else NoSidekick()
 
         seed_everything(config.seed, deterministic=config.deterministic)
@@ -205,9 +248,10 @@ class Trainer:
                 include_decode=config.fix_decode, batchnorm=config.frozen_batchnorm
             )
         if not self.learn_actions:
-            # No action is learned (T = 1, or a random actor): the act head gets no gradient.
+            # No action is learned (T = 1, or a random or forcing actor): the act head gets no
+            # gradient.
             self.policy.act.requires_grad_(False)
-        self.critic = self._make_critic()
+        self.critic = self._make_critic(critic_entry.factory) if critic_entry else None
         params = self.policy.trainable_parameters()
         if self.critic is not None:
             params += [p for p in self.critic.parameters() if p.requires_grad]
@@ -221,6 +265,9 @@ class Trainer:
             config.seed + 1_000_003 * (self.dist.rank + 1)
         )
         self.sidekick.prepare(data.train, T=self.T, device=self.device)
+        self.actor.prepare(data.train, T=self.T, device=self.device)
+        if self._val_shard().shape[0] > 0:  # a rank beyond the validation set validates none
+            self.val_actor.prepare(self._val_shard(), T=self.T, device=self.device)
 
         self.start_epoch = 0
         self.best_val = math.inf
@@ -243,13 +290,21 @@ class Trainer:
             _write_json(self.run_dir / "config.json", {"stage": stage, **config.to_dict()})
 
     # ---------------------------------------------------------------------------- setup
-    def _make_critic(self) -> nn.Module | None:
-        if not self.learn_actions or self.config.critic == "average":
+    def _make_critic(self, factory: Callable[..., Any]) -> nn.Module | None:
+        """The registered critic's module, or None for the average baseline (or when no
+        action is learned)."""
+        if not self.learn_actions:
             return None
-        if self.config.critic == "critic":
-            critic: nn.Module = PartialObservabilityCritic(self.model_config)
-        else:
-            critic = FullObservabilityCritic(self.model_config, self.policy.sense_im)
+        critic = factory(model_config=self.model_config, policy=self.policy)
+        if critic is None:
+            return None
+        name = self.config.critic
+        if not isinstance(critic, nn.Module):
+            raise TypeError(
+                f"critic {name!r} built a {type(critic).__name__}, not a torch.nn.Module or None"
+            )
+        if not isinstance(getattr(critic, "full_observability", None), bool):
+            raise TypeError(f"critic {name!r} has no bool attribute full_observability")
         return critic.to(self.device)
 
     def _load_init(self, init: str | Path) -> None:
@@ -365,17 +420,25 @@ class Trainer:
             grids = self.data.train[order[b]].to(self.device, non_blocking=True)
             reward_maps = self.sidekick.reward_maps(indices, epoch)
             demos = self.sidekick.demonstrations(indices, batch_starts, epoch)
+            forced = forced_demonstrations(self.actor, indices, batch_starts)
+            if forced is not None:
+                if demos is not None:
+                    raise ValueError(
+                        f"actor {self.actor.name!r} forces the motions and sidekick "
+                        f"{self.sidekick.name!r} demonstrates them: use one of the two"
+                    )
+                demos = forced
             sidekick_scale = self.sidekick.reward_scale(epoch)
             side_seconds = time.perf_counter() - tick
             rollout = collect_rollout(
                 self.policy_ddp,
                 self.env,
                 grids,
-                mode="sample" if cfg.actor == "learned" else "random",
+                mode=self.actor.mode(training=True),
                 starts=batch_starts,
                 generator=self.action_generator,
                 critic=self.critic_ddp,
-                critic_full_obs=cfg.critic == "asymm-critic",
+                critic_full_obs=self.critic is not None and self.critic.full_observability,
                 reward_maps=reward_maps,
                 demonstrations=demos,
                 paste=cfg.memorize,
@@ -470,7 +533,7 @@ class Trainer:
         Each rank evaluates every ``world_size``-th viewgrid; the sums are combined.
         """
         cfg = self.config
-        shard = self.data.val[self.dist.rank :: self.dist.world_size]
+        shard = self._val_shard()
         total = torch.zeros(2, dtype=torch.float64)
         if shard.shape[0] > 0:
             result = evaluate_policy(
@@ -479,13 +542,17 @@ class Trainer:
                 channel_mean=self.data.channel_mean,
                 T=self.T,
                 metric=cfg.val_metric,
-                actor=cfg.actor,
+                actor=self.val_actor,
                 batch_size=cfg.eval_batch_size,
                 seed=cfg.seed,
             )
             total += torch.tensor([float(result.per_sample.sum()), shard.shape[0]])
         total = all_reduce_sum(total, self.dist)
         return float(total[0] / total[1])
+
+    def _val_shard(self) -> Tensor:
+        """The validation viewgrids this rank evaluates (every ``world_size``-th)."""
+        return self.data.val[self.dist.rank :: self.dist.world_size]
 
     # ----------------------------------------------------------------------- checkpoints
     def state_dict(self, epoch: int) -> dict[str, Any]:
@@ -498,6 +565,7 @@ class Trainer:
         return {
             "stage": self.stage,
             "epoch": epoch,
+            "init": self.init,
             "config": self.config.to_dict(),
             "model_config": self.model_config.to_dict(),
             "model": self.policy.state_dict(),

@@ -74,8 +74,10 @@ def test_bad_inputs(policy):
         evaluate_policy(policy, _grids(2).float(), channel_mean=[120.0], T=2)
     with pytest.raises(ValueError, match=r"shape \[n>0, 3, 4, 1, 16, 16\]"):
         evaluate_policy(policy, _grids(2)[:, :2], channel_mean=[120.0], T=2)
-    with pytest.raises(ValueError, match="actor must be one of"):
+    with pytest.raises(ValueError, match=r"unknown actor 'oracle'; valid names: .*learned"):
         evaluate_policy(policy, _grids(2), channel_mean=[120.0], T=2, actor="oracle")
+    with pytest.raises(TypeError, match="actor must be an Actor or a registered name"):
+        evaluate_policy(policy, _grids(2), channel_mean=[120.0], T=2, actor=3)  # type: ignore[arg-type]
 
 
 def test_evaluate_a_saved_run(tmp_path, policy):

@@ -7,7 +7,13 @@ from pathlib import Path
 
 import click
 
-from pyskick_cli.options import DATASET_HELP, device_option, resolve_dataset_path, run_dataset
+from pyskick_cli.options import (
+    DATASET_HELP,
+    device_option,
+    registered,
+    resolve_dataset_path,
+    run_dataset,
+)
 
 
 @click.command()
@@ -26,9 +32,9 @@ from pyskick_cli.options import DATASET_HELP, device_option, resolve_dataset_pat
 @click.option("--split", default="test", show_default=True, help="Split of the dataset file.")
 @click.option(
     "--actor",
-    type=click.Choice(["learned", "random"]),
     default=None,
-    help="Override the run's actor: learned (greedy) or random (rnd-actions).",
+    help="Override the run's actor with a registered one: learned (greedy), random "
+    "(rnd-actions), ...; see `pyskick plugins --all`.",
 )
 @click.option(
     "--one-view",
@@ -69,6 +75,8 @@ def evaluate(
     from pyskick.data import ViewgridFile
     from pyskick.evaluation import evaluate as run_evaluate
 
+    if actor is not None:
+        registered("actor", actor, "--actor")
     source = ViewgridFile(run_dataset(run) if dataset is None else resolve_dataset_path(dataset))
     if split not in source.splits:
         raise click.BadParameter(
@@ -77,7 +85,12 @@ def evaluate(
         )
     grids = source.split(split).load()
     mean = tuple(source.spec.channel_mean)
-    options = {"channel_mean": mean, "batch_size": batch_size, "device": device or "auto"}
+    options = {
+        "channel_mean": mean,
+        "batch_size": batch_size,
+        "device": device or "auto",
+        "spec": source.spec,
+    }
     baseline = run_evaluate(one_view, grids, metric, **options) if one_view else None
     result = run_evaluate(run, grids, metric, actor=actor, baseline=baseline, **options)
     if save is not None:

@@ -45,6 +45,14 @@ def _load_data(path: Path) -> TrainData:
     return TrainData.from_file(path)
 
 
+def _check_names(critic: str | None, actor: str | None) -> None:
+    """Unknown critic or actor names are usage errors listing the registered ones."""
+    if critic is not None:
+        registered("critic", critic, "--critic")
+    if actor is not None:
+        registered("actor", actor, "--actor")
+
+
 def _report(result: Any) -> None:
     if int(os.environ.get("RANK", "0")) != 0:  # under torchrun, rank 0 speaks for all
         return
@@ -94,15 +102,15 @@ def pretrain(
 @click.option("--T", "T", type=click.IntRange(min=2), default=None, help="Glimpses per episode.")
 @click.option(
     "--critic",
-    type=click.Choice(["average", "critic", "asymm-critic"]),
     default=None,
-    help="Baseline of the policy gradient (asymm-critic sees the whole grid: asymm-ac).",
+    help="A registered critic (baseline of the policy gradient): average, critic (learned) or "
+    "asymm-critic (learned, sees the whole grid: asymm-ac); see `pyskick plugins --all`.",
 )
 @click.option(
     "--actor",
-    type=click.Choice(["learned", "random"]),
     default=None,
-    help="Who picks the motions: the policy, or uniform random actions (rnd-actions).",
+    help="A registered actor (who picks the motions): learned (the policy) or random "
+    "(rnd-actions); see `pyskick plugins --all`.",
 )
 @click.option(
     "--sidekick",
@@ -145,11 +153,13 @@ def train(
     from pyskick.training.one_view_cache import cached_one_view
 
     entry = registered("sidekick", sidekick, "--sidekick")
+    _check_names(critic, actor)
     path, spec_preset = _prepare(dataset, out_dir, resume)
     config = _config(
         preset, config_path, spec_preset, epochs=epochs, batch_size=batch_size, lr=lr, seed=seed,
         device=device, T=T, critic=critic, actor=actor, hybrid_schedule=hybrid_schedule,
     )  # fmt: skip
+    _check_names(config.critic, config.actor)  # a config file's names too, before any work
     data = _load_data(path)
     if resume and init is None:
         init = recorded_init(out_dir)

@@ -1,0 +1,78 @@
+"""`--critic` and `--actor` take any registered name; unknown ones are usage errors."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pyskick.data.builtin import make_builtin
+from pyskick_cli.main import main
+
+
+def run(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    with pytest.raises(SystemExit) as exc:
+        main(args)
+    out, err = capsys.readouterr()
+    return int(exc.value.code or 0), out, err
+
+
+@pytest.fixture(scope="module")
+def scenes(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return make_builtin("synthetic-scenes", tmp_path_factory.mktemp("data") / "s.h5", 12, 1)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--critic", "oracle"], "unknown critic 'oracle'; valid names: asymm-critic, average, "),
+        (["--actor", "oracle"], "unknown actor 'oracle'; valid names: learned, random"),
+        (["--config", "CONFIG"], "unknown critic 'asymm'; valid names: asymm-critic, average, "),
+    ],
+)
+def test_unknown_names_exit_2_with_the_valid_ones(
+    scenes: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    args: list[str],
+    message: str,
+) -> None:
+    monkeypatch.setenv("PYSKICK_CACHE_DIR", str(tmp_path / "cache"))
+    config = tmp_path / "run.toml"
+    config.write_text('critic = "asymm"\n')
+    args = [str(config) if arg == "CONFIG" else arg for arg in args]
+    out = tmp_path / "run"
+    code, _, err = run(["train", "--dataset", str(scenes), *args, "--out", str(out)], capsys)
+    assert code == 2
+    assert message in err
+    assert not out.exists()
+    assert not (tmp_path / "cache").exists()  # no one-view model was pretrained first
+
+
+def test_evaluate_refuses_an_unknown_actor(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, _, err = run(["evaluate", str(tmp_path), "--actor", "oracle"], capsys)
+    assert code == 2
+    assert "unknown actor 'oracle'; valid names: learned, random" in err
+
+
+def test_help_lists_the_names_without_importing_torch() -> None:
+    script = (
+        "import sys\n"
+        "from pyskick_cli.main import main\n"
+        "try:\n"
+        "    main(['train', '--help'])\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "print('torch' in sys.modules)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True
+    )
+    assert result.stdout.strip().endswith("False")
+    assert "asymm-critic" in result.stdout
+    assert "random" in result.stdout
