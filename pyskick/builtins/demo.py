@@ -22,10 +22,15 @@ def demo_sidekick(*, one_view: Path, spec: object, config: object, **_: object) 
     )
 
 
-def demo_actions_actor(*, one_view: Path, spec: object, **_: object) -> object:
+def demo_actions_actor(*, one_view: Path | None, spec: object | None, **_: object) -> object:
     """Greedy coverage motions (demo-actions); needs full observability at test time."""
     from pyskick.actors.demo_actions import DemoActionsActor
 
+    if one_view is None or spec is None:
+        raise ValueError(
+            "actor demo-actions needs the one-view run that scores coverage and the dataset's "
+            "grid spec: train from a one-view model (init) on a dataset file, or evaluate such a run"
+        )
     return DemoActionsActor(one_view, channel_mean=spec.channel_mean)  # type: ignore[attr-defined]
 
 

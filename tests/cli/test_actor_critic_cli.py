@@ -28,7 +28,10 @@ def scenes(tmp_path_factory: pytest.TempPathFactory) -> Path:
     ("args", "message"),
     [
         (["--critic", "oracle"], "unknown critic 'oracle'; valid names: asymm-critic, average, "),
-        (["--actor", "oracle"], "unknown actor 'oracle'; valid names: learned, random"),
+        (
+            ["--actor", "oracle"],
+            "unknown actor 'oracle'; valid names: demo-actions, learned, random",
+        ),
         (["--config", "CONFIG"], "unknown critic 'asymm'; valid names: asymm-critic, average, "),
     ],
 )
@@ -57,7 +60,7 @@ def test_evaluate_refuses_an_unknown_actor(
 ) -> None:
     code, _, err = run(["evaluate", str(tmp_path), "--actor", "oracle"], capsys)
     assert code == 2
-    assert "unknown actor 'oracle'; valid names: learned, random" in err
+    assert "unknown actor 'oracle'; valid names: demo-actions, learned, random" in err
 
 
 def test_help_lists_the_names_without_importing_torch() -> None:
@@ -76,3 +79,49 @@ def test_help_lists_the_names_without_importing_torch() -> None:
     assert result.stdout.strip().endswith("False")
     assert "asymm-critic" in result.stdout
     assert "random" in result.stdout
+
+
+def test_demo_actions_trains_and_evaluates_following_the_coverage_greedy(
+    scenes: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import json
+
+    import torch
+
+    from pyskick.actors.demo_actions import DemoActionsActor
+    from pyskick.data import ViewgridFile
+    from pyskick.evaluation import evaluate
+
+    monkeypatch.setenv("PYSKICK_CACHE_DIR", str(tmp_path / "cache"))
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        common = ["--dataset", str(scenes), "--preset", "cpu-demo", "--batch-size", "4"]
+        one_view = tmp_path / "one-view"
+        code, _, err = run(["pretrain", *common, "--epochs", "1", "--out", str(one_view)], capsys)
+        assert code == 0, err
+        out = tmp_path / "demo-actions"
+        args = ["train", *common, "--epochs", "1", "--init", str(one_view), "--actor"]
+        code, _, err = run([*args, "demo-actions", "--out", str(out)], capsys)
+        assert code == 0, err
+        record = json.loads((out / "metrics.jsonl").read_text().splitlines()[0])
+        assert record["train/policy_loss"] == 0.0  # nothing learns to act
+        assert record["train/supervised_loss"] == 0.0
+        code, stdout, err = run(["evaluate", str(out), "--metric", "avg", "--json"], capsys)
+        assert code == 0, err
+        report = json.loads(stdout)
+        assert report["actor"] == "demo-actions"
+        # The CLI's number is the run evaluated with the greedy coverage trajectories.
+        source = ViewgridFile(scenes)
+        test = source.split("test").load()
+        mean = tuple(source.spec.channel_mean)
+        actor = DemoActionsActor(one_view, channel_mean=mean)
+        direct = evaluate(out, test, "avg", channel_mean=mean, actor=actor)
+        assert report["mean_x1000"] == pytest.approx(direct.summary.mean_x1000)
+        learned = evaluate(out, test, "avg", channel_mean=mean, actor="learned")
+        assert learned.summary.mean_x1000 != pytest.approx(direct.summary.mean_x1000)
+    finally:
+        torch.set_num_threads(threads)
