@@ -282,7 +282,8 @@ def evaluate(
         raise TypeError(f"actor must be an Actor or a registered name, got {type(actor).__name__}")
     policy = CompletionPolicy(ModelConfig.from_dict(state["model_config"]))
     policy.load_state_dict(state["model"])
-    target = resolve_device(device)
+    # Under torchrun each rank evaluates on its own GPU.
+    target = resolve_device(device, int(os.environ.get("LOCAL_RANK", "0")))
     policy.to(target)
     if T is None:
         T = 1 if state["stage"] == "pretrain" else int(state["config"]["T"])

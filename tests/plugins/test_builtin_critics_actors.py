@@ -84,9 +84,10 @@ def test_builtin_critics_and_actors_are_registered_with_provenance() -> None:
     critics = {entry.name: entry for entry in registries.critic}
     actors = {entry.name: entry for entry in registries.actor}
     assert set(critics) == {"average", "critic", "asymm-critic"}
-    assert set(actors) == {"learned", "random"}
+    assert set(actors) == {"learned", "random", "demo-actions"}
     assert {e.plugin for e in critics.values()} == {"pyskick.builtins.critics"}
-    assert {e.plugin for e in actors.values()} == {"pyskick.builtins.actors"}
+    assert {actors[name].plugin for name in ("learned", "random")} == {"pyskick.builtins.actors"}
+    assert actors["demo-actions"].plugin == "pyskick.builtins.demo"
     assert all(e.summary for e in [*critics.values(), *actors.values()])
     assert "asymm-ac" in critics["asymm-critic"].summary
 
@@ -185,5 +186,5 @@ def test_plugin_critic_and_actor_drive_train_and_evaluate(
 
     code, _, err = run(["train", *train, "--actor", "bogus", "--out", str(tmp_path / "b")], capsys)
     assert code == 2
-    assert "unknown actor 'bogus'; valid names: learned, random, right-turns" in err
+    assert "unknown actor 'bogus'; valid names: demo-actions, learned, random, right-turns" in err
     assert not (tmp_path / "b").exists()
