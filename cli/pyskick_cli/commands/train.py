@@ -111,6 +111,14 @@ def pretrain(
     help="A registered sidekick: none (ltla) or rew (reward shaping from one-view scores); "
     "see `pyskick plugins --all`.",
 )
+@click.option(
+    "--scores",
+    "scores_file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=None,
+    help="The sidekick's precomputed scores (`pyskick score`); refused when computed for other "
+    "data, model or options. Default: the score cache, computed on a miss.",
+)
 def train(
     dataset: str,
     preset: str | None,
@@ -127,12 +135,14 @@ def train(
     critic: str | None,
     actor: str | None,
     sidekick: str,
+    scores_file: Path | None,
 ) -> None:
     """Train the look-around policy from a one-view model, Sense and Fuse frozen.
 
     Without a sidekick this is ltla; `--sidekick rew` is ours(rew).
     """
     from pyskick.data import ViewgridFile
+    from pyskick.sidekicks.scores import load_scores_file
     from pyskick.training import train as run_train
     from pyskick.training.one_view_cache import cached_one_view
 
@@ -148,6 +158,9 @@ def train(
     if init is None:
         init = cached_one_view(path, config, data)
     helper = entry.factory(one_view=init, spec=ViewgridFile(path).spec, config=config)
+    if scores_file is not None:  # checked here so that stale scores leave no run folder behind
+        load_scores_file(helper, data.train, scores_file, T=config.T)
+        helper.scores_file = scores_file
     radius = getattr(helper, "radius", None)  # a reward sidekick's NMS radius
     if radius is not None:
         config = config.replace(reward_radius=radius)
