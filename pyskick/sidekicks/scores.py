@@ -165,9 +165,17 @@ def write_scores(
     for split, scores in per_split.items():
         if split not in meta.split_keys:
             raise ValueError(f"split {split!r} has no key in the score metadata")
-        first = next(iter(scores.values()), None) if isinstance(scores, Mapping) else None
-        n = first.shape[0] if isinstance(first, Tensor) and first.dim() else -1
-        checked[split] = _check_scores(scores, n, f"split {split!r}")
+        lengths = {
+            name: value.shape[0]
+            for name, value in (scores.items() if isinstance(scores, Mapping) else ())
+            if isinstance(value, Tensor) and value.dim()
+        }
+        if len(set(lengths.values())) > 1:
+            raise ValueError(
+                f"the scores of split {split!r} disagree in their first dimension (samples): "
+                + ", ".join(f"{name} {n}" for name, n in lengths.items())
+            )
+        checked[split] = _check_scores(scores, next(iter(lengths.values()), 0), f"split {split!r}")
     fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     os.close(fd)
     tmp = Path(name)
