@@ -75,6 +75,14 @@ def _split_names(value: str, available: tuple[str, ...]) -> list[str]:
     help="Training preset (default: paper-modelnet for ModelNet-Hard-shaped data, else "
     "paper-sun360); picks the cached one-view model and T.",
 )
+@click.option(
+    "--config",
+    "config_path",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=None,
+    help="A flat TOML file of TrainConfig fields (applied over the preset), as given to "
+    "`pyskick train`: it picks the same cached one-view model.",
+)
 @device_option
 @click.option(
     "--batch-size",
@@ -90,6 +98,7 @@ def score(
     splits: str,
     T: int | None,
     preset: str | None,
+    config_path: Path | None,
     device: str | None,
     batch_size: int | None,
 ) -> None:
@@ -122,7 +131,7 @@ def score(
     names = _split_names(splits, source.splits)
     default = "paper-modelnet" if source.spec.preset == "modelnet-hard" else "paper-sun360"
     overrides = {"T": T, "device": device, "eval_batch_size": batch_size}
-    config = load_config(preset=preset, overrides=overrides, default_preset=default)
+    config = load_config(config_path, preset=preset, overrides=overrides, default_preset=default)
     # Built on the cached model's folder first, so that a sidekick without scores is refused
     # before a one-view model is pretrained for it.
     one_view = model or cache_root() / "one-view" / cache_key(path, config)
