@@ -39,11 +39,19 @@ Demonstrations = tuple[Tensor, Tensor]
 
 def checkpoint_digest(run_or_checkpoint: str | os.PathLike[str]) -> str:
     """SHA-256 of a run's ``best.pt`` (or of a checkpoint file): the model's identity in
-    score cache keys."""
+    score cache keys.
+
+    Raises:
+        FileNotFoundError: no such checkpoint.
+    """
     from pyskick.training.one_view_cache import file_digest
 
     path = Path(run_or_checkpoint)
-    return file_digest(path / "best.pt" if path.is_dir() else path)
+    if path.is_dir():
+        path = path / "best.pt"
+    if not path.is_file():
+        raise FileNotFoundError(f"model checkpoint {path} does not exist")
+    return file_digest(path)
 
 
 class Sidekick:

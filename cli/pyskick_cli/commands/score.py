@@ -112,6 +112,7 @@ def score(
     from pyskick.data import ViewgridFile
     from pyskick.sidekicks.scores import (
         ScoreMeta,
+        broadcast_from_main,
         compute_scores_sharded,
         has_scores,
         score_key,
@@ -161,9 +162,12 @@ def score(
                 f"{name}: {len(grids)} viewgrids scored in {seconds:.2f} s "
                 f"({ctx.world_size} process{'es' if ctx.world_size > 1 else ''})"
             )
+    meta = ScoreMeta.of(helper, config.T, keys)
+    # Rank 0 writes; the others wait for it, and fail with it.
+    broadcast_from_main(
+        lambda: write_scores(out, per_split, meta=meta), run_device, "writing the score file"
+    )
     if ctx.is_main:
-        write_scores(out, per_split, meta=ScoreMeta.of(helper, config.T, keys))
         click.echo(f"wrote {sidekick} scores of {', '.join(names)} to {out}")
     if dist.is_initialized():
-        dist.barrier()  # the other ranks leave once the file is written
         dist.destroy_process_group()
