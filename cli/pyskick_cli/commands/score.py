@@ -142,7 +142,8 @@ def score(
             f"sidekick {sidekick!r} computes no scores", param_hint="--sidekick"
         )
     if model is None:
-        cached_one_view(path, config, TrainData.from_file(path))
+        one_view = cached_one_view(path, config, TrainData.from_file(path))
+        helper = entry.factory(one_view=one_view, spec=source.spec, config=config)
     if helper.score_options(config.T) is None:
         raise click.BadParameter(
             f"sidekick {sidekick!r} has no scores with these options", param_hint="--sidekick"
