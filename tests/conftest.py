@@ -9,7 +9,7 @@ kernels is a broken build, not an untestable one.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -26,6 +26,16 @@ settings.register_profile(
     derandomize=os.environ.get("CI", "").lower() == "true",
 )
 settings.load_profile("pyskick")
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _private_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Tests never read or fill the user's cache (one-view models, sidekick scores); a test
+    that needs a cache of its own sets ``PYSKICK_CACHE_DIR`` itself."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("PYSKICK_CACHE_DIR", str(tmp_path_factory.mktemp("pyskick-cache")))
+        yield
+
 
 DEVICES = ["cpu"]
 if torch.cuda.is_available():

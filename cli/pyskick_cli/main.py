@@ -23,6 +23,7 @@ COMMANDS = {
     "data": "pyskick_cli.commands.data:data",
     "pretrain": "pyskick_cli.commands.train:pretrain",
     "train": "pyskick_cli.commands.train:train",
+    "score": "pyskick_cli.commands.score:score",
     "evaluate": "pyskick_cli.commands.evaluate:evaluate",
     "demo": "pyskick_cli.commands.demo:demo",
     "visualize": "pyskick_cli.commands.visualize:visualize",

@@ -29,7 +29,8 @@ def demo_actions_actor(*, one_view: Path | None, spec: object | None, **_: objec
     if one_view is None or spec is None:
         raise ValueError(
             "actor demo-actions needs the one-view run that scores coverage and the dataset's "
-            "grid spec: train from a one-view model (init) on a dataset file, or evaluate such a run"
+            "grid spec: train from a one-view model (init) on a dataset file, or evaluate such "
+            "a run"
         )
     return DemoActionsActor(one_view, channel_mean=spec.channel_mean)  # type: ignore[attr-defined]
 

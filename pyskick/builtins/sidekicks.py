@@ -19,12 +19,19 @@ def no_sidekick(**_: object) -> object:
     return NoSidekick()
 
 
-def reward_sidekick(*, one_view: Path, spec: object, **_: object) -> object:
-    """Reward shaping from one-view scores after NMS (ours(rew)); needs full observability."""
+def reward_sidekick(*, one_view: Path, spec: object, config: object, **_: object) -> object:
+    """Reward shaping from one-view scores after NMS (ours(rew)); needs full observability.
+    Scores in batches of the config's ``eval_batch_size`` episodes."""
     from pyskick.sidekicks.reward import NMS_PRESETS, RewardSidekick
 
     k, radius = NMS_PRESETS[spec.preset]  # type: ignore[attr-defined]
-    return RewardSidekick(one_view, channel_mean=spec.channel_mean, k=k, radius=radius)  # type: ignore[attr-defined]
+    return RewardSidekick(
+        one_view,
+        channel_mean=spec.channel_mean,  # type: ignore[attr-defined]
+        k=k,
+        radius=radius,
+        batch_size=config.eval_batch_size,  # type: ignore[attr-defined]
+    )
 
 
 @hookimpl

@@ -18,7 +18,10 @@ checkpoint so a resumed run continues them exactly.
 matrices, expert trajectories) goes through three methods so that it can be cached and sharded:
 :meth:`Sidekick.score_options` names everything the scores depend on besides the viewgrids,
 :meth:`Sidekick.compute_scores` computes per-sample arrays, :meth:`Sidekick.load_scores` takes
-them before training. The default :meth:`Sidekick.prepare` ties them together.
+them before training. The default :meth:`Sidekick.prepare` ties them together: it loads
+:attr:`Sidekick.scores_file` when one was handed over (``pyskick train --scores``), refusing
+stale scores, and otherwise takes them from the score cache, computing them there on a miss
+(sharded under torchrun; :mod:`pyskick.sidekicks.scores`).
 """
 
 from __future__ import annotations
@@ -36,11 +39,19 @@ Demonstrations = tuple[Tensor, Tensor]
 
 def checkpoint_digest(run_or_checkpoint: str | os.PathLike[str]) -> str:
     """SHA-256 of a run's ``best.pt`` (or of a checkpoint file): the model's identity in
-    score cache keys."""
+    score cache keys.
+
+    Raises:
+        FileNotFoundError: no such checkpoint.
+    """
     from pyskick.training.one_view_cache import file_digest
 
     path = Path(run_or_checkpoint)
-    return file_digest(path / "best.pt" if path.is_dir() else path)
+    if path.is_dir():
+        path = path / "best.pt"
+    if not path.is_file():
+        raise FileNotFoundError(f"model checkpoint {path} does not exist")
+    return file_digest(path)
 
 
 class Sidekick:
@@ -56,21 +67,40 @@ class Sidekick:
     shardable: bool = True
     """:meth:`compute_scores` treats samples independently, so ranks may score disjoint
     slices of the viewgrids and concatenate the results."""
+    scores_file: Path | None = None
+    """A precomputed score file (``pyskick score``) whose ``train`` split the default
+    :meth:`prepare` loads instead of using the cache; it must have been computed for these
+    viewgrids, model and options."""
 
     def prepare(self, grids: Tensor, *, T: int, device: torch.device) -> None:
         """Called once before training with the training viewgrids.
 
-        The default computes the scores (when :meth:`score_options` is not None) and loads
-        them; override it for a sidekick that needs something else.
+        The default (when :meth:`score_options` is not None) loads the scores of ``grids``
+        from :attr:`scores_file`, or else from the score cache, computing them on a miss
+        (:func:`~pyskick.sidekicks.scores.cached_scores`); override it for a sidekick that
+        needs something else.
 
         Args:
             grids: ``[n, N, M, C, H, W]`` uint8 training viewgrids (CPU).
             T: the glimpse budget of the episodes to come.
             device: where the trainer runs episodes; return tensors there.
+
+        Raises:
+            ValueError: :attr:`scores_file` holds stale scores or no ``train`` split, or is
+                set for a sidekick without scores.
+            FileNotFoundError: :attr:`scores_file` does not exist.
         """
+        from pyskick.sidekicks.scores import cached_scores, load_scores_file
+
         if self.score_options(T) is None:
+            if self.scores_file is not None:
+                raise ValueError(f"sidekick {self.name!r} has no scores to load from a file")
             return
-        self.load_scores(self.compute_scores(grids, T=T, device=device), T=T, device=device)
+        if self.scores_file is not None:
+            scores = load_scores_file(self, grids, self.scores_file, T=T)
+        else:
+            scores = cached_scores(self, grids, T=T, device=device)
+        self.load_scores(scores, T=T, device=device)
 
     def score_options(self, T: int) -> dict[str, Any] | None:
         """Everything the scores depend on besides the viewgrids, or None without scores.

@@ -125,6 +125,14 @@ def pretrain(
     default=None,
     help="Epochs between decrements of a demonstrating sidekick's T_sup (from T - 1 to 0).",
 )
+@click.option(
+    "--scores",
+    "scores_file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=None,
+    help="The sidekick's precomputed scores (`pyskick score`); refused when computed for other "
+    "data, model or options. Default: the score cache, computed on a miss.",
+)
 def train(
     dataset: str,
     preset: str | None,
@@ -142,6 +150,7 @@ def train(
     actor: str | None,
     sidekick: str,
     hybrid_schedule: int | None,
+    scores_file: Path | None,
 ) -> None:
     """Train the look-around policy from a one-view model, Sense and Fuse frozen.
 
@@ -149,6 +158,7 @@ def train(
     ours(demo).
     """
     from pyskick.data import ViewgridFile
+    from pyskick.sidekicks.scores import load_scores_file
     from pyskick.training import train as run_train
     from pyskick.training.one_view_cache import cached_one_view
 
@@ -166,6 +176,9 @@ def train(
     if init is None:
         init = cached_one_view(path, config, data)
     helper = entry.factory(one_view=init, spec=ViewgridFile(path).spec, config=config)
+    if scores_file is not None:  # checked here so that stale scores leave no run folder behind
+        load_scores_file(helper, data.train, scores_file, T=config.T)
+        helper.scores_file = scores_file
     radius = getattr(helper, "radius", None)  # a reward sidekick's NMS radius
     if radius is not None:
         config = config.replace(reward_radius=radius)

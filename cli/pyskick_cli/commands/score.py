@@ -1,0 +1,174 @@
+"""``pyskick score``: precompute a sidekick's scores of a dataset's splits into one file."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import click
+
+from pyskick_cli.options import (
+    TRAIN_PRESET_NAMES,
+    dataset_option,
+    device_option,
+    registered,
+    resolve_dataset_path,
+)
+
+
+def _split_names(value: str, available: tuple[str, ...]) -> list[str]:
+    names = [name.strip() for name in value.split(",") if name.strip()]
+    if not names:
+        raise click.BadParameter("name at least one split", param_hint="--splits")
+    for name in names:
+        if name not in available:
+            raise click.BadParameter(
+                f"the dataset has no split {name!r}; its splits: {', '.join(available)}",
+                param_hint="--splits",
+            )
+    if len(set(names)) != len(names):
+        raise click.BadParameter(f"a split is named twice in {value!r}", param_hint="--splits")
+    return names
+
+
+@click.command()
+@click.option(
+    "--sidekick",
+    required=True,
+    help="A registered sidekick that computes scores (rew, demo, ...; see `pyskick plugins "
+    "--all`).",
+)
+@click.option(
+    "--model",
+    type=click.Path(exists=True, path_type=Path),
+    default=None,
+    help="The one-view run (or checkpoint) that scores; default: the cached one-view model of "
+    "the dataset and preset, pretrained if missing (as `pyskick train` does).",
+)
+@dataset_option
+@click.option(
+    "--out",
+    "out",
+    required=True,
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="The score file to write (.h5; its folder must exist).",
+)
+@click.option(
+    "--splits",
+    default="train,val",
+    show_default=True,
+    help="Comma-separated splits of the dataset to score.",
+)
+@click.option(
+    "--T",
+    "T",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Glimpse budget of the training to come (default: the preset's; only sidekicks whose "
+    "scores depend on it use it).",
+)
+@click.option(
+    "--preset",
+    type=click.Choice(TRAIN_PRESET_NAMES),
+    default=None,
+    help="Training preset (default: paper-modelnet for ModelNet-Hard-shaped data, else "
+    "paper-sun360); picks the cached one-view model and T.",
+)
+@click.option(
+    "--config",
+    "config_path",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=None,
+    help="A flat TOML file of TrainConfig fields (applied over the preset), as given to "
+    "`pyskick train`: it picks the same cached one-view model.",
+)
+@device_option
+@click.option(
+    "--batch-size",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Episodes per forward pass while scoring (default: the preset's eval_batch_size).",
+)
+def score(
+    sidekick: str,
+    model: Path | None,
+    dataset: str,
+    out: Path,
+    splits: str,
+    T: int | None,
+    preset: str | None,
+    config_path: Path | None,
+    device: str | None,
+    batch_size: int | None,
+) -> None:
+    """Precompute a sidekick's scores of a dataset into one file, for `pyskick train --scores`.
+
+    Under `torchrun --nproc-per-node K -m pyskick_cli score ...` every split is sharded over
+    the K processes and rank 0 writes the file.
+    """
+    import torch.distributed as dist
+
+    from pyskick.data import ViewgridFile
+    from pyskick.sidekicks.scores import (
+        ScoreMeta,
+        broadcast_from_main,
+        compute_scores_sharded,
+        has_scores,
+        score_key,
+        write_scores,
+    )
+    from pyskick.training import TrainData, load_config
+    from pyskick.training.distributed import init_distributed, resolve_device
+    from pyskick.training.one_view_cache import cache_key, cache_root, cached_one_view
+
+    entry = registered("sidekick", sidekick, "--sidekick")
+    if not out.parent.is_dir():
+        raise click.BadParameter(f"folder {out.parent} does not exist", param_hint="--out")
+    if out.is_dir():
+        raise click.BadParameter(f"{out} is a folder", param_hint="--out")
+    path = resolve_dataset_path(dataset)
+    source = ViewgridFile(path)
+    names = _split_names(splits, source.splits)
+    default = "paper-modelnet" if source.spec.preset == "modelnet-hard" else "paper-sun360"
+    overrides = {"T": T, "device": device, "eval_batch_size": batch_size}
+    config = load_config(config_path, preset=preset, overrides=overrides, default_preset=default)
+    # Built on the cached model's folder first, so that a sidekick without scores is refused
+    # before a one-view model is pretrained for it.
+    one_view = model or cache_root() / "one-view" / cache_key(path, config)
+    helper = entry.factory(one_view=one_view, spec=source.spec, config=config)
+    if not has_scores(helper):
+        raise click.BadParameter(
+            f"sidekick {sidekick!r} computes no scores", param_hint="--sidekick"
+        )
+    if model is None:
+        one_view = cached_one_view(path, config, TrainData.from_file(path))
+        helper = entry.factory(one_view=one_view, spec=source.spec, config=config)
+    if helper.score_options(config.T) is None:
+        raise click.BadParameter(
+            f"sidekick {sidekick!r} has no scores with these options", param_hint="--sidekick"
+        )
+
+    run_device = resolve_device(config.device, int(os.environ.get("LOCAL_RANK", "0")))
+    ctx = init_distributed(run_device)
+    per_split, keys = {}, {}
+    for name in names:
+        grids = source.split(name).load()
+        keys[name] = score_key(helper, grids, config.T)
+        start = time.perf_counter()
+        per_split[name] = compute_scores_sharded(helper, grids, T=config.T, device=run_device)
+        seconds = time.perf_counter() - start
+        if ctx.is_main:
+            click.echo(
+                f"{name}: {len(grids)} viewgrids scored in {seconds:.2f} s "
+                f"({ctx.world_size} process{'es' if ctx.world_size > 1 else ''})"
+            )
+    meta = ScoreMeta.of(helper, config.T, keys)
+    # Rank 0 writes; the others wait for it, and fail with it.
+    broadcast_from_main(
+        lambda: write_scores(out, per_split, meta=meta), run_device, "writing the score file"
+    )
+    if ctx.is_main:
+        click.echo(f"wrote {sidekick} scores of {', '.join(names)} to {out}")
+    if dist.is_initialized():
+        dist.destroy_process_group()

@@ -1,0 +1,469 @@
+"""Sidekick score files, the score cache and sharded score computation.
+
+A sidekick's scores (:meth:`~pyskick.sidekicks.base.Sidekick.compute_scores`) depend on the
+viewgrids and on :meth:`~pyskick.sidekicks.base.Sidekick.score_options` only, so they are
+identified by :func:`score_key`: SHA-256 over the sidekick's name, its options (JSON, sorted
+keys), the viewgrids' content digest and the pyskick version. A score file is an HDF5 file
+(layout in ``docs/data-formats.md``) holding one group per split, each stamped with the key of
+that split's viewgrids; :func:`read_scores` refuses a group whose key differs, so scores are
+never stale.
+
+:func:`cached_scores` keeps computed scores under ``$PYSKICK_CACHE_DIR/scores/<key>.h5``
+(default ``~/.cache/pyskick``); a file lock makes concurrent processes compute them once.
+Under torchrun (``torch.distributed`` initialised, world size > 1)
+:func:`compute_scores_sharded` splits the viewgrids into contiguous rank slices and gathers the
+results in sample order on every rank (a sidekick that is not ``shardable`` is computed on rank
+0 and broadcast).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import sys
+import tempfile
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+import h5py
+import numpy as np
+import torch
+import torch.distributed as dist
+from torch import Tensor
+
+from pyskick import __version__
+from pyskick.sidekicks.base import Sidekick
+
+SCORES_FORMAT_VERSION = 1
+"""Value of the ``pyskick_scores`` root attribute of the files this module writes."""
+
+CACHE_GROUP = "grids"
+"""The one group of a cache entry: entries are keyed by content, not by split name."""
+
+_T = TypeVar("_T")
+
+
+def has_scores(sidekick: Sidekick) -> bool:
+    """Whether ``sidekick``'s class computes scores at all (overrides ``compute_scores``)."""
+    return type(sidekick).compute_scores is not Sidekick.compute_scores
+
+
+def _options(sidekick: Sidekick, T: int) -> dict[str, Any]:
+    options = sidekick.score_options(T)
+    if options is None:
+        raise ValueError(f"sidekick {sidekick.name!r} has no scores (score_options is None)")
+    return options
+
+
+def grids_digest(grids: Tensor) -> str:
+    """SHA-256 of a viewgrid tensor's dtype, shape and bytes (row-major)."""
+    if not isinstance(grids, Tensor):
+        raise TypeError(f"grids must be a torch.Tensor, got {type(grids).__name__}")
+    digest = hashlib.sha256(f"{grids.dtype}{tuple(grids.shape)}".encode())
+    digest.update(memoryview(grids.detach().cpu().contiguous().numpy()).cast("B"))
+    return digest.hexdigest()
+
+
+def _sha256_json(payload: Mapping[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
+
+
+def options_key(sidekick: Sidekick, T: int) -> str:
+    """SHA-256 over the sidekick's name, ``score_options(T)`` and the pyskick version: the
+    identity of the scoring, whatever the viewgrids (a score file's root ``key``)."""
+    options = _options(sidekick, T)
+    return _sha256_json({"sidekick": sidekick.name, "options": options, "pyskick": __version__})
+
+
+def score_key(sidekick: Sidekick, grids: Tensor, T: int) -> str:
+    """The identity of ``sidekick``'s scores of ``grids`` ``[n, N, M, C, H, W]``.
+
+    SHA-256 over the JSON (sorted keys) of the sidekick's name, ``score_options(T)``, the
+    viewgrids' content digest and the pyskick version.
+
+    Raises:
+        ValueError: the sidekick has no scores.
+    """
+    return _sha256_json(
+        {
+            "sidekick": sidekick.name,
+            "options": _options(sidekick, T),
+            "grids": grids_digest(grids),
+            "pyskick": __version__,
+        }
+    )
+
+
+@dataclass(frozen=True)
+class ScoreMeta:
+    """What a score file records besides the arrays."""
+
+    sidekick: str
+    """The sidekick's registry name."""
+    options: dict[str, Any]
+    """Its ``score_options(T)``."""
+    key: str
+    """:func:`options_key` of the sidekick and options."""
+    split_keys: dict[str, str]
+    """Per split, :func:`score_key` of that split's viewgrids."""
+
+    @classmethod
+    def of(cls, sidekick: Sidekick, T: int, split_keys: Mapping[str, str]) -> ScoreMeta:
+        """The metadata of ``sidekick``'s scores of the splits keyed in ``split_keys``."""
+        return cls(sidekick.name, _options(sidekick, T), options_key(sidekick, T), dict(split_keys))
+
+
+def _check_scores(scores: object, n: int, who: str) -> dict[str, Tensor]:
+    """``scores`` as contiguous CPU tensors, checked to be ``name -> [n, ...]``."""
+    if not isinstance(scores, Mapping) or not scores:
+        raise TypeError(f"{who}: scores must be a non-empty dict of tensors, got {scores!r:.60}")
+    out: dict[str, Tensor] = {}
+    for name, value in scores.items():
+        if not isinstance(name, str) or not name or "/" in name:
+            raise ValueError(f"{who}: score names must be non-empty strings without '/': {name!r}")
+        if not isinstance(value, Tensor):
+            raise TypeError(f"{who}: score {name!r} must be a tensor, got {type(value).__name__}")
+        if value.dim() == 0 or value.shape[0] != n:
+            raise ValueError(
+                f"{who}: score {name!r} has shape {list(value.shape)}; its first dimension "
+                f"must be the {n} samples"
+            )
+        out[name] = value.detach().cpu().contiguous()
+    return out
+
+
+def write_scores(
+    path: str | os.PathLike[str], per_split: Mapping[str, Mapping[str, Tensor]], *, meta: ScoreMeta
+) -> Path:
+    """Write a score file atomically (a temporary file next to ``path``, then ``os.replace``).
+
+    Args:
+        path: the ``.h5`` file to write (its folder must exist).
+        per_split: split -> score name -> tensor whose first dimension is the split's samples
+            in file order.
+        meta: the sidekick, options and keys; every split needs a key in ``meta.split_keys``.
+
+    Returns:
+        ``path``.
+
+    Raises:
+        ValueError, TypeError: bad scores, a split without a key, a missing folder.
+    """
+    path = Path(path)
+    if not path.parent.is_dir():
+        raise ValueError(f"cannot write {path}: folder {path.parent} does not exist")
+    if path.is_dir():
+        raise ValueError(f"cannot write {path}: it is a folder")
+    if not per_split:
+        raise ValueError("no splits to write")
+    checked: dict[str, dict[str, Tensor]] = {}
+    for split, scores in per_split.items():
+        if split not in meta.split_keys:
+            raise ValueError(f"split {split!r} has no key in the score metadata")
+        lengths = {
+            name: value.shape[0]
+            for name, value in (scores.items() if isinstance(scores, Mapping) else ())
+            if isinstance(value, Tensor) and value.dim()
+        }
+        if len(set(lengths.values())) > 1:
+            raise ValueError(
+                f"the scores of split {split!r} disagree in their first dimension (samples): "
+                + ", ".join(f"{name} {n}" for name, n in lengths.items())
+            )
+        checked[split] = _check_scores(scores, next(iter(lengths.values()), 0), f"split {split!r}")
+    fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    tmp = Path(name)
+    try:
+        with h5py.File(tmp, "w") as f:
+            f.attrs["pyskick_scores"] = SCORES_FORMAT_VERSION
+            f.attrs["pyskick_version"] = __version__
+            f.attrs["sidekick"] = meta.sidekick
+            f.attrs["options"] = json.dumps(meta.options, sort_keys=True)
+            f.attrs["key"] = meta.key
+            for split, scores in checked.items():
+                group = f.create_group(split)
+                group.attrs["key"] = meta.split_keys[split]
+                for name, value in scores.items():
+                    group.create_dataset(name, data=value.numpy())
+        tmp.replace(path)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return path
+
+
+def _attr_str(value: object) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def read_score_meta(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """A score file's root attributes and splits: ``sidekick``, ``options``, ``key``,
+    ``pyskick_version``, ``splits`` (split -> key).
+
+    Raises:
+        FileNotFoundError: no such file.
+        ValueError: not a pyskick score file, or a format version this pyskick cannot read.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"score file {path} does not exist")
+    try:
+        f = h5py.File(path, "r")
+    except OSError as exc:
+        raise ValueError(f"{path} is not an HDF5 score file ({exc})") from None
+    with f:
+        if "pyskick_scores" not in f.attrs:
+            raise ValueError(f"{path} is not a pyskick score file (no 'pyskick_scores' attribute)")
+        version = int(f.attrs["pyskick_scores"])
+        if version != SCORES_FORMAT_VERSION:
+            raise ValueError(
+                f"{path} has score format {version}; this pyskick reads {SCORES_FORMAT_VERSION}"
+            )
+        return {
+            "sidekick": _attr_str(f.attrs["sidekick"]),
+            "options": json.loads(_attr_str(f.attrs["options"])),
+            "key": _attr_str(f.attrs["key"]),
+            "pyskick_version": _attr_str(f.attrs["pyskick_version"]),
+            "splits": {name: _attr_str(group.attrs["key"]) for name, group in f.items()},
+        }
+
+
+def read_scores(path: str | os.PathLike[str], split: str, expected_key: str) -> dict[str, Tensor]:
+    """One split's scores, checked against the key of the viewgrids they are for.
+
+    Args:
+        path: a score file.
+        split: the group to read.
+        expected_key: :func:`score_key` of the sidekick, viewgrids and glimpse budget at hand.
+
+    Returns:
+        score name -> CPU tensor (first dimension: samples in file order).
+
+    Raises:
+        FileNotFoundError: no such file.
+        ValueError: not a score file, no such split, or stale scores (another key).
+    """
+    meta = read_score_meta(path)
+    if split not in meta["splits"]:
+        splits = ", ".join(meta["splits"]) or "none"
+        raise ValueError(f"score file {path} has no split {split!r}; its splits: {splits}")
+    if meta["splits"][split] != expected_key:
+        raise ValueError(
+            f"stale scores: computed for other data/model/options ({path}, split {split!r}, "
+            f"sidekick {meta['sidekick']!r})"
+        )
+    with h5py.File(path, "r") as f:
+        return {name: torch.from_numpy(np.asarray(ds[()])) for name, ds in f[split].items()}
+
+
+def load_scores_file(
+    sidekick: Sidekick,
+    grids: Tensor,
+    path: str | os.PathLike[str],
+    *,
+    T: int,
+    split: str = "train",
+) -> dict[str, Tensor]:
+    """``sidekick``'s scores of ``grids`` from a precomputed file, refused when stale.
+
+    Raises:
+        FileNotFoundError: no such file.
+        ValueError: the sidekick has no scores, the file lacks ``split``, or its scores were
+            computed for other viewgrids, model or options.
+    """
+    scores = read_scores(path, split, score_key(sidekick, grids, T))
+    return _check_scores(scores, grids.shape[0], f"score file {path}")
+
+
+# -- distribution --------------------------------------------------------------------------
+
+
+def _world() -> tuple[int, int]:
+    """``(rank, world_size)``; ``(0, 1)`` outside an initialised process group."""
+    if dist.is_available() and dist.is_initialized():
+        return dist.get_rank(), dist.get_world_size()
+    return 0, 1
+
+
+@contextlib.contextmanager
+def _collective_device(device: torch.device) -> Iterator[None]:
+    """Object collectives over nccl stage their bytes on the current CUDA device: make it
+    this rank's device (gloo stages on the CPU)."""
+    if device.type == "cuda":
+        with torch.cuda.device(device):
+            yield
+    else:
+        yield
+
+
+def _outcome(fn: Callable[[], _T]) -> tuple[bool, _T | str]:
+    """``(True, fn())`` or ``(False, one-line error)``: ranks exchange failures instead of
+    leaving the others blocked in a collective."""
+    try:
+        return True, fn()
+    except Exception as exc:  # re-raised on every rank by _unwrap
+        return False, f"{type(exc).__name__}: {exc}"
+
+
+def _unwrap(outcomes: list[tuple[bool, Any]], what: str) -> list[Any]:
+    for rank, (ok, value) in enumerate(outcomes):
+        if not ok:
+            raise RuntimeError(f"{what} failed on rank {rank}: {value}")
+    return [value for _, value in outcomes]
+
+
+def broadcast_from_main(fn: Callable[[], _T], device: torch.device, what: str) -> _T:
+    """Run ``fn`` on rank 0 only and return its result on every rank (``fn()`` in a single
+    process); an exception on rank 0 is raised on every rank as a RuntimeError (as itself in a
+    single process)."""
+    rank, world = _world()
+    if world == 1:
+        return fn()
+    box = [_outcome(fn) if rank == 0 else None]
+    with _collective_device(device):
+        dist.broadcast_object_list(box, src=0)
+    return _unwrap([box[0]], what)[0]  # type: ignore[list-item]
+
+
+def compute_scores_sharded(
+    sidekick: Sidekick, grids: Tensor, *, T: int, device: torch.device
+) -> dict[str, Tensor]:
+    """``sidekick.compute_scores(grids)``, split over the ranks of an initialised process group.
+
+    With world size W > 1 and a ``shardable`` sidekick, rank r scores the r-th of W contiguous
+    slices of ``grids`` and the slices are gathered (``all_gather_object``, CPU tensors) and
+    concatenated in sample order on every rank; a non-shardable sidekick is scored on rank 0
+    and broadcast. Every rank must call this with the same ``grids``.
+
+    Args:
+        sidekick: a sidekick with scores.
+        grids: ``[n, N, M, C, H, W]`` uint8 viewgrids (CPU).
+        T: the glimpse budget.
+        device: where this rank computes.
+
+    Returns:
+        name -> CPU tensor ``[n, ...]``, identical on every rank.
+
+    Raises:
+        RuntimeError: a rank failed (its error is named); in one process the sidekick's own
+            error propagates.
+        TypeError, ValueError: the sidekick returned something else than ``name -> [n, ...]``.
+    """
+    n = int(grids.shape[0])
+    who = f"sidekick {sidekick.name!r}"
+    rank, world = _world()
+    if world == 1 or not sidekick.shardable:
+        return broadcast_from_main(
+            lambda: _check_scores(sidekick.compute_scores(grids, T=T, device=device), n, who),
+            device,
+            f"scoring with {who}",
+        )
+    lo, hi = n * rank // world, n * (rank + 1) // world
+    outcome = _outcome(
+        lambda: (
+            _check_scores(sidekick.compute_scores(grids[lo:hi], T=T, device=device), hi - lo, who)
+            if hi > lo
+            else None
+        )
+    )
+    gathered: list[Any] = [None] * world
+    with _collective_device(device):
+        dist.all_gather_object(gathered, outcome)
+    parts = [part for part in _unwrap(gathered, f"scoring with {who}") if part is not None]
+    names = list(parts[0])
+    if any(list(part) != names for part in parts):
+        raise ValueError(f"{who} returned different score names on different ranks")
+    return {name: torch.cat([part[name] for part in parts]) for name in names}
+
+
+# -- cache ---------------------------------------------------------------------------------
+
+
+def score_cache_dir(cache_dir: str | os.PathLike[str] | None = None) -> Path:
+    """``<cache_dir>/scores``; by default under ``$PYSKICK_CACHE_DIR`` or ``~/.cache/pyskick``."""
+    from pyskick.training.one_view_cache import cache_root
+
+    return (Path(cache_dir) if cache_dir is not None else cache_root()) / "scores"
+
+
+@contextlib.contextmanager
+def _file_lock(path: Path, message: str) -> Iterator[None]:
+    """Hold an exclusive ``flock`` on ``path``, saying ``message`` when another process has it."""
+    with path.open("w") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            sys.stderr.write(message + "\n")
+            fcntl.flock(handle, fcntl.LOCK_EX)
+        yield
+
+
+def _read_entry(path: Path, key: str) -> dict[str, Tensor] | None:
+    """A cache entry's scores, or None when it is missing or unreadable (then recomputed)."""
+    if not path.is_file():
+        return None
+    try:
+        return read_scores(path, CACHE_GROUP, key)
+    except (OSError, ValueError, KeyError) as exc:
+        sys.stderr.write(f"ignoring unreadable score cache entry {path}: {exc}\n")
+        return None
+
+
+def cached_scores(
+    sidekick: Sidekick,
+    grids: Tensor,
+    *,
+    T: int,
+    device: torch.device,
+    cache_dir: str | os.PathLike[str] | None = None,
+) -> dict[str, Tensor]:
+    """``sidekick``'s scores of ``grids``: read from the cache, or computed and cached.
+
+    The entry is ``<cache>/scores/<score_key>.h5``. Rank 0 (the only process in a
+    single-process run) looks it up holding ``<key>.lock``, so concurrent runs compute it
+    once; on a miss every rank joins :func:`compute_scores_sharded` and rank 0 writes the
+    entry; on a hit rank 0 reads it and broadcasts it.
+
+    Args:
+        sidekick: a sidekick with scores.
+        grids: ``[n, N, M, C, H, W]`` uint8 viewgrids (CPU).
+        T: the glimpse budget.
+        device: where to compute on a miss.
+        cache_dir: the cache root (default ``$PYSKICK_CACHE_DIR`` or ``~/.cache/pyskick``).
+
+    Returns:
+        name -> CPU tensor ``[n, ...]``.
+    """
+    key = score_key(sidekick, grids, T)
+    folder = score_cache_dir(cache_dir)
+    path = folder / f"{key}.h5"
+    rank, _ = _world()
+    with contextlib.ExitStack() as stack:
+        if rank == 0:
+            folder.mkdir(parents=True, exist_ok=True)
+            stack.enter_context(
+                _file_lock(
+                    folder / f"{key}.lock",
+                    f"waiting for another process to compute {sidekick.name} scores {path}",
+                )
+            )
+        cached = broadcast_from_main(lambda: _read_entry(path, key), device, "score cache lookup")
+        if cached is not None:
+            if rank == 0:
+                sys.stderr.write(f"reusing cached {sidekick.name} scores {path}\n")
+            return _check_scores(cached, grids.shape[0], f"score cache entry {path}")
+        if rank == 0:
+            sys.stderr.write(
+                f"computing {sidekick.name} scores of {grids.shape[0]} viewgrids into {path}\n"
+            )
+        scores = compute_scores_sharded(sidekick, grids, T=T, device=device)
+        meta = ScoreMeta.of(sidekick, T, {CACHE_GROUP: key})
+        broadcast_from_main(
+            lambda: write_scores(path, {CACHE_GROUP: scores}, meta=meta), device, "score caching"
+        )
+        return scores
