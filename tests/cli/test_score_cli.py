@@ -73,8 +73,10 @@ def test_score_then_train_with_the_scores(
     assert "val: 2 viewgrids scored in" in stdout
     meta = read_score_meta(out)
     assert meta["sidekick"] == "rew"
+    mean = list(ViewgridFile(data).spec.channel_mean)
     assert meta["options"] == {
-        "sidekick": "rew", "one_view_sha256": checkpoint_digest(one), "k": 4, "radius": 1,
+        "sidekick": "rew", "one_view_sha256": checkpoint_digest(one), "channel_mean": mean,
+        "k": 4, "radius": 1,
     }  # fmt: skip
     assert list(meta["splits"]) == ["train", "val"]
     # The file holds what the sidekick computes, stamped with the key of each split's grids.
@@ -129,7 +131,7 @@ def test_stale_scores_are_refused_before_anything_is_written(
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--sidekick", "nope"], "unknown sidekick 'nope'; valid names: none, rew"),
+        (["--sidekick", "nope"], "unknown sidekick 'nope'; valid names: "),
         (["--sidekick", "none"], "sidekick 'none' computes no scores"),
         (["--model", "no-such-run"], "'no-such-run' does not exist"),
         (["--model", "."], "model checkpoint best.pt does not exist"),  # a folder without a run
