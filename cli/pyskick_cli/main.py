@@ -24,6 +24,7 @@ COMMANDS = {
     "pretrain": "pyskick_cli.commands.train:pretrain",
     "train": "pyskick_cli.commands.train:train",
     "evaluate": "pyskick_cli.commands.evaluate:evaluate",
+    "reproduce": "pyskick_cli.commands.reproduce:reproduce",
     "demo": "pyskick_cli.commands.demo:demo",
 }
 
