@@ -25,6 +25,7 @@ import torch
 
 from pyskick.evaluation.evaluate import METRICS
 from pyskick.evaluation.stats import improvement_pct, summarize
+from pyskick.experiments.layout import eval_path, run_dir, write_json, write_text
 from pyskick.experiments.methods import ONE_VIEW
 
 STDERR_NOTE = (
@@ -32,12 +33,6 @@ STDERR_NOTE = (
     "averaged over seeds); with several seeds the standard error across seeds follows in "
     "brackets."
 )
-
-
-def _run_dir(out_dir: Path, method: str, seed: int) -> Path:
-    from pyskick.experiments.reproduce import run_dir
-
-    return run_dir(out_dir, method, seed)
 
 
 def build_table(
@@ -54,8 +49,6 @@ def build_table(
     Raises:
         FileNotFoundError: a missing evaluation.
     """
-    from pyskick.experiments.reproduce import eval_path
-
     rows = []
     for method in methods:
         k_seeds = 1 if method == ONE_VIEW else seeds
@@ -119,12 +112,8 @@ def _cells(entry: Mapping[str, Any]) -> list[str]:
 
 def write_table(out_dir: Path, table: Mapping[str, Any]) -> tuple[Path, Path]:
     """Write ``table.md`` and ``table.json`` atomically."""
-    from pyskick.experiments.reproduce import write_json
 
-    md = out_dir / "table.md"
-    tmp = out_dir / ".table.md.tmp"
-    tmp.write_text(format_table(table) + "\n")
-    tmp.replace(md)
+    md = write_text(out_dir / "table.md", format_table(table) + "\n")
     return md, write_json(out_dir / "table.json", table)
 
 
@@ -214,7 +203,7 @@ def write_report(
     try:
         from pyskick.viz import plot_learning_curves, visualize_run
 
-        trained = {m: _run_dir(out_dir, m, 0) for m in methods if m != ONE_VIEW}
+        trained = {m: run_dir(out_dir, m, 0) for m in methods if m != ONE_VIEW}
         if trained:
             curves = plot_learning_curves(trained, out_dir / "curves.png")
         device = resolve_device(device).type
@@ -227,11 +216,7 @@ def write_report(
     except ImportError as exc:
         unavailable = f"figures need matplotlib (pip install 'pyskick[viz]'): {exc}"
     page = _html(table, ordering_checks(table), curves, figures, unavailable, out_dir)
-    index = out_dir / "index.html"
-    tmp = out_dir / ".index.html.tmp"
-    tmp.write_text(page)
-    tmp.replace(index)
-    return index
+    return write_text(out_dir / "index.html", page)
 
 
 def _method_figures(
@@ -244,10 +229,9 @@ def _method_figures(
     visualize_run: Callable[..., list[Path]],
 ) -> list[Path] | str:
     """The method's figure files, redrawn when its ``best.pt`` changed; or why there are none."""
-    from pyskick.experiments.reproduce import write_json
     from pyskick.sidekicks.base import checkpoint_digest
 
-    run = _run_dir(out_dir, method, 0)
+    run = run_dir(out_dir, method, 0)
     folder = out_dir / "figures" / method
     record = folder / "figures.json"
     digest = checkpoint_digest(run)

@@ -22,18 +22,29 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pyskick.evaluation.evaluate import METRICS, EvalResult
+from pyskick.experiments.layout import (
+    SETTINGS_FILE,
+    TIMINGS_FILE,
+    eval_path,
+    run_dir,
+    write_json,
+)
 from pyskick.experiments.methods import ONE_VIEW, Method, check_available, select_methods
+from pyskick.experiments.report import build_table, write_report, write_table
 
-SETTINGS_FILE = "reproduce.json"
-TIMINGS_FILE = "timings.jsonl"
+if TYPE_CHECKING:
+    from torch import Tensor
+
+    from pyskick.data.spec import GridSpec
+    from pyskick.training import TrainConfig, TrainData
+
 # Settings that decide every result; ``epochs`` may grow (runs are extended).
 _FIXED_SETTINGS = ("dataset_sha256", "preset", "pretrain_epochs", "batch_size", "n_test", "seed")
 
@@ -53,16 +64,6 @@ class ReproduceResult:
     """``index.html`` (None when the report was not asked for)."""
     seconds: float
     """Wall time of this call."""
-
-
-def run_dir(out_dir: Path, method: str, seed: int) -> Path:
-    """The run folder of ``method`` with seed index ``seed`` (``one-view`` has one run)."""
-    return out_dir / ONE_VIEW if method == ONE_VIEW else out_dir / method / f"seed-{seed}"
-
-
-def eval_path(out_dir: Path, method: str, seed: int, metric: str) -> Path:
-    """``eval/<method>-seed<k>-<metric>.json`` (the ``.npz`` beside it has the same stem)."""
-    return out_dir / "eval" / f"{method}-seed{seed}-{metric}.json"
 
 
 def reproduce(
@@ -171,8 +172,6 @@ def reproduce(
             for metric in METRICS:
                 _evaluate(method.name, k, metric, config, test, spec.channel_mean, out, say)
 
-    from pyskick.experiments.report import build_table, write_report, write_table
-
     table = build_table(out, [m.name for m in chosen], seeds=seeds, settings=settings)
     write_table(out, table)
     index = None
@@ -215,20 +214,6 @@ def check_settings(out_dir: Path, settings: dict[str, Any]) -> None:
         )
 
 
-def write_json(path: Path, payload: Any) -> Path:
-    """Write ``payload`` as JSON atomically (temp file, then rename)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w") as handle:
-            handle.write(json.dumps(payload, indent=2) + "\n")
-        Path(tmp).replace(path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
-
-
 def epochs_done(run: Path) -> int:
     """Epochs a run's ``latest.pt`` covers (0 without one)."""
     from pyskick.training.checkpoint import load_checkpoint
@@ -247,7 +232,7 @@ def _timed(out: Path, record: dict[str, Any], action: Callable[[], _T]) -> _T:
     return result
 
 
-def _pretrain(config: Any, run: Path, data: Any, out: Path, say: Log) -> None:
+def _pretrain(config: TrainConfig, run: Path, data: TrainData, out: Path, say: Log) -> None:
     from pyskick.training import pretrain
 
     done = epochs_done(run)
@@ -269,10 +254,10 @@ def _pretrain(config: Any, run: Path, data: Any, out: Path, say: Log) -> None:
 def _train(
     method: Method,
     k: int,
-    config: Any,
+    config: TrainConfig,
     one_view: Path,
-    data: Any,
-    spec: Any,
+    data: TrainData,
+    spec: GridSpec,
     out: Path,
     say: Log,
 ) -> None:
@@ -305,8 +290,8 @@ def _evaluate(
     method: str,
     k: int,
     metric: str,
-    config: Any,
-    test: Any,
+    config: TrainConfig,
+    test: Tensor,
     channel_mean: Sequence[float],
     out: Path,
     say: Log,

@@ -11,7 +11,7 @@ import torch
 from pyskick.evaluation.evaluate import EvalResult
 from pyskick.evaluation.stats import summarize
 from pyskick.experiments import build_table, format_table, ordering_checks
-from pyskick.experiments.reproduce import eval_path
+from pyskick.experiments.layout import eval_path
 
 SETTINGS = {"n_test": 5, "preset": "cpu-demo"}
 

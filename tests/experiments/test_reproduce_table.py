@@ -11,7 +11,8 @@ import torch
 from pyskick.data import ViewgridFile
 from pyskick.evaluation import evaluate
 from pyskick.experiments import reproduce
-from pyskick.experiments.reproduce import TIMINGS_FILE, epochs_done
+from pyskick.experiments.layout import TIMINGS_FILE
+from pyskick.experiments.reproduce import epochs_done
 from pyskick.training import trainer as trainer_module
 from pyskick.training.checkpoint import load_checkpoint
 from pyskick.training.loggers import read_metrics

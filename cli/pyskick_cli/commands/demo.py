@@ -48,8 +48,8 @@ def demo(out: Path, num: int, pretrain_epochs: int, epochs: int, batch_size: int
     print the table and where the report is."""
     from pyskick.data.builtin import make_builtin
     from pyskick.experiments import available_methods
+    from pyskick.experiments.layout import SETTINGS_FILE
     from pyskick.experiments.methods import METHODS
-    from pyskick.experiments.reproduce import SETTINGS_FILE
     from pyskick.plugins import get_registries
 
     started = time.perf_counter()
