@@ -123,3 +123,13 @@ def test_demo_refuses_another_size_before_generating(
     assert code == 2
     assert "not on 50 scenes" in err
     assert sorted(p.name for p in out.iterdir()) == ["reproduce.json"]
+
+
+def test_demo_unknown_method_generates_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "demo"
+    code, _, err = run(["demo", "--out", str(out), "--methods", "ltla,nope"], capsys)
+    assert code == 2
+    assert "unknown method 'nope'" in err
+    assert not out.exists()

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import click
 
-from pyskick_cli.commands.reproduce import run_table
+from pyskick_cli.commands.reproduce import parse_methods, run_table
 
 DATA_SEED = 123
 
@@ -43,11 +43,18 @@ DATA_SEED = 123
     "--batch-size", type=click.IntRange(min=1), default=32, show_default=True,
     help="Batch size of every stage.",
 )  # fmt: skip
-def demo(out: Path, num: int, pretrain_epochs: int, epochs: int, batch_size: int) -> None:
+@click.option(
+    "--methods",
+    default=None,
+    help="Comma-separated Table 1 rows (default: every method whose plugins are installed).",
+)
+def demo(
+    out: Path, num: int, pretrain_epochs: int, epochs: int, batch_size: int, methods: str | None
+) -> None:
     """Reproduce Table 1 on synthetic scenes (cpu-demo preset, every installed method) and
     print the table and where the report is."""
     from pyskick.data.builtin import make_builtin
-    from pyskick.experiments import available_methods
+    from pyskick.experiments import available_methods, select_methods
     from pyskick.experiments.layout import SETTINGS_FILE
     from pyskick.experiments.methods import METHODS
     from pyskick.plugins import get_registries
@@ -62,15 +69,18 @@ def demo(out: Path, num: int, pretrain_epochs: int, epochs: int, batch_size: int
                 f"{out} holds a demo on {recorded}, not on {num} scenes; "
                 "use another --out or the same --num"
             )
-    methods = [m.name for m in available_methods(get_registries())]
-    skipped = [m.name for m in METHODS if m.name not in methods]
-    if skipped:
-        click.echo(f"demo: skipping {', '.join(skipped)} (plugins not installed)", err=True)
+    chosen = parse_methods(methods)
+    if chosen is None:
+        chosen = [m.name for m in available_methods(get_registries())]
+        skipped = [m.name for m in METHODS if m.name not in chosen]
+        if skipped:
+            click.echo(f"demo: skipping {', '.join(skipped)} (plugins not installed)", err=True)
+    select_methods(chosen)  # an unknown name fails before the data are generated
     if not data_path.exists():
         click.echo(f"demo: generating {num} synthetic scenes", err=True)
         out.mkdir(parents=True, exist_ok=True)
         make_builtin("synthetic-scenes", data_path, num, DATA_SEED)
     run_table(
-        data_path, out, methods=methods, started=started, preset="cpu-demo", epochs=epochs,
+        data_path, out, methods=chosen, started=started, preset="cpu-demo", epochs=epochs,
         pretrain_epochs=pretrain_epochs, batch_size=batch_size, device="cpu",
     )  # fmt: skip
