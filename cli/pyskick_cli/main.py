@@ -26,6 +26,7 @@ COMMANDS = {
     "evaluate": "pyskick_cli.commands.evaluate:evaluate",
     "reproduce": "pyskick_cli.commands.reproduce:reproduce",
     "demo": "pyskick_cli.commands.demo:demo",
+    "visualize": "pyskick_cli.commands.visualize:visualize",
 }
 
 

@@ -1,0 +1,170 @@
+"""``pyskick visualize``: episode figures, policy heatmaps, learning curves and sidekick maps
+of a run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from pyskick_cli.options import (
+    DATASET_HELP,
+    recorded_init,
+    resolve_dataset_path,
+    run_dataset,
+)
+
+
+def _curve_runs(run: Path, curves: tuple[Path, ...]) -> dict[str, Path]:
+    """Legend label -> run folder: RUN (when it logged metrics) then every --curves run."""
+    from pyskick.viz.curves import METRICS_FILE
+
+    run_dir = run if run.is_dir() else run.parent
+    folders = ([run_dir] if (run_dir / METRICS_FILE).is_file() else []) + list(curves)
+    names = [folder.resolve().name for folder in folders]
+    labels = [
+        str(folder) if names.count(name) > 1 else name
+        for folder, name in zip(folders, names, strict=True)
+    ]
+    return dict(zip(labels, folders, strict=True))
+
+
+def _one_view_run(run: Path, one_view: Path | None, stage: str) -> Path:
+    """The one-view run the sidekick maps are scored with."""
+    if one_view is not None:
+        return one_view
+    if stage == "pretrain":
+        return run
+    init = recorded_init(run if run.is_dir() else run.parent)
+    if init is None:
+        raise click.BadParameter(
+            f"{run} does not record the one-view run it started from; pass --one-view",
+            param_hint="--sidekick-maps",
+        )
+    return init
+
+
+@click.command()
+@click.argument("run", type=click.Path(exists=True, path_type=Path))
+@click.option(
+    "--dataset", default=None, help=DATASET_HELP + " Default: the dataset RUN was trained on."
+)
+@click.option(
+    "--out",
+    "out_dir",
+    required=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Folder for the figures (created).",
+)
+@click.option("--split", default="test", show_default=True, help="Split of the dataset file.")
+@click.option(
+    "--examples", type=click.IntRange(min=1), default=3, show_default=True,
+    help="Viewgrids to draw (chosen at random from the split).",
+)  # fmt: skip
+@click.option(
+    "--seed", type=int, default=0, show_default=True,
+    help="Seed of the viewgrids, the start views and the heatmap optimiser.",
+)  # fmt: skip
+@click.option("--no-heatmaps", "no_heatmaps", is_flag=True, help="Skip the Eq. 10 policy heatmaps.")
+@click.option(
+    "--curves",
+    multiple=True,
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="Another run whose validation curve joins RUN's in learning_curves.png (repeatable).",
+)
+@click.option(
+    "--sidekick-maps",
+    "sidekick_maps",
+    is_flag=True,
+    help="Also draw the reward sidekick's score maps and the demonstration sidekick's coverage "
+    "grid of the same viewgrids, scored by the one-view model (RUN itself if it is one, else "
+    "the run it started from, or --one-view).",
+)
+@click.option(
+    "--one-view",
+    "one_view",
+    type=click.Path(exists=True, path_type=Path),
+    default=None,
+    help="The one-view run that scores the sidekick maps.",
+)
+@click.option(
+    "--device",
+    type=click.Choice(["auto", "cpu", "cuda"]),
+    default="auto",
+    show_default=True,
+    help="Where the models run (auto = CUDA when available).",
+)
+def visualize(
+    run: Path,
+    dataset: str | None,
+    out_dir: Path,
+    split: str,
+    examples: int,
+    seed: int,
+    no_heatmaps: bool,
+    curves: tuple[Path, ...],
+    sidekick_maps: bool,
+    one_view: Path | None,
+    device: str,
+) -> None:
+    """Draw figures of RUN (a run folder, using its best.pt, or a checkpoint) on a split.
+
+    \b
+    Per example: exampleK_gridI_episode.png (true grid, reconstruction after each glimpse,
+    trajectory) and exampleK_gridI_heatmaps.png (Eq. 10 policy heatmaps); learning_curves.png
+    (validation error x1000 per epoch); with --sidekick-maps, exampleK_gridI_reward_maps.png
+    and exampleK_gridI_coverage.png.
+    """
+    from pyskick.data import ViewgridFile
+    from pyskick.sidekicks.reward import NMS_PRESETS
+    from pyskick.training.distributed import resolve_device
+    from pyskick.viz import draw_sidekick_maps, plot_learning_curves, visualize_run
+    from pyskick.viz.curves import read_curve
+    from pyskick.viz.episodes import load_policy
+    from pyskick.viz.run_figures import check_run_grids, choose_examples
+
+    if out_dir.exists() and not out_dir.is_dir():
+        raise click.BadParameter(f"{out_dir} exists and is not a folder", param_hint="--out")
+    source = ViewgridFile(run_dataset(run) if dataset is None else resolve_dataset_path(dataset))
+    if split not in source.splits:
+        raise click.BadParameter(
+            f"split {split!r} is not in {source.path} (splits: {', '.join(source.splits)})",
+            param_hint="--split",
+        )
+    where = str(resolve_device(device))
+    saved = load_policy(run, where)
+    # Everything is checked before the first figure is written.
+    curve_runs = _curve_runs(run, curves)
+    for folder in curve_runs.values():
+        read_curve(folder, "val/rec_error")
+    scorer = _one_view_run(run, one_view, saved.stage) if sidekick_maps else None
+    grids = source.split(split).load()
+    check_run_grids(grids, saved.policy)
+    if scorer is not None:
+        check_run_grids(grids, load_policy(scorer, where).policy)
+    mean = tuple(source.spec.channel_mean)
+    written = visualize_run(
+        run,
+        grids,
+        channel_mean=mean,
+        out_dir=out_dir,
+        examples=examples,
+        seed=seed,
+        heatmaps=not no_heatmaps,
+        device=where,
+    )
+    if curve_runs:
+        written.append(plot_learning_curves(curve_runs, out_dir / "learning_curves.png"))
+    if scorer is not None:
+        chosen, _ = choose_examples(grids.shape[0], examples, seed, saved.policy.config.n_views)
+        written += draw_sidekick_maps(
+            scorer,
+            grids[chosen],
+            channel_mean=mean,
+            out_dir=out_dir,
+            names=[f"example{k}_grid{i}" for k, i in enumerate(chosen.tolist())],
+            nms=NMS_PRESETS[source.spec.preset],
+            device=where,
+        )
+    for path in written:
+        click.echo(str(path))

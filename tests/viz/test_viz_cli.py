@@ -1,0 +1,76 @@
+"""``pyskick visualize`` end to end on tiny runs; bad input exits 2 and writes nothing."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from pyskick_cli.main import main
+
+
+def run(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    with pytest.raises(SystemExit) as exc:
+        main(args)
+    out, err = capsys.readouterr()
+    return int(exc.value.code or 0), out, err
+
+
+def test_all_figures(tiny_runs, tmp_path, capsys, assert_real_png):
+    out = tmp_path / "figs"
+    code, stdout, err = run(
+        ["visualize", str(tiny_runs.ltla), "--out", str(out), "--examples", "1", "--seed", "2",
+         "--curves", str(tiny_runs.one_view), "--sidekick-maps", "--device", "cpu"],
+        capsys,
+    )  # fmt: skip
+    assert code == 0, err
+    written = [Path(line) for line in stdout.splitlines()]
+    kinds = ["episode", "heatmaps", "curves", "reward_maps", "coverage"]
+    assert len(written) == len(kinds)
+    for path, kind in zip(written, kinds, strict=True):
+        assert kind in path.name
+        assert_real_png(path)
+    assert sorted(p.name for p in out.iterdir()) == sorted(p.name for p in written)
+
+
+def test_one_view_run_and_no_heatmaps(tiny_runs, tmp_path, capsys):
+    out = tmp_path / "figs"
+    code, stdout, err = run(
+        ["visualize", str(tiny_runs.one_view / "best.pt"), "--out", str(out), "--split", "val",
+         "--examples", "2", "--no-heatmaps", "--sidekick-maps", "--device", "cpu"],
+        capsys,
+    )  # fmt: skip
+    assert code == 0, err
+    names = [Path(line).name for line in stdout.splitlines()]
+    assert sum(name.endswith("_episode.png") for name in names) == 2
+    assert "learning_curves.png" in names  # the checkpoint's folder has metrics.jsonl
+    assert not any("heatmaps" in name for name in names)
+    assert sum(name.endswith("_coverage.png") for name in names) == 2
+
+
+def test_bad_input_exits_2_and_writes_nothing(tiny_runs, tmp_path, capsys, write_tiny_dataset):
+    out = tmp_path / "never"
+    bare = tmp_path / "bare"
+    shutil.copytree(tiny_runs.ltla, bare)
+    (bare / "dataset.json").unlink()
+    other = write_tiny_dataset(tmp_path / "other.h5", size=24)
+    cases = [
+        ([str(tiny_runs.ltla), "--split", "nope"], "split 'nope' is not in"),
+        ([str(tiny_runs.ltla), "--curves", str(tmp_path)], "has no metrics.jsonl"),
+        ([str(bare)], "does not record its dataset; pass --dataset"),
+        ([str(bare), "--dataset", str(tiny_runs.dataset), "--sidekick-maps"], "pass --one-view"),
+        ([str(tiny_runs.ltla), "--dataset", str(other)], "grids must have shape"),
+        ([str(tmp_path / "missing")], "does not exist"),
+    ]
+    for args, message in cases:
+        code, _, err = run(["visualize", *args, "--out", str(out), "--device", "cpu"], capsys)
+        assert code == 2, (args, err)
+        assert message in err, (args, err)
+        assert sum(line.startswith("Error:") for line in err.splitlines()) == 1, err
+        assert not out.exists(), args
+    a_file = tmp_path / "file"
+    a_file.write_text("x")
+    code, _, err = run(["visualize", str(tiny_runs.ltla), "--out", str(a_file)], capsys)
+    assert code == 2
+    assert a_file.read_text() == "x"

@@ -1,0 +1,67 @@
+"""Learning curves read from real metrics.jsonl files."""
+
+from __future__ import annotations
+
+import math
+import sys
+
+import pytest
+
+from pyskick.training.loggers import JsonlLogger
+from pyskick.viz import plot_learning_curves
+from pyskick.viz.curves import read_curve
+
+
+def _log(folder, values):
+    logger = JsonlLogger(folder / "metrics.jsonl")
+    for step, value in enumerate(values):
+        logger.write({"val/rec_error": value, "train/rec_error": 2 * value}, step)
+    logger.close()
+    return folder
+
+
+def test_reads_and_plots_several_runs(tmp_path, assert_real_png):
+    a = _log(tmp_path / "a", [0.05, 0.04, math.nan, 0.03])
+    b = _log(tmp_path / "b", [0.06, 0.05])
+    assert read_curve(a, "val/rec_error") == ([0, 1, 3], [0.05, 0.04, 0.03])  # NaN skipped
+    assert read_curve(b / "metrics.jsonl", "train/rec_error") == ([0, 1], [0.12, 0.1])
+    out = plot_learning_curves({"ltla": a, "ours": b}, tmp_path / "fig" / "curves.png")
+    assert out == tmp_path / "fig" / "curves.png"
+    assert_real_png(out)
+    assert [p.name for p in out.parent.iterdir()] == ["curves.png"]  # no temp file left
+
+
+def test_reads_a_trained_run(tiny_runs, tmp_path, assert_real_png):
+    steps, values = read_curve(tiny_runs.ltla, "val/rec_error")
+    assert steps == [0, 1]
+    assert all(0 < v < 1 for v in values)
+    assert_real_png(plot_learning_curves({"ltla": tiny_runs.ltla}, tmp_path / "c.png"))
+    svg = plot_learning_curves({"ltla": tiny_runs.ltla}, tmp_path / "c.svg")
+    assert svg.read_text().lstrip().startswith("<?xml")
+
+
+def test_bad_inputs_write_nothing(tmp_path):
+    run = _log(tmp_path / "run", [0.1])
+    out = tmp_path / "out" / "c.png"
+    with pytest.raises(ValueError, match="non-empty mapping"):
+        plot_learning_curves({}, out)
+    with pytest.raises(FileNotFoundError, match=r"has no metrics\.jsonl"):
+        plot_learning_curves({"x": tmp_path / "missing"}, out)
+    with pytest.raises(ValueError, match="no finite 'val/nope' values"):
+        plot_learning_curves({"x": run}, out, key="val/nope")
+    with pytest.raises(ValueError, match=r"must end with \.png"):
+        plot_learning_curves({"x": run}, tmp_path / "c.jpg")
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "bad" / "metrics.jsonl").write_text('{"step": 0}\nnot json\n')
+    with pytest.raises(ValueError, match=r"metrics\.jsonl:2 is not JSON"):
+        plot_learning_curves({"x": tmp_path / "bad"}, out)
+    assert not (tmp_path / "out").exists()
+    assert not (tmp_path / "c.jpg").exists()
+
+
+def test_missing_matplotlib_is_one_line(tmp_path, monkeypatch):
+    run = _log(tmp_path / "run", [0.1])
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    with pytest.raises(ImportError, match=r"pip install 'pyskick\[viz\]'"):
+        plot_learning_curves({"x": run}, tmp_path / "c.png")
+    assert not (tmp_path / "c.png").exists()
