@@ -174,6 +174,7 @@ def write_report(
     test: torch.Tensor,
     *,
     channel_mean: Sequence[float],
+    nms: tuple[int, int] = (4, 1),
     device: str = "auto",
     examples: int = 2,
     log: Callable[[str], None] | None = None,
@@ -181,15 +182,18 @@ def write_report(
     """Draw the figures and write ``out_dir/index.html`` (one page, relative links to PNGs).
 
     Figures (:mod:`pyskick.viz`): ``curves.png`` (validation error of seed 0 of every trained
-    method) and per method ``figures/<method>/`` (episodes and policy heatmaps of seed 0 on
-    ``examples`` test viewgrids; redrawn only when the run's ``best.pt`` changed). Without
-    matplotlib the page says so and shows the table alone.
+    method); per method ``figures/<method>/`` (episodes and policy heatmaps of seed 0 on
+    ``examples`` test viewgrids); ``figures/sidekick-maps/`` (the reward and coverage maps the
+    sidekicks derive from the one-view model on the first ``examples`` test viewgrids). A
+    folder is redrawn only when its run's ``best.pt`` changed. Without matplotlib the page says
+    so and shows the table alone.
 
     Args:
         out_dir: the reproduce folder.
         table: :func:`build_table`'s output.
         test: ``[n, N, M, C, H, W]`` uint8 test viewgrids.
         channel_mean: the dataset's per-channel mean (0–255).
+        nms: the reward sidekick's (peaks, radius) for this dataset.
         device: where the policies run for the figures.
         examples: example viewgrids per method.
         log: progress lines.
@@ -201,7 +205,7 @@ def write_report(
     figures: dict[str, list[Path] | str] = {}
     curves: Path | None = None
     try:
-        from pyskick.viz import plot_learning_curves, visualize_run
+        from pyskick.viz import draw_sidekick_maps, plot_learning_curves, visualize_run
 
         trained = {m: run_dir(out_dir, m, 0) for m in methods if m != ONE_VIEW}
         if trained:
@@ -209,9 +213,26 @@ def write_report(
         device = resolve_device(device).type
         for method in methods:
             say(f"reproduce: figures of {method}")
-            figures[method] = _method_figures(
-                out_dir, method, test, channel_mean, device, examples, visualize_run
-            )
+            run = run_dir(out_dir, method, 0)
+            figures[method] = _cached_figures(
+                out_dir / "figures" / method,
+                run,
+                lambda folder, run=run: visualize_run(
+                    run, test, channel_mean=channel_mean, out_dir=folder, examples=examples,
+                    device=device,
+                ),
+            )  # fmt: skip
+        say("reproduce: sidekick maps")
+        one_view = run_dir(out_dir, ONE_VIEW, 0)
+        count = min(examples, test.shape[0])
+        figures[SIDEKICK_MAPS] = _cached_figures(
+            out_dir / "figures" / "sidekick-maps",
+            one_view,
+            lambda folder: draw_sidekick_maps(
+                one_view, test[:count], channel_mean=channel_mean, out_dir=folder,
+                names=[f"test{i}" for i in range(count)], nms=nms, device=device,
+            ),
+        )  # fmt: skip
         unavailable = None
     except ImportError as exc:
         unavailable = f"figures need matplotlib (pip install 'pyskick[viz]'): {exc}"
@@ -219,20 +240,17 @@ def write_report(
     return write_text(out_dir / "index.html", page)
 
 
-def _method_figures(
-    out_dir: Path,
-    method: str,
-    test: torch.Tensor,
-    channel_mean: Sequence[float],
-    device: str,
-    examples: int,
-    visualize_run: Callable[..., list[Path]],
+SIDEKICK_MAPS = "sidekick maps"
+"""Title of the report section of the sidekicks' maps."""
+
+
+def _cached_figures(
+    folder: Path, run: Path, draw: Callable[[Path], list[Path]]
 ) -> list[Path] | str:
-    """The method's figure files, redrawn when its ``best.pt`` changed; or why there are none."""
+    """``draw(folder)``'s files, redrawn only when ``run``'s ``best.pt`` changed; or why there
+    are none (a ValueError of the drawing, e.g. an actor the figures cannot replay)."""
     from pyskick.sidekicks.base import checkpoint_digest
 
-    run = run_dir(out_dir, method, 0)
-    folder = out_dir / "figures" / method
     record = folder / "figures.json"
     digest = checkpoint_digest(run)
     if record.is_file():
@@ -240,12 +258,10 @@ def _method_figures(
         if saved.get("checkpoint_sha256") == digest:
             return saved.get("reason") or [folder / name for name in saved["files"]]
     try:
-        paths = visualize_run(
-            run, test, channel_mean=channel_mean, out_dir=folder, examples=examples, device=device
-        )
+        paths = draw(folder)
         payload: dict[str, Any] = {"files": [p.name for p in paths]}
         result: list[Path] | str = paths
-    except ValueError as exc:  # e.g. an actor the figures cannot replay
+    except ValueError as exc:
         payload = {"files": [], "reason": str(exc)}
         result = str(exc)
     write_json(record, {"checkpoint_sha256": digest, **payload})
@@ -306,7 +322,9 @@ def _html(
     if figures:
         parts.append(
             "<h2>Examples</h2><p>Seed 0 of each method on test viewgrids: reconstructions "
-            "after each glimpse and, for learned actors, the policy heatmaps (Eq. 10).</p>"
+            "after each glimpse and, for learned actors, the policy heatmaps (Eq. 10). "
+            "The sidekick maps are what the sidekicks compute with full observability from "
+            "the one-view model: one-view scores and NMS reward maps (rew), coverage (demo).</p>"
         )
     for method, files in figures.items():
         parts.append(f"<h3>{esc(method)}</h3>")

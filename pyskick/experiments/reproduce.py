@@ -107,6 +107,7 @@ def reproduce(
     """
     from pyskick.data import ViewgridFile
     from pyskick.plugins import get_registries
+    from pyskick.sidekicks.reward import NMS_PRESETS
     from pyskick.training import TrainData, load_config
     from pyskick.training.one_view_cache import file_digest
 
@@ -178,8 +179,9 @@ def reproduce(
     if report:
         say("reproduce: drawing the report")
         index = write_report(
-            out, table, test, channel_mean=spec.channel_mean, device=config.device, log=say
-        )
+            out, table, test, channel_mean=spec.channel_mean, nms=NMS_PRESETS[spec.preset],
+            device=config.device, log=say,
+        )  # fmt: skip
     return ReproduceResult(out, table, index, time.perf_counter() - start)
 
 

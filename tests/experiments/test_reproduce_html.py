@@ -37,6 +37,11 @@ def test_report_links_every_figure_and_reuses_them(finished: Path, scenes: Path)
     # Policy heatmaps for learned actors only.
     assert any(link.startswith("figures/ltla/") and "heatmaps" in link for link in links)
     assert not any(link.startswith("figures/rnd-actions/") and "heatmaps" in link for link in links)
+    # The sidekicks' maps of the one example test viewgrid.
+    assert {link for link in links if link.startswith("figures/sidekick-maps/")} == {
+        "figures/sidekick-maps/test0_reward_maps.png",
+        "figures/sidekick-maps/test0_coverage.png",
+    }
     # A second report reuses the figures of unchanged runs.
     figures = sorted((finished / "figures").rglob("*.png"))
     before = [path.stat().st_mtime_ns for path in figures]
