@@ -39,6 +39,7 @@ bench: setup
 demo: setup
 	$(VENV)/bin/pyskick info
 	$(VENV)/bin/pyskick demo --out runs/demo
+	@echo "demo report: $(CURDIR)/runs/demo/index.html (table: runs/demo/table.md)"
 
 clean:
 	rm -rf build .pytest_cache .hypothesis .benchmarks

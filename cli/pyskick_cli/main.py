@@ -25,6 +25,7 @@ COMMANDS = {
     "train": "pyskick_cli.commands.train:train",
     "score": "pyskick_cli.commands.score:score",
     "evaluate": "pyskick_cli.commands.evaluate:evaluate",
+    "reproduce": "pyskick_cli.commands.reproduce:reproduce",
     "demo": "pyskick_cli.commands.demo:demo",
     "visualize": "pyskick_cli.commands.visualize:visualize",
 }

@@ -161,13 +161,15 @@ def test_incompatible_checkpoint_and_dataset(
 def test_demo_writes_a_table(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "demo"
     args = ["demo", "--out", str(out), "--num", "30", "--epochs", "1", "--pretrain-epochs", "1",
-            "--batch-size", "8"]  # fmt: skip
+            "--batch-size", "8", "--methods", "rnd-actions,ltla"]  # fmt: skip
     code, stdout, err = run(args, capsys)
     assert code == 0, err
     assert "| ltla |" in stdout
+    assert f"report in {out / 'index.html'}" in err
     table = json.loads((out / "table.json").read_text())
     assert [row["method"] for row in table["rows"]] == ["one-view", "rnd-actions", "ltla"]
     assert table["rows"][2]["avg"]["improvement_pct"] is not None
+    assert (out / "synthetic-scenes-n30-s123.h5").is_file()
     # Re-running skips every finished part and gives the same table.
     code, again, _ = run(args, capsys)
     assert code == 0

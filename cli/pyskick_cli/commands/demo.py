@@ -1,8 +1,8 @@
-"""``pyskick demo``: the main job on the embedded default, small enough for a laptop CPU.
+"""``pyskick demo``: ``pyskick reproduce`` on the embedded default, sized for a laptop CPU.
 
-It makes a synthetic-scenes dataset, pretrains the one-view model, trains ltla (the learned
-look-around policy, no sidekick) and rnd-actions (the same agent moving at random), evaluates
-all three with the paper's avg and adv metrics and prints the table. Re-running continues
+It generates a synthetic-scenes dataset into the output folder and runs every Table 1 method
+whose plugins are installed, one seed, with the ``cpu-demo`` preset. The defaults take about
+10–15 minutes on 2 CPU cores (docs/reproduce.md has the measured costs). Rerunning continues
 where it stopped and skips what is finished.
 """
 
@@ -14,34 +14,9 @@ from pathlib import Path
 
 import click
 
+from pyskick_cli.commands.reproduce import parse_methods, run_table
 
-def _stage(runs: Path, name: str) -> tuple[Path, bool]:
-    run = runs / name
-    return run, (run / "latest.pt").exists()
-
-
-def _row(name: str, results: dict) -> dict:
-    row = {"method": name}
-    for metric, result in results.items():
-        row[metric] = result.to_dict()
-    return row
-
-
-def format_table(rows: list[dict]) -> str:
-    """A Markdown table: mean ×1000 ± standard error and % improvement over one-view."""
-    lines = [
-        "| method | avg ×1000 | avg % better | adv ×1000 | adv % better |",
-        "|---|---|---|---|---|",
-    ]
-    for row in rows:
-        cells = [row["method"]]
-        for metric in ("avg", "adv"):
-            r = row[metric]
-            cells.append(f"{r['mean_x1000']:.2f} ± {r['stderr_x1000']:.2f}")
-            pct = r.get("improvement_pct")
-            cells.append("-" if pct is None else f"{pct:.2f}")
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+DATA_SEED = 123
 
 
 @click.command()
@@ -50,84 +25,62 @@ def format_table(rows: list[dict]) -> str:
     type=click.Path(file_okay=False, path_type=Path),
     default=Path("runs/demo"),
     show_default=True,
-    help="Folder of the dataset, the runs and the table.",
+    help="Folder of the dataset, the runs, the table and the report.",
 )
 @click.option(
-    "--num", type=click.IntRange(min=10), default=1000, show_default=True,
+    "--num", type=click.IntRange(min=10), default=600, show_default=True,
     help="Synthetic scenes to generate (80% train, 10% val, 10% test).",
 )  # fmt: skip
 @click.option(
-    "--pretrain-epochs", type=click.IntRange(min=1), default=8, show_default=True,
+    "--pretrain-epochs", type=click.IntRange(min=1), default=6, show_default=True,
     help="Epochs of one-view pretraining.",
 )  # fmt: skip
 @click.option(
-    "--epochs", type=click.IntRange(min=1), default=8, show_default=True,
-    help="Epochs of policy training (ltla, rnd-actions).",
+    "--epochs", type=click.IntRange(min=1), default=4, show_default=True,
+    help="Epochs of policy training of every method.",
 )  # fmt: skip
 @click.option(
     "--batch-size", type=click.IntRange(min=1), default=32, show_default=True,
     help="Batch size of every stage.",
 )  # fmt: skip
-@click.option("--seed", type=int, default=123, show_default=True, help="Random seed.")
+@click.option(
+    "--methods",
+    default=None,
+    help="Comma-separated Table 1 rows (default: every method whose plugins are installed).",
+)
 def demo(
-    out: Path, num: int, pretrain_epochs: int, epochs: int, batch_size: int, seed: int
+    out: Path, num: int, pretrain_epochs: int, epochs: int, batch_size: int, methods: str | None
 ) -> None:
-    """Run the main job on synthetic scenes with the cpu-demo preset and print the table."""
-    from pyskick.data import ViewgridFile
+    """Reproduce Table 1 on synthetic scenes (cpu-demo preset, every installed method) and
+    print the table and where the report is."""
     from pyskick.data.builtin import make_builtin
-    from pyskick.evaluation import evaluate
-    from pyskick.training import TrainData, load_config, pretrain, train
+    from pyskick.experiments import available_methods, select_methods
+    from pyskick.experiments.layout import SETTINGS_FILE
+    from pyskick.experiments.methods import METHODS
+    from pyskick.plugins import get_registries
 
-    start = time.perf_counter()
-    out.mkdir(parents=True, exist_ok=True)
-    data_path = out / f"synthetic-scenes-n{num}-s{seed}.h5"
+    started = time.perf_counter()
+    data_path = out / f"synthetic-scenes-n{num}-s{DATA_SEED}.h5"
+    record = out / SETTINGS_FILE
+    if record.is_file():  # refuse before generating data that the folder's runs did not use
+        recorded = json.loads(record.read_text()).get("dataset")
+        if recorded != str(data_path.resolve()):
+            raise ValueError(
+                f"{out} holds a demo on {recorded}, not on {num} scenes; "
+                "use another --out or the same --num"
+            )
+    chosen = parse_methods(methods)
+    if chosen is None:
+        chosen = [m.name for m in available_methods(get_registries())]
+        skipped = [m.name for m in METHODS if m.name not in chosen]
+        if skipped:
+            click.echo(f"demo: skipping {', '.join(skipped)} (plugins not installed)", err=True)
+    select_methods(chosen)  # an unknown name fails before the data are generated
     if not data_path.exists():
         click.echo(f"demo: generating {num} synthetic scenes", err=True)
-        make_builtin("synthetic-scenes", data_path, num, seed)
-    source = ViewgridFile(data_path)
-    data = TrainData.from_file(data_path)
-    test = source.split("test").load()
-    mean = tuple(source.spec.channel_mean)
-    # Runs depend on the data and the batch: other settings get their own folder (more epochs
-    # extend the same runs).
-    runs_dir = out / f"runs-n{num}-s{seed}-b{batch_size}"
-    config = load_config(
-        preset="cpu-demo",
-        overrides={
-            "pretrain_epochs": pretrain_epochs,
-            "epochs": epochs,
-            "batch_size": batch_size,
-            "seed": seed,
-        },
-    )
-
-    one_view, resume = _stage(runs_dir, "one-view")
-    click.echo("demo: pretraining the one-view model", err=True)
-    pretrain(config, one_view, data, resume=resume)
-    runs = {"one-view": one_view}
-    for name, actor in (("rnd-actions", "random"), ("ltla", "learned")):
-        run, resume = _stage(runs_dir, name)
-        click.echo(f"demo: training {name}", err=True)
-        train(config.replace(actor=actor), run, data, init=one_view, resume=resume)
-        runs[name] = run
-
-    click.echo("demo: evaluating", err=True)
-    rows = []
-    baselines: dict = {}
-    for name, run in runs.items():
-        results = {}
-        for metric in ("avg", "adv"):
-            results[metric] = evaluate(
-                run, test, metric, channel_mean=mean, baseline=baselines.get(metric), seed=seed
-            )
-        if name == "one-view":
-            baselines = results
-        rows.append(_row(name, results))
-    table = format_table(rows)
-    (out / "table.md").write_text(table + "\n")
-    (out / "table.json").write_text(json.dumps({"rows": rows, "n_test": len(test)}, indent=2))
-    click.echo(table)
-    click.echo(
-        f"demo: done in {time.perf_counter() - start:.0f} s; table in {out / 'table.md'}",
-        err=True,
-    )
+        out.mkdir(parents=True, exist_ok=True)
+        make_builtin("synthetic-scenes", data_path, num, DATA_SEED)
+    run_table(
+        data_path, out, methods=chosen, started=started, preset="cpu-demo", epochs=epochs,
+        pretrain_epochs=pretrain_epochs, batch_size=batch_size, device="cpu",
+    )  # fmt: skip

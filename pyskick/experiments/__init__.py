@@ -1,0 +1,50 @@
+"""Experiments: the paper's Table 1 on one dataset (``pyskick reproduce`` and ``pyskick demo``).
+
+::
+
+    from pyskick.experiments import reproduce
+
+    result = reproduce("scenes.h5", "runs/table1", preset="cpu-demo", methods=["ltla"])
+    print(result.out_dir / "table.md", result.index)
+
+See ``docs/reproduce.md``.
+"""
+
+from __future__ import annotations
+
+from pyskick.experiments.methods import (
+    METHOD_NAMES,
+    METHODS,
+    ONE_VIEW,
+    Method,
+    available_methods,
+    check_available,
+    missing_plugins,
+    select_methods,
+)
+from pyskick.experiments.report import (
+    OrderingCheck,
+    build_table,
+    format_table,
+    ordering_checks,
+    write_report,
+)
+from pyskick.experiments.reproduce import ReproduceResult, reproduce
+
+__all__ = [
+    "METHODS",
+    "METHOD_NAMES",
+    "ONE_VIEW",
+    "Method",
+    "OrderingCheck",
+    "ReproduceResult",
+    "available_methods",
+    "build_table",
+    "check_available",
+    "format_table",
+    "missing_plugins",
+    "ordering_checks",
+    "reproduce",
+    "select_methods",
+    "write_report",
+]

@@ -1,0 +1,338 @@
+"""Table 1 from the saved evaluations, the paper's ordering checks, and the HTML report.
+
+Numbers are the final-step reconstruction error ×1000 (lower is better). With K seeds a
+method's mean is the mean over seeds; two standard errors are reported:
+
+- ``stderr_x1000``: across test samples, of each sample's error averaged over the seeds
+  (``std / sqrt(n_test)``, as the paper's eval.py);
+- ``stderr_seeds_x1000``: across seeds, of the per-seed means (``std / sqrt(K)``; None for one
+  seed or for one-view, which is trained once).
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import numpy as np
+import torch
+
+from pyskick.evaluation.evaluate import METRICS
+from pyskick.evaluation.stats import improvement_pct, summarize
+from pyskick.experiments.layout import eval_path, run_dir, write_json, write_text
+from pyskick.experiments.methods import ONE_VIEW
+
+STDERR_NOTE = (
+    "± is the standard error across test samples (std / sqrt(n_test) of each sample's error, "
+    "averaged over seeds); with several seeds the standard error across seeds follows in "
+    "brackets."
+)
+
+
+def build_table(
+    out_dir: Path, methods: Sequence[str], *, seeds: int, settings: Mapping[str, Any]
+) -> dict[str, Any]:
+    """Aggregate ``out_dir/eval`` into the table (the content of ``table.json``).
+
+    Args:
+        out_dir: the reproduce folder.
+        methods: method names in table order (``one-view`` first).
+        seeds: seeds per trained method.
+        settings: the run's recorded settings (copied into the table).
+
+    Raises:
+        FileNotFoundError: a missing evaluation.
+    """
+    rows = []
+    for method in methods:
+        k_seeds = 1 if method == ONE_VIEW else seeds
+        row: dict[str, Any] = {"method": method, "seeds": k_seeds, "n_test": settings["n_test"]}
+        for metric in METRICS:
+            paths = [eval_path(out_dir, method, k, metric) for k in range(k_seeds)]
+            per_sample = torch.stack(
+                [torch.from_numpy(np.load(p.with_suffix(".npz"))["per_sample"]) for p in paths]
+            )
+            seed_means = per_sample.mean(1) * 1000.0
+            seeds_se = (
+                float(seed_means.std(unbiased=True)) / math.sqrt(k_seeds) if k_seeds > 1 else None
+            )
+            row[metric] = {
+                "mean_x1000": float(seed_means.mean()),
+                "stderr_x1000": summarize(per_sample.mean(0)).stderr_x1000,
+                "stderr_seeds_x1000": seeds_se,
+                "improvement_pct": None,
+            }
+        rows.append(row)
+    base = next(row for row in rows if row["method"] == ONE_VIEW)
+    for row in rows:
+        if row is base:
+            continue
+        for metric in METRICS:
+            row[metric]["improvement_pct"] = improvement_pct(
+                row[metric]["mean_x1000"], base[metric]["mean_x1000"]
+            )
+    table: dict[str, Any] = {
+        "unit": "final-step reconstruction MSE x1000 (lower is better)",
+        "stderr": STDERR_NOTE,
+        "settings": dict(settings),
+        "rows": rows,
+    }
+    table["ordering"] = [asdict(check) for check in ordering_checks(table)]
+    return table
+
+
+def format_table(table: Mapping[str, Any]) -> str:
+    """A Markdown table: mean ×1000 ± standard error and % improvement over one-view."""
+    lines = [
+        "| method | seeds | avg ×1000 | avg % better | adv ×1000 | adv % better |",
+        "|---|---|---|---|---|---|",
+    ]
+    for row in table["rows"]:
+        cells = [row["method"], str(row["seeds"])]
+        for metric in METRICS:
+            cells += _cells(row[metric])
+        lines.append("| " + " | ".join(cells) + " |")
+    n_test = table["settings"]["n_test"]
+    return "\n".join(lines) + f"\n\n{n_test} test viewgrids. {STDERR_NOTE}"
+
+
+def _cells(entry: Mapping[str, Any]) -> list[str]:
+    value = f"{entry['mean_x1000']:.2f} ± {entry['stderr_x1000']:.2f}"
+    if entry["stderr_seeds_x1000"] is not None:
+        value += f" ({entry['stderr_seeds_x1000']:.2f})"
+    pct = entry["improvement_pct"]
+    return [value, "-" if pct is None else f"{pct:.2f}"]
+
+
+def write_table(out_dir: Path, table: Mapping[str, Any]) -> tuple[Path, Path]:
+    """Write ``table.md`` and ``table.json`` atomically."""
+
+    md = write_text(out_dir / "table.md", format_table(table) + "\n")
+    return md, write_json(out_dir / "table.json", table)
+
+
+@dataclass(frozen=True)
+class OrderingCheck:
+    """One pairwise claim of the paper's ordering, judged from the table.
+
+    Attributes:
+        metric: ``"avg"`` or ``"adv"``.
+        better: the method the paper finds better (lower error).
+        worse: the method the paper finds worse.
+        gap_x1000: ``worse - better`` mean error ×1000 (positive: the claim holds).
+        stderr_x1000: the combined standard error ``sqrt(se_better² + se_worse²)`` (each the
+            larger of the across-samples and across-seeds standard errors).
+        verdict: ``"holds"``, ``"holds within one standard error"``, ``"reversed within one
+            standard error"`` or ``"reversed"``.
+    """
+
+    metric: str
+    better: str
+    worse: str
+    gap_x1000: float
+    stderr_x1000: float
+    verdict: str
+
+
+def ordering_checks(table: Mapping[str, Any]) -> list[OrderingCheck]:
+    """The paper's claims present in ``table``: one-view is worse than every other method, and
+    every sidekick method (``ours(...)``) is better than ltla."""
+    rows = {row["method"]: row for row in table["rows"]}
+    pairs = [(name, ONE_VIEW) for name in rows if name != ONE_VIEW]
+    if "ltla" in rows:
+        pairs += [(name, "ltla") for name in rows if name.startswith("ours(")]
+    checks = []
+    for metric in METRICS:
+        for better, worse in pairs:
+            gap = rows[worse][metric]["mean_x1000"] - rows[better][metric]["mean_x1000"]
+            se = math.hypot(_stderr(rows[better][metric]), _stderr(rows[worse][metric]))
+            if gap > se:
+                verdict = "holds"
+            elif gap > 0:
+                verdict = "holds within one standard error"
+            elif gap >= -se:
+                verdict = "reversed within one standard error"
+            else:
+                verdict = "reversed"
+            checks.append(OrderingCheck(metric, better, worse, gap, se, verdict))
+    return checks
+
+
+def _stderr(entry: Mapping[str, Any]) -> float:
+    return max(entry["stderr_x1000"], entry["stderr_seeds_x1000"] or 0.0)
+
+
+def write_report(
+    out_dir: Path,
+    table: Mapping[str, Any],
+    test: torch.Tensor,
+    *,
+    channel_mean: Sequence[float],
+    nms: tuple[int, int] = (4, 1),
+    device: str = "auto",
+    examples: int = 2,
+    log: Callable[[str], None] | None = None,
+) -> Path:
+    """Draw the figures and write ``out_dir/index.html`` (one page, relative links to PNGs).
+
+    Figures (:mod:`pyskick.viz`): ``curves.png`` (validation error of seed 0 of every trained
+    method); per method ``figures/<method>/`` (episodes and policy heatmaps of seed 0 on
+    ``examples`` test viewgrids); ``figures/sidekick-maps/`` (the reward and coverage maps the
+    sidekicks derive from the one-view model on the first ``examples`` test viewgrids). A
+    folder is redrawn only when its run's ``best.pt`` changed. Without matplotlib the page says
+    so and shows the table alone.
+
+    Args:
+        out_dir: the reproduce folder.
+        table: :func:`build_table`'s output.
+        test: ``[n, N, M, C, H, W]`` uint8 test viewgrids.
+        channel_mean: the dataset's per-channel mean (0–255).
+        nms: the reward sidekick's (peaks, radius) for this dataset.
+        device: where the policies run for the figures.
+        examples: example viewgrids per method.
+        log: progress lines.
+    """
+    from pyskick.training.distributed import resolve_device
+
+    say = log or (lambda _line: None)
+    methods = [row["method"] for row in table["rows"]]
+    figures: dict[str, list[Path] | str] = {}
+    curves: Path | None = None
+    try:
+        from pyskick.viz import draw_sidekick_maps, plot_learning_curves, visualize_run
+
+        trained = {m: run_dir(out_dir, m, 0) for m in methods if m != ONE_VIEW}
+        if trained:
+            curves = plot_learning_curves(trained, out_dir / "curves.png")
+        device = resolve_device(device).type
+        for method in methods:
+            say(f"reproduce: figures of {method}")
+            run = run_dir(out_dir, method, 0)
+            figures[method] = _cached_figures(
+                out_dir / "figures" / method,
+                run,
+                lambda folder, run=run: visualize_run(
+                    run, test, channel_mean=channel_mean, out_dir=folder, examples=examples,
+                    device=device,
+                ),
+            )  # fmt: skip
+        say("reproduce: sidekick maps")
+        one_view = run_dir(out_dir, ONE_VIEW, 0)
+        count = min(examples, test.shape[0])
+        figures[SIDEKICK_MAPS] = _cached_figures(
+            out_dir / "figures" / "sidekick-maps",
+            one_view,
+            lambda folder: draw_sidekick_maps(
+                one_view, test[:count], channel_mean=channel_mean, out_dir=folder,
+                names=[f"test{i}" for i in range(count)], nms=nms, device=device,
+            ),
+        )  # fmt: skip
+        unavailable = None
+    except ImportError as exc:
+        unavailable = f"figures need matplotlib (pip install 'pyskick[viz]'): {exc}"
+    page = _html(table, ordering_checks(table), curves, figures, unavailable, out_dir)
+    return write_text(out_dir / "index.html", page)
+
+
+SIDEKICK_MAPS = "sidekick maps"
+"""Title of the report section of the sidekicks' maps."""
+
+
+def _cached_figures(
+    folder: Path, run: Path, draw: Callable[[Path], list[Path]]
+) -> list[Path] | str:
+    """``draw(folder)``'s files, redrawn only when ``run``'s ``best.pt`` changed; or why there
+    are none (a ValueError of the drawing, e.g. an actor the figures cannot replay)."""
+    from pyskick.sidekicks.base import checkpoint_digest
+
+    record = folder / "figures.json"
+    digest = checkpoint_digest(run)
+    if record.is_file():
+        saved = json.loads(record.read_text())
+        if saved.get("checkpoint_sha256") == digest:
+            return saved.get("reason") or [folder / name for name in saved["files"]]
+    try:
+        paths = draw(folder)
+        payload: dict[str, Any] = {"files": [p.name for p in paths]}
+        result: list[Path] | str = paths
+    except ValueError as exc:
+        payload = {"files": [], "reason": str(exc)}
+        result = str(exc)
+    write_json(record, {"checkpoint_sha256": digest, **payload})
+    return result
+
+
+def _html(
+    table: Mapping[str, Any],
+    checks: list[OrderingCheck],
+    curves: Path | None,
+    figures: Mapping[str, list[Path] | str],
+    unavailable: str | None,
+    out_dir: Path,
+) -> str:
+    esc = html.escape
+    settings = table["settings"]
+    parts = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8"><title>pyskick reproduce: Table 1</title>',
+        "<style>body{font-family:sans-serif;max-width:1100px;margin:2em auto;padding:0 1em}"
+        "table{border-collapse:collapse}td,th{border:1px solid #bbb;padding:3px 8px;"
+        "text-align:right}td:first-child{text-align:left}img{max-width:100%}"
+        ".fail{color:#a00}</style></head><body>",
+        "<h1>Table 1 reproduction</h1>",
+        "<p>"
+        + ", ".join(f"{esc(str(k))}: <code>{esc(str(v))}</code>" for k, v in settings.items())
+        + "</p>",
+        f"<h2>Reconstruction error ×1000 (lower is better)</h2><p>{esc(STDERR_NOTE)}</p>",
+        "<table><tr><th>method</th><th>seeds</th><th>avg ×1000</th><th>avg % better</th>"
+        "<th>adv ×1000</th><th>adv % better</th></tr>",
+    ]
+    for row in table["rows"]:
+        cells = [row["method"], str(row["seeds"])]
+        for metric in METRICS:
+            cells += _cells(row[metric])
+        parts.append("<tr>" + "".join(f"<td>{esc(c)}</td>" for c in cells) + "</tr>")
+    parts.append("</table>")
+    parts.append(
+        "<h2>Does the paper's ordering hold?</h2><p>The paper finds one-view worst and the "
+        "sidekick methods better than ltla. Each claim below compares two means; "
+        "&ldquo;one standard error&rdquo; is the combined standard error "
+        "sqrt(se₁² + se₂²) (the samples are shared, so this is conservative).</p><ul>"
+    )
+    for check in checks:
+        cls = ' class="fail"' if check.verdict.startswith("reversed") else ""
+        parts.append(
+            f"<li{cls}>{check.metric}: {esc(check.better)} better than {esc(check.worse)}: "
+            f"<b>{check.verdict}</b> (gap {check.gap_x1000:.2f} ± {check.stderr_x1000:.2f})</li>"
+        )
+    parts.append("</ul>")
+    if unavailable is not None:
+        parts.append(f"<p>{esc(unavailable)}</p>")
+    if curves is not None:
+        parts.append(
+            "<h2>Learning curves</h2><p>Validation error of seed 0 of each trained method.</p>"
+            f'<img src="{quote(curves.relative_to(out_dir).as_posix())}" alt="learning curves">'
+        )
+    if figures:
+        parts.append(
+            "<h2>Examples</h2><p>Seed 0 of each method on test viewgrids: reconstructions "
+            "after each glimpse and, for learned actors, the policy heatmaps (Eq. 10). "
+            "The sidekick maps are what the sidekicks compute with full observability from "
+            "the one-view model: one-view scores and NMS reward maps (rew), coverage (demo).</p>"
+        )
+    for method, files in figures.items():
+        parts.append(f"<h3>{esc(method)}</h3>")
+        if isinstance(files, str):
+            parts.append(f"<p>No figures: {esc(files)}</p>")
+            continue
+        for path in files:
+            link = quote(path.relative_to(out_dir).as_posix())
+            parts.append(f'<p><img src="{link}" alt="{esc(path.name)}"></p>')
+    parts.append("</body></html>")
+    return "\n".join(parts) + "\n"

@@ -1,0 +1,333 @@
+"""The paper's Table 1 on one dataset, end to end and resumable (paper-reference §6).
+
+:func:`reproduce` pretrains the one-view model, trains every selected method for every seed
+from it, evaluates each run on the test split with the avg and adv metrics and writes the table
+and the report. Layout of the output folder::
+
+    reproduce.json                 settings (a rerun must agree with them)
+    timings.jsonl                  seconds spent per stage, one record per stage run
+    one-view/                      the pretrained run
+    <method>/seed-<k>/             the runs
+    eval/<method>-seed<k>-<metric>.json/.npz   evaluations (EvalResult.save)
+    table.md, table.json           the table (see :mod:`pyskick.experiments.report`)
+    curves.png, figures/, index.html
+
+A rerun skips what is finished: runs whose ``latest.pt`` reached the epochs, evaluations whose
+recorded ``best.pt`` digest is the run's current one. An interrupted run continues from its
+``latest.pt``. More ``epochs`` than before extend the runs (evaluations of a run whose
+``best.pt`` changed are redone); any other change of the recorded settings is refused.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from pyskick.evaluation.evaluate import METRICS, EvalResult
+from pyskick.experiments.layout import (
+    SETTINGS_FILE,
+    TIMINGS_FILE,
+    eval_path,
+    run_dir,
+    write_json,
+)
+from pyskick.experiments.methods import ONE_VIEW, Method, check_available, select_methods
+from pyskick.experiments.report import build_table, write_report, write_table
+
+if TYPE_CHECKING:
+    from torch import Tensor
+
+    from pyskick.data.spec import GridSpec
+    from pyskick.training import TrainConfig, TrainData
+
+# Settings that decide every result; ``epochs`` may grow (runs are extended).
+_FIXED_SETTINGS = ("dataset_sha256", "preset", "pretrain_epochs", "batch_size", "n_test", "seed")
+
+Log = Callable[[str], None]
+_T = TypeVar("_T")
+
+
+@dataclass(frozen=True)
+class ReproduceResult:
+    """What :func:`reproduce` wrote."""
+
+    out_dir: Path
+    """The output folder."""
+    table: dict[str, Any]
+    """The content of ``table.json``."""
+    index: Path | None
+    """``index.html`` (None when the report was not asked for)."""
+    seconds: float
+    """Wall time of this call."""
+
+
+def reproduce(
+    dataset: str | os.PathLike[str],
+    out_dir: str | os.PathLike[str],
+    *,
+    preset: str | None = None,
+    epochs: int | None = None,
+    pretrain_epochs: int | None = None,
+    batch_size: int | None = None,
+    methods: Sequence[str] | None = None,
+    seeds: int = 1,
+    num_test: int | None = None,
+    device: str | None = None,
+    report: bool = True,
+    log: Log | None = None,
+) -> ReproduceResult:
+    """Run Table 1 on ``dataset`` into ``out_dir`` (resumable; see the module docstring).
+
+    Args:
+        dataset: a viewgrid HDF5 file with train, val and test splits.
+        out_dir: the output folder (created).
+        preset: training preset (default: ``paper-modelnet`` for a ``modelnet-hard`` dataset,
+            else ``paper-sun360``).
+        epochs, pretrain_epochs, batch_size: override the preset's.
+        methods: Table 1 names to run (``one-view`` is always added); None: all of them.
+        seeds: training seeds per method (seed index k trains and evaluates with the config's
+            seed + k).
+        num_test: evaluate on the first this many test viewgrids (None: all).
+        device: ``"auto"``, ``"cpu"`` or ``"cuda"`` (not part of the recorded settings).
+        report: also draw the figures and write ``index.html``.
+        log: called with one line per stage (progress).
+
+    Returns:
+        :class:`ReproduceResult`.
+
+    Raises:
+        FileNotFoundError: no such dataset.
+        ValueError, TypeError: bad arguments, a method whose plugin is not installed, or
+            settings that disagree with the folder's ``reproduce.json``; nothing is written then.
+    """
+    from pyskick.data import ViewgridFile
+    from pyskick.plugins import get_registries
+    from pyskick.sidekicks.reward import NMS_PRESETS
+    from pyskick.training import TrainData, load_config
+    from pyskick.training.one_view_cache import file_digest
+
+    start = time.perf_counter()
+    say: Log = log or (lambda _line: None)
+    for name, value in (("seeds", seeds), ("num_test", num_test)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+            raise TypeError(f"{name} must be an int, got {value!r}")
+        if value is not None and value < 1:
+            raise ValueError(f"{name} must be positive, got {value}")
+    chosen = select_methods(methods)
+    check_available(chosen, get_registries())
+    path = Path(dataset)
+    if not path.is_file():
+        raise FileNotFoundError(f"dataset file {path} does not exist")
+    source = ViewgridFile(path)
+    spec = source.spec
+    available = source.num_samples("test")
+    n_test = available if num_test is None else num_test
+    if n_test > available:
+        raise ValueError(f"num_test {n_test} exceeds the {available} test viewgrids of {path}")
+    if preset is None:
+        preset = "paper-modelnet" if spec.preset == "modelnet-hard" else "paper-sun360"
+    overrides = {"epochs": epochs, "pretrain_epochs": pretrain_epochs, "batch_size": batch_size}
+    if device is not None:
+        overrides["device"] = device
+    config = load_config(
+        preset=preset,
+        overrides={key: value for key, value in overrides.items() if value is not None},
+    )
+    if source.num_samples("train") < config.batch_size:
+        raise ValueError(
+            f"batch_size {config.batch_size} exceeds the {source.num_samples('train')} training "
+            f"viewgrids of {path}"
+        )
+    out = Path(out_dir)
+    settings = {
+        "dataset": str(path.resolve()),
+        "dataset_sha256": file_digest(path),
+        "preset": preset,
+        "pretrain_epochs": config.pretrain_epochs,
+        "epochs": config.epochs,
+        "batch_size": config.batch_size,
+        "n_test": n_test,
+        "seed": config.seed,
+    }
+    check_settings(out, settings)
+    out.mkdir(parents=True, exist_ok=True)
+    write_json(out / SETTINGS_FILE, settings)
+
+    data = TrainData.from_file(path)
+    test = source.split("test").load(list(range(n_test)))
+    one_view = run_dir(out, ONE_VIEW, 0)
+    _pretrain(config, one_view, data, out, say)
+    for method in chosen:
+        if not method.trained:
+            continue
+        for k in range(seeds):
+            _train(method, k, config, one_view, data, spec, out, say)
+
+    for method in chosen:
+        for k in range(1 if not method.trained else seeds):
+            for metric in METRICS:
+                _evaluate(method.name, k, metric, config, test, spec.channel_mean, out, say)
+
+    table = build_table(out, [m.name for m in chosen], seeds=seeds, settings=settings)
+    write_table(out, table)
+    index = None
+    if report:
+        say("reproduce: drawing the report")
+        index = write_report(
+            out, table, test, channel_mean=spec.channel_mean, nms=NMS_PRESETS[spec.preset],
+            device=config.device, log=say,
+        )  # fmt: skip
+    return ReproduceResult(out, table, index, time.perf_counter() - start)
+
+
+def check_settings(out_dir: Path, settings: dict[str, Any]) -> None:
+    """Refuse settings that would mix inconsistent results into ``out_dir``.
+
+    Raises:
+        ValueError: ``out_dir`` is not a folder, its ``reproduce.json`` is unreadable, or a
+            recorded setting differs (fewer epochs than recorded included).
+    """
+    if out_dir.exists() and not out_dir.is_dir():
+        raise ValueError(f"--out {out_dir} exists and is not a folder")
+    record = out_dir / SETTINGS_FILE
+    if not record.is_file():
+        return
+    try:
+        saved = json.loads(record.read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ValueError(f"{record} is unreadable ({exc}); choose another --out") from None
+    for key in _FIXED_SETTINGS:
+        if saved.get(key) != settings[key]:
+            shown = "another dataset" if key == "dataset_sha256" else repr(saved.get(key))
+            mine = "this one" if key == "dataset_sha256" else repr(settings[key])
+            raise ValueError(
+                f"{out_dir} holds results of {key} {shown}, not {mine}; "
+                "use another --out or the same settings"
+            )
+    if settings["epochs"] < saved.get("epochs", 0):
+        raise ValueError(
+            f"{out_dir} holds runs of {saved['epochs']} epochs; cannot shorten them to "
+            f"{settings['epochs']} (use another --out)"
+        )
+
+
+def epochs_done(run: Path) -> int:
+    """Epochs a run's ``latest.pt`` covers (0 without one)."""
+    from pyskick.training.checkpoint import load_checkpoint
+
+    latest = run / "latest.pt"
+    return int(load_checkpoint(latest)["epoch"]) + 1 if latest.is_file() else 0
+
+
+def _timed(out: Path, record: dict[str, Any], action: Callable[[], _T]) -> _T:
+    """Run ``action``, append its wall time to ``timings.jsonl`` and return its result."""
+    start = time.perf_counter()
+    result = action()
+    record = {**record, "seconds": round(time.perf_counter() - start, 3)}
+    with (out / TIMINGS_FILE).open("a") as handle:
+        handle.write(json.dumps(record) + "\n")
+    return result
+
+
+def _pretrain(config: TrainConfig, run: Path, data: TrainData, out: Path, say: Log) -> None:
+    from pyskick.training import pretrain
+
+    done = epochs_done(run)
+    if done >= config.pretrain_epochs:
+        return
+    say(f"reproduce: pretraining the one-view model ({done}/{config.pretrain_epochs} epochs done)")
+    _timed(
+        out,
+        {
+            "stage": "pretrain",
+            "method": ONE_VIEW,
+            "seed": 0,
+            "epochs": config.pretrain_epochs - done,
+        },
+        lambda: pretrain(config, run, data, resume=done > 0),
+    )
+
+
+def _train(
+    method: Method,
+    k: int,
+    config: TrainConfig,
+    one_view: Path,
+    data: TrainData,
+    spec: GridSpec,
+    out: Path,
+    say: Log,
+) -> None:
+    from pyskick.plugins import get_registries
+    from pyskick.training import train
+
+    run = run_dir(out, method.name, k)
+    config = config.replace(actor=method.actor, critic=method.critic, seed=config.seed + k)
+    done = epochs_done(run)
+    if done >= config.epochs:
+        return
+    # Built only when there is training to do: a sidekick scores the training set on prepare.
+    sidekick = (
+        get_registries()["sidekick"]
+        .get(method.sidekick)
+        .factory(one_view=one_view, spec=spec, config=config)
+    )
+    radius = getattr(sidekick, "radius", None)  # a reward sidekick's NMS radius
+    if radius is not None:
+        config = config.replace(reward_radius=radius)
+    say(f"reproduce: training {method.name} seed {k} ({done}/{config.epochs} epochs done)")
+    _timed(
+        out,
+        {"stage": "train", "method": method.name, "seed": k, "epochs": config.epochs - done},
+        lambda: train(config, run, data, init=one_view, resume=done > 0, sidekick=sidekick),
+    )
+
+
+def _evaluate(
+    method: str,
+    k: int,
+    metric: str,
+    config: TrainConfig,
+    test: Tensor,
+    channel_mean: Sequence[float],
+    out: Path,
+    say: Log,
+) -> None:
+    from pyskick.evaluation import evaluate
+    from pyskick.sidekicks.base import checkpoint_digest
+
+    run = run_dir(out, method, k)
+    target = eval_path(out, method, k, metric)
+    digest = checkpoint_digest(run)
+    if target.is_file() and json.loads(target.read_text()).get("checkpoint_sha256") == digest:
+        return
+    say(f"reproduce: evaluating {method} seed {k} ({metric})")
+    result: EvalResult = _timed(
+        out,
+        {"stage": "evaluate", "method": method, "seed": k, "metric": metric},
+        lambda: evaluate(
+            run,
+            test,
+            metric,  # type: ignore[arg-type]
+            channel_mean=channel_mean,
+            batch_size=config.eval_batch_size,
+            device=config.device,
+            seed=config.seed + k,
+        ),
+    )
+    result.save(target.with_suffix(".npz"))
+    write_json(
+        target,
+        {
+            **result.to_dict(),
+            "method": method,
+            "seed_index": k,
+            "eval_seed": config.seed + k,
+            "checkpoint_sha256": digest,
+        },
+    )

@@ -1,0 +1,38 @@
+"""A tiny synthetic-scenes file and one finished reproduce folder shared by the tests."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from pyskick.data.builtin import make_builtin
+from pyskick.experiments import reproduce
+
+FAST = {"preset": "cpu-demo", "epochs": 1, "pretrain_epochs": 1, "batch_size": 8, "device": "cpu"}
+METHODS = ["rnd-actions", "ltla", "ours(rew)"]
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    """Keep the shared 2-core machine responsive and timings stable."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="session")
+def scenes(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """40 scenes: 32 train, 4 val, 4 test."""
+    return make_builtin("synthetic-scenes", tmp_path_factory.mktemp("data") / "s.h5", 40, 1)
+
+
+@pytest.fixture(scope="session")
+def finished(scenes: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A reproduce folder of one-view, rnd-actions, ltla and ours(rew), one epoch each."""
+    out = tmp_path_factory.mktemp("table") / "out"
+    torch.set_num_threads(1)
+    reproduce(scenes, out, methods=METHODS, report=False, **FAST)
+    return out

@@ -1,0 +1,135 @@
+"""`pyskick reproduce` and `pyskick demo` from the command line: output, exit codes, refusals."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pyskick.experiments import METHOD_NAMES, available_methods, check_available, select_methods
+from pyskick.plugins import get_host, make_plugin_host
+from pyskick_cli.main import main
+
+FAST = ["--preset", "cpu-demo", "--epochs", "1", "--pretrain-epochs", "1", "--batch-size", "8"]
+
+
+def run(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    with pytest.raises(SystemExit) as exc:
+        main(args)
+    out, err = capsys.readouterr()
+    return int(exc.value.code or 0), out, err
+
+
+def test_reproduce_prints_the_table(
+    scenes: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "out"
+    args = ["reproduce", "--dataset", str(scenes), "--out", str(out), *FAST, "--device", "cpu"]
+    code, stdout, err = run([*args, "--methods", "ltla", "--no-report"], capsys)
+    assert code == 0, err
+    assert stdout.startswith("| method | seeds | avg ×1000 |")
+    assert [line.split(" | ")[0] for line in stdout.splitlines()[2:4]] == ["| one-view", "| ltla"]
+    assert f"report in {out / 'table.md'}" in err
+    assert "reproduce: done in" in err
+    assert not (out / "index.html").exists()
+    # A changed setting is one line and exit 2.
+    code, _, err = run(
+        [*args[:-2], "--device", "cpu", "--methods", "ltla", "--batch-size", "4"], capsys
+    )
+    assert code == 2
+    assert err.count("\n") == 1
+    assert "batch_size 8, not 4" in err
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--methods", "bogus"], "unknown method 'bogus'"),
+        (["--methods", ","], "no method named"),
+        (["--seeds", "0"], "--seeds"),
+        (["--preset", "nope"], "--preset"),
+    ],
+)
+def test_bad_input_exits_2_and_writes_nothing(
+    scenes: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], extra: list[str], message: str
+) -> None:
+    out = tmp_path / "out"
+    code, _, err = run(["reproduce", "--dataset", str(scenes), "--out", str(out), *extra], capsys)
+    assert code == 2
+    assert message in err
+    assert not out.exists()
+
+
+def test_method_of_a_missing_plugin_is_an_error(
+    scenes: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Without entry-point plugins, rnd-rewards and expert-clone (plugin distributions) are missing.
+    monkeypatch.setenv("PYSKICK_DISABLE_PLUGIN_AUTOLOAD", "1")
+    get_host.cache_clear()
+    try:
+        out = tmp_path / "out"
+        code, _, err = run(
+            [
+                "reproduce",
+                "--dataset",
+                str(scenes),
+                "--out",
+                str(out),
+                "--methods",
+                "ltla,rnd-rewards",
+            ],
+            capsys,
+        )
+        assert code == 2
+        assert "method rnd-rewards needs sidekick 'rnd-rewards'" in err
+        assert not out.exists()
+    finally:
+        get_host.cache_clear()
+
+
+def test_missing_names_are_listed_per_method() -> None:
+    registries = make_plugin_host(autoload=False).registries
+    missing = {m.name for m in select_methods(None)} - {
+        m.name for m in available_methods(registries)
+    }
+    assert {"rnd-rewards", "expert-clone"} <= missing
+    assert {"one-view", "rnd-actions", "ltla", "asymm-ac", "ours(rew)", "ours(rew)+ac"}.isdisjoint(
+        missing
+    )
+    with pytest.raises(ValueError, match=r"method expert-clone needs sidekick 'expert-clone'"):
+        check_available(select_methods(["expert-clone"]), registries)
+    # Table order is kept and one-view always comes first.
+    assert [m.name for m in select_methods(["ltla", "rnd-actions"])] == [
+        "one-view",
+        "rnd-actions",
+        "ltla",
+    ]
+    assert METHOD_NAMES[0] == "one-view"
+    assert METHOD_NAMES[-1] == "demo-actions"
+
+
+def test_demo_refuses_another_size_before_generating(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "demo"
+    out.mkdir()
+    record = {"dataset": str((out / "synthetic-scenes-n600-s123.h5").resolve())}
+    (out / "reproduce.json").write_text(json.dumps(record))
+    code, _, err = run(["demo", "--out", str(out), "--num", "50"], capsys)
+    assert code == 2
+    assert "not on 50 scenes" in err
+    assert sorted(p.name for p in out.iterdir()) == ["reproduce.json"]
+
+
+def test_demo_unknown_method_generates_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "demo"
+    code, _, err = run(["demo", "--out", str(out), "--methods", "ltla,nope"], capsys)
+    assert code == 2
+    assert "unknown method 'nope'" in err
+    assert not out.exists()

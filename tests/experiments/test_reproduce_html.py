@@ -1,0 +1,50 @@
+"""The report page: table rows, ordering verdicts and links to figures that exist."""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+from pathlib import Path
+from urllib.parse import quote, unquote
+
+from pyskick.data import ViewgridFile
+from pyskick.experiments import write_report
+
+
+def test_report_links_every_figure_and_reuses_them(finished: Path, scenes: Path) -> None:
+    table = json.loads((finished / "table.json").read_text())
+    source = ViewgridFile(scenes)
+    test = source.split("test").load()
+    mean = source.spec.channel_mean
+    index = write_report(finished, table, test, channel_mean=mean, device="cpu", examples=1)
+    assert index == finished / "index.html"
+    page = index.read_text()
+    methods = [row["method"] for row in table["rows"]]
+    for method in methods:
+        assert f"<tr><td>{html.escape(method)}</td>" in page
+    assert "ours(rew) better than ltla: <b>" in page
+    links = re.findall(r'<img src="([^"]+)"', page)
+    assert links[0] == "curves.png"
+    for link in links:
+        assert (finished / unquote(link)).is_file(), link
+    for method in methods:
+        episodes = [
+            link for link in links
+            if link.startswith(f"figures/{quote(method)}/") and link.endswith("_episode.png")
+        ]  # fmt: skip
+        assert len(episodes) == 1, method
+    # Policy heatmaps for learned actors only.
+    assert any(link.startswith("figures/ltla/") and "heatmaps" in link for link in links)
+    assert not any(link.startswith("figures/rnd-actions/") and "heatmaps" in link for link in links)
+    # The sidekicks' maps of the one example test viewgrid.
+    assert {link for link in links if link.startswith("figures/sidekick-maps/")} == {
+        "figures/sidekick-maps/test0_reward_maps.png",
+        "figures/sidekick-maps/test0_coverage.png",
+    }
+    # A second report reuses the figures of unchanged runs.
+    figures = sorted((finished / "figures").rglob("*.png"))
+    before = [path.stat().st_mtime_ns for path in figures]
+    write_report(finished, table, test, channel_mean=mean, device="cpu", examples=1)
+    assert [path.stat().st_mtime_ns for path in figures] == before
+    assert index.read_text() == page

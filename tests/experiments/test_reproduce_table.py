@@ -1,0 +1,184 @@
+"""reproduce(): the table's structure and numbers, skipping, resuming and refusals."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from pyskick.data import ViewgridFile
+from pyskick.evaluation import evaluate
+from pyskick.experiments import reproduce
+from pyskick.experiments.layout import TIMINGS_FILE
+from pyskick.experiments.reproduce import epochs_done
+from pyskick.training import trainer as trainer_module
+from pyskick.training.checkpoint import load_checkpoint
+from pyskick.training.loggers import read_metrics
+
+FAST = {"preset": "cpu-demo", "epochs": 1, "pretrain_epochs": 1, "batch_size": 8, "device": "cpu"}
+METHODS = ["rnd-actions", "ltla", "ours(rew)"]
+
+
+def _timings(out: Path) -> list[dict]:
+    return [json.loads(line) for line in (out / TIMINGS_FILE).read_text().splitlines()]
+
+
+def test_table_matches_direct_evaluation(finished: Path, scenes: Path) -> None:
+    table = json.loads((finished / "table.json").read_text())
+    assert [row["method"] for row in table["rows"]] == ["one-view", *METHODS]
+    assert table["settings"]["n_test"] == 4
+    source = ViewgridFile(scenes)
+    test = source.split("test").load()
+    mean = source.spec.channel_mean
+    base = {
+        m: evaluate(finished / "one-view", test, m, channel_mean=mean, seed=123)
+        for m in ("avg", "adv")
+    }
+    for row in table["rows"]:
+        assert row["seeds"] == 1
+        assert row["n_test"] == 4
+        run = (
+            finished / "one-view"
+            if row["method"] == "one-view"
+            else finished / row["method"] / "seed-0"
+        )
+        for metric in ("avg", "adv"):
+            direct = evaluate(
+                run, test, metric, channel_mean=mean, seed=123,
+                baseline=None if row["method"] == "one-view" else base[metric],
+            )  # fmt: skip
+            entry = row[metric]
+            assert entry["mean_x1000"] == pytest.approx(direct.summary.mean_x1000, rel=1e-9)
+            assert entry["stderr_x1000"] == pytest.approx(direct.summary.stderr_x1000, rel=1e-9)
+            assert entry["stderr_seeds_x1000"] is None
+            if direct.improvement_pct is None:
+                assert entry["improvement_pct"] is None
+            else:
+                assert entry["improvement_pct"] == pytest.approx(direct.improvement_pct)
+            saved = json.loads(
+                (finished / "eval" / f"{row['method']}-seed0-{metric}.json").read_text()
+            )
+            assert saved["n_samples"] == 4
+            assert (finished / "eval" / f"{row['method']}-seed0-{metric}.npz").is_file()
+    # ours(rew) trained with the reward sidekick's NMS radius (sun360-like preset: 1).
+    rew = load_checkpoint(finished / "ours(rew)" / "seed-0" / "latest.pt")
+    assert rew["sidekick_name"] == "rew"
+    assert (
+        load_checkpoint(finished / "rnd-actions" / "seed-0" / "latest.pt")["config"]["actor"]
+        == "random"
+    )
+    md = (finished / "table.md").read_text()
+    assert md.startswith("| method | seeds | avg ×1000 |")
+    ltla = table["rows"][2]
+    assert (
+        f"| ltla | 1 | {ltla['avg']['mean_x1000']:.2f} ± {ltla['avg']['stderr_x1000']:.2f} |" in md
+    )
+    assert {check["worse"] for check in table["ordering"]} == {"one-view", "ltla"}
+
+
+def test_rerun_skips_finished_work(finished: Path, scenes: Path) -> None:
+    runs = [finished / "one-view", *(finished / m / "seed-0" for m in METHODS)]
+    before = {run: (run / "latest.pt").stat().st_mtime_ns for run in runs}
+    n_records = len(_timings(finished))
+    result = reproduce(scenes, finished, methods=METHODS, report=False, **FAST)
+    assert {run: (run / "latest.pt").stat().st_mtime_ns for run in runs} == before
+    assert len(_timings(finished)) == n_records  # nothing trained or evaluated again
+    assert result.table == json.loads((finished / "table.json").read_text())
+
+
+def test_interrupted_run_resumes_and_more_epochs_extend(
+    scenes: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out = tmp_path / "out"
+    save = trainer_module.Trainer.save
+
+    def save_then_die(self: trainer_module.Trainer, epoch: int, *, best: bool) -> None:
+        save(self, epoch, best=best)
+        if self.stage == "train":
+            raise KeyboardInterrupt  # killed after the first epoch of ltla
+
+    monkeypatch.setattr(trainer_module.Trainer, "save", save_then_die)
+    settings = {**FAST, "epochs": 2}
+    with pytest.raises(KeyboardInterrupt):
+        reproduce(scenes, out, methods=["ltla"], report=False, **settings)
+    run = out / "ltla" / "seed-0"
+    assert epochs_done(run) == 1
+    first = read_metrics(run / "metrics.jsonl")[0]
+    monkeypatch.setattr(trainer_module.Trainer, "save", save)
+    reproduce(scenes, out, methods=["ltla"], report=False, **settings)
+    assert epochs_done(run) == 2
+    records = read_metrics(run / "metrics.jsonl")
+    assert [r["step"] for r in records] == [0, 1]
+    assert records[0] == first
+    assert [(t["stage"], t["epochs"]) for t in _timings(out) if t["stage"] != "evaluate"] == [
+        ("pretrain", 1), ("train", 1),
+    ]  # fmt: skip
+    # More epochs extend the run; the evaluations follow its new best.pt.
+    reproduce(scenes, out, methods=["ltla"], report=False, **{**settings, "epochs": 3})
+    assert epochs_done(run) == 3
+    assert json.loads((out / "reproduce.json").read_text())["epochs"] == 3
+    with pytest.raises(ValueError, match="cannot shorten"):
+        reproduce(scenes, out, methods=["ltla"], report=False, **settings)
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"pretrain_epochs": 2}, "pretrain_epochs 1, not 2"),
+        ({"batch_size": 4}, "batch_size 8, not 4"),
+        ({"num_test": 2}, "n_test 4, not 2"),
+        ({"preset": "paper-sun360"}, "preset 'cpu-demo', not 'paper-sun360'"),
+    ],
+)
+def test_changed_settings_are_refused(
+    finished: Path, scenes: Path, change: dict, message: str
+) -> None:
+    record = (finished / "reproduce.json").read_text()
+    with pytest.raises(ValueError, match=message.replace("(", r"\(")):
+        reproduce(scenes, finished, methods=["ltla"], report=False, **{**FAST, **change})
+    assert (finished / "reproduce.json").read_text() == record
+
+
+def test_other_dataset_is_refused(finished: Path, tmp_path: Path) -> None:
+    from pyskick.data.builtin import make_builtin
+
+    other = make_builtin("synthetic-scenes", tmp_path / "o.h5", 40, 2)
+    with pytest.raises(ValueError, match="another dataset"):
+        reproduce(other, finished, methods=["ltla"], report=False, **FAST)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "message"),
+    [
+        ({"methods": ["bogus"]}, ValueError, "unknown method 'bogus'"),
+        ({"methods": ["ltla", "ltla"]}, ValueError, "listed twice"),
+        ({"seeds": 0}, ValueError, "seeds must be positive"),
+        ({"num_test": 5}, ValueError, "num_test 5 exceeds the 4 test"),
+        ({"batch_size": 64}, ValueError, "batch_size 64 exceeds the 32 training"),
+    ],
+)
+def test_bad_input_writes_nothing(
+    scenes: Path, tmp_path: Path, kwargs: dict, error: type, message: str
+) -> None:
+    out = tmp_path / "out"
+    with pytest.raises(error, match=message):
+        reproduce(scenes, out, report=False, **{**FAST, "methods": ["ltla"], **kwargs})
+    assert not out.exists()
+
+
+def test_missing_dataset(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        reproduce(tmp_path / "none.h5", tmp_path / "out", methods=["ltla"], **FAST)
+    assert not (tmp_path / "out").exists()
+
+
+def test_eval_files_hold_the_per_sample_errors(finished: Path) -> None:
+    import numpy as np
+
+    saved = np.load(finished / "eval" / "ltla-seed0-adv.npz")
+    assert saved["per_start"].shape == (4, 32)  # adv: every start of the 4 x 8 grid
+    assert float(saved["mean_x1000"]) == pytest.approx(
+        float(torch.from_numpy(saved["per_sample"]).mean()) * 1000
+    )
