@@ -50,9 +50,6 @@ METHODS: tuple[Method, ...] = (
 
 METHOD_NAMES: tuple[str, ...] = tuple(method.name for method in METHODS)
 
-# Critics and actors the trainer builds itself; plugins add more names through the registry.
-_TRAINER_NAMES = {"critic": ("average", "critic", "asymm-critic"), "actor": ("learned", "random")}
-
 
 def select_methods(names: Sequence[str] | None = None) -> list[Method]:
     """The methods called ``names`` in Table 1's order (all of them for None).
@@ -84,7 +81,7 @@ def missing_plugins(method: Method, registries: Registries) -> list[str]:
         missing.append(f"sidekick {method.sidekick!r}")
     for kind in ("actor", "critic"):
         name = getattr(method, kind)
-        if name not in _TRAINER_NAMES[kind] and name not in registries[kind]:
+        if name not in registries[kind]:
             missing.append(f"{kind} {name!r}")
     return missing
 

@@ -171,7 +171,7 @@ def reproduce(
     for method in chosen:
         for k in range(1 if not method.trained else seeds):
             for metric in METRICS:
-                _evaluate(method.name, k, metric, config, test, spec.channel_mean, out, say)
+                _evaluate(method.name, k, metric, config, test, spec, out, say)
 
     table = build_table(out, [m.name for m in chosen], seeds=seeds, settings=settings)
     write_table(out, table)
@@ -294,7 +294,7 @@ def _evaluate(
     metric: str,
     config: TrainConfig,
     test: Tensor,
-    channel_mean: Sequence[float],
+    spec: GridSpec,
     out: Path,
     say: Log,
 ) -> None:
@@ -314,7 +314,8 @@ def _evaluate(
             run,
             test,
             metric,  # type: ignore[arg-type]
-            channel_mean=channel_mean,
+            channel_mean=spec.channel_mean,
+            spec=spec,
             batch_size=config.eval_batch_size,
             device=config.device,
             seed=config.seed + k,
