@@ -196,13 +196,14 @@ TRAIN_PRESETS: Mapping[str, TrainConfig] = MappingProxyType(
             epochs=3,
             pretrain_epochs=3,
             lr=1e-3,
-            hybrid_schedule=2,
+            hybrid_schedule=1,
             device="cpu",
         ),
     }
 )
 """Named training configs (read-only). ``cpu-demo`` raises the learning rate to 1e-3 so a
-few epochs visibly learn, and anneals a demonstrating sidekick's T_sup every 2 epochs."""
+few epochs visibly learn, and anneals a demonstrating sidekick's T_sup every epoch (T - 1 -> 0
+within the first T - 1 epochs, so a short run also trains by RL alone)."""
 
 
 def train_preset(name: str) -> TrainConfig:
