@@ -125,6 +125,8 @@ class ExpertEpisodes(NamedTuple):
 def load_one_view(one_view: str | os.PathLike[str], device: torch.device) -> CompletionPolicy:
     """The one-view agent of a run folder (its ``best.pt``) or checkpoint, frozen, in eval mode.
 
+    Torch's global RNG is left as it was.
+
     Raises:
         FileNotFoundError: no such run or checkpoint.
         ValueError: not a pyskick training checkpoint.
@@ -135,7 +137,9 @@ def load_one_view(one_view: str | os.PathLike[str], device: torch.device) -> Com
     state = load_checkpoint(path, map_location=device)
     if "model" not in state or "model_config" not in state:
         raise ValueError(f"{path} is not a pyskick training checkpoint")
-    policy = CompletionPolicy(ModelConfig.from_dict(state["model_config"]))
+    # Building initialises weights (then overwritten) from torch's RNG: keep the caller's.
+    with torch.random.fork_rng(devices=[]):
+        policy = CompletionPolicy(ModelConfig.from_dict(state["model_config"]))
     policy.load_state_dict(state["model"])
     policy.requires_grad_(False)
     return policy.to(device).eval()
@@ -351,11 +355,14 @@ def expert_trajectories(
     channel_mean: Sequence[float] | None,
     device: torch.device,
     batch_size: int = 256,
+    mode: ActionMode = "greedy",
+    seed: int = 0,
 ) -> tuple[Tensor, Tensor]:
     """The expert's greedy trajectories from every start view of every grid.
 
     Both networks run in eval mode; like the authors' ``gather_expert_trajectories.py`` the
-    errors are measured with observed views pasted.
+    errors are measured with observed views pasted. ``mode="random"`` replaces the expert's
+    choices with uniform random motions (drawn from ``seed``): the baseline it must beat.
 
     Args:
         policy: the frozen one-view agent, on ``device``.
@@ -365,6 +372,8 @@ def expert_trajectories(
         channel_mean: the dataset's per-channel mean (0–255).
         device: where to run.
         batch_size: episodes per forward pass (memory only).
+        mode: ``"greedy"`` (the expert's argmax) or ``"random"``.
+        seed: seed of the random motions.
 
     Returns:
         ``trajectories`` ``[n, V, T-1]`` int64 (row ``[i, s]``: the actions from start view
@@ -377,6 +386,7 @@ def expert_trajectories(
     env = make_env(cfg, T, channel_mean)
     chunk = max(1, batch_size // V)
     starts = torch.arange(V, device=device)
+    generator = torch.Generator(device).manual_seed(seed)
     was_training = expert.training
     policy.eval()
     expert.eval()
@@ -394,7 +404,8 @@ def expert_trajectories(
                 env,
                 part.repeat_interleave(V, dim=0),
                 starts.repeat(k),
-                mode="greedy",
+                mode=mode,
+                generator=generator,
                 grid_code=grid_code,
             )
             trajectories.append(episodes.actions.T.reshape(k, V, T - 1).cpu())
