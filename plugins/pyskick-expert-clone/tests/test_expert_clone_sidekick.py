@@ -164,3 +164,21 @@ def test_factory_takes_the_run_settings(
     assert longer.settings.epochs == 7
     with pytest.raises(ValueError, match="epochs"):
         expert_clone_sidekick(one_view=one_view, spec=spec, config=config, expert_epochs=0)
+
+
+@pytest.mark.parametrize(
+    ("change", "error", "message"),
+    [
+        ({"lr": 0.0}, ValueError, "lr"),
+        ({"grad_clip": float("nan")}, ValueError, "grad_clip"),
+        ({"batch_size": 1}, ValueError, "batch_size"),
+        ({"seed": True}, TypeError, "seed"),
+        ({"lambda_entropy": "0.1"}, TypeError, "lambda_entropy"),
+    ],
+)
+def test_bad_expert_settings_are_named(
+    config: TrainConfig, change: dict[str, object], error: type[Exception], message: str
+) -> None:
+    good = ExpertSettings.from_config(config).to_dict()
+    with pytest.raises(error, match=message):
+        ExpertSettings(**{**good, **change})

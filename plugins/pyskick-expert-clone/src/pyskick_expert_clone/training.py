@@ -75,7 +75,9 @@ class ExpertSettings:
                 or value < 0
                 or (value == 0 and name in ("lr", "grad_clip"))
             ):
-                raise ValueError(f"expert {name} must be finite and positive, got {value}")
+                raise ValueError(
+                    f"expert {name} must be finite and >= 0 (lr and grad_clip > 0), got {value}"
+                )
 
     @classmethod
     def from_config(cls, config: TrainConfig, *, epochs: int | None = None) -> ExpertSettings:
@@ -196,8 +198,9 @@ def run_expert_episodes(
         env: the environment; its ``T`` is the episode length.
         grids: ``[B, N, M, C, H, W]`` uint8 viewgrids on the device to run on.
         starts: ``[B]`` int64 start views.
-        mode: ``"sample"`` (training) or ``"greedy"`` (demonstrations).
-        generator: random source of sampled actions.
+        mode: ``"sample"`` (training), ``"greedy"`` (demonstrations) or ``"random"``
+            (uniform motions, the baseline).
+        generator: random source of sampled and random actions.
         grid_code: ``[B, grid_size]`` the grids' codes when already computed; None encodes
             :attr:`env.grid <pyskick.envs.LookAroundEnv.grid>` with the expert.
     """
