@@ -1,0 +1,51 @@
+"""pyskick-expert-clone: the expert-clone baseline of the paper (paper-reference §5.7).
+
+Registers the sidekick ``expert-clone``: an expert that sees the whole viewgrid and the true
+pose is trained by REINFORCE to drive the one-view agent, and its greedy trajectories then
+supervise the agent in the same hybrid schedule as ours(demo)::
+
+    pyskick train --dataset synthetic-scenes --preset cpu-demo --sidekick expert-clone --out runs/ec
+
+Implementation modules (imported only when the sidekick is built, so ``pyskick --help`` stays
+fast): :mod:`~pyskick_expert_clone.expert` (the network), :mod:`~pyskick_expert_clone.training`
+(the RL loop and the trajectory dump), :mod:`~pyskick_expert_clone.sidekick`.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import pyskick
+
+if TYPE_CHECKING:
+    from pyskick.hookspecs import Register
+
+
+def expert_clone_sidekick(
+    *, one_view: Any, spec: Any, config: Any, expert_epochs: int | None = None, **_: Any
+) -> Any:
+    """Behaviour cloning of an expert trained with full observability (expert-clone).
+
+    Args:
+        one_view: the one-view run or checkpoint the agent starts from.
+        spec: the dataset's :class:`pyskick.data.GridSpec` (its channel mean is used).
+        config: the run's :class:`pyskick.training.TrainConfig`: the expert gets its epochs,
+            batch size, optimiser settings, entropy weight and seed; the hybrid schedule is
+            ``config.hybrid_schedule``.
+        expert_epochs: train the expert this many epochs instead of ``config.epochs``.
+    """
+    from pyskick_expert_clone.sidekick import ExpertCloneSidekick
+    from pyskick_expert_clone.training import ExpertSettings
+
+    return ExpertCloneSidekick(
+        one_view,
+        channel_mean=spec.channel_mean,
+        settings=ExpertSettings.from_config(config, epochs=expert_epochs),
+        hybrid_schedule=config.hybrid_schedule,
+        batch_size=config.eval_batch_size,
+    )
+
+
+@pyskick.hookimpl
+def pyskick_register_sidekicks(register: Register) -> None:
+    register("expert-clone", expert_clone_sidekick)

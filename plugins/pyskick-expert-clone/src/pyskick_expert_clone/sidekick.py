@@ -1,0 +1,187 @@
+"""The expert-clone sidekick: an expert's greedy trajectories as demonstrations (§5.7).
+
+Scores: :meth:`ExpertCloneSidekick.compute_scores` trains an expert with full observability
+on the viewgrids it is given (:func:`~pyskick_expert_clone.training.train_expert`) and dumps
+its greedy trajectories from every start view. Training then uses them exactly like ours(demo)
+uses the greedy coverage trajectories (paper-reference §4.6, hybrid mode): the first ``T_sup``
+actions of each episode are the expert's, trained with ``supervised_scale · NLL``, the rest are
+the policy's own, learned by policy gradient; ``T_sup`` starts at ``T - 1`` and drops by one
+every ``hybrid_schedule`` epochs. The only difference to ours(demo) is who demonstrates.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from pyskick.sidekicks.base import Demonstrations, Sidekick, checkpoint_digest
+from pyskick_expert_clone.training import (
+    ExpertEpoch,
+    ExpertSettings,
+    expert_trajectories,
+    load_one_view,
+    train_expert,
+)
+
+logger = logging.getLogger("pyskick_expert_clone")
+
+
+def log_epoch(summary: ExpertEpoch, total: int) -> None:
+    """Report one expert epoch: to the ``pyskick_expert_clone`` logger, and as a line on an
+    interactive stderr like the trainer's progress."""
+    line = (
+        f"expert epoch {summary.epoch + 1}/{total}: train {summary.train_error * 1e3:.2f} "
+        f"(x1000), entropy {summary.entropy:.3f}, {summary.seconds:.1f} s"
+    )
+    logger.info(line)
+    if sys.stderr.isatty():
+        sys.stderr.write(line + "\n")
+        sys.stderr.flush()
+
+
+class ExpertCloneSidekick(Sidekick):
+    """expert-clone: demonstrations by an expert trained with full observability.
+
+    Args:
+        one_view: the one-view run (folder with ``best.pt``) or checkpoint the agent starts
+            from; the expert drives this model while it learns.
+        channel_mean: the dataset's per-channel mean (0–255).
+        settings: how the expert is trained (:meth:`ExpertSettings.from_config`).
+        hybrid_schedule: ``T_sup`` drops by one every this many epochs.
+        batch_size: episodes per forward pass while dumping trajectories (memory only).
+    """
+
+    name = "expert-clone"
+    shardable = False  # the expert learns from all grids at once
+
+    def __init__(
+        self,
+        one_view: str | os.PathLike[str],
+        *,
+        channel_mean: tuple[float, ...],
+        settings: ExpertSettings,
+        hybrid_schedule: int = 50,
+        batch_size: int = 256,
+    ) -> None:
+        if isinstance(hybrid_schedule, bool) or not isinstance(hybrid_schedule, int):
+            raise TypeError(f"hybrid_schedule must be an int, got {hybrid_schedule!r}")
+        if hybrid_schedule < 1:
+            raise ValueError(f"hybrid_schedule must be >= 1 epoch, got {hybrid_schedule}")
+        if not isinstance(settings, ExpertSettings):
+            raise TypeError(f"settings must be ExpertSettings, got {type(settings).__name__}")
+        self.one_view = Path(one_view)
+        self.channel_mean = tuple(float(x) for x in channel_mean)
+        self.settings = settings
+        self.hybrid_schedule = hybrid_schedule
+        self.batch_size = batch_size
+        self.history: list[ExpertEpoch] = []
+        """The expert's training curve, when this process trained it (not from a cache)."""
+        self.trajectories: Tensor | None = None
+        self.T: int | None = None
+        self.T_sup: int | None = None
+        self._restored = False
+
+    def score_options(self, T: int) -> dict[str, Any]:
+        """The one-view model's digest, the channel mean, T (the expert learns T-glimpse
+        episodes) and every expert training setting."""
+        options = self.settings.to_dict()
+        return {
+            "sidekick": "expert-clone",
+            "one_view_sha256": checkpoint_digest(self.one_view),
+            "channel_mean": list(self.channel_mean),
+            "T": T,
+            "expert_epochs": options.pop("epochs"),
+            **options,
+        }
+
+    def compute_scores(self, grids: Tensor, *, T: int, device: torch.device) -> dict[str, Tensor]:
+        """Train the expert on ``grids``, then dump its greedy trajectories.
+
+        Returns:
+            ``trajectories`` ``[n, V, T-1]`` int64 and ``errors`` ``[n, V]`` float32 (the
+            final MSE of each greedy episode, views pasted), on CPU.
+        """
+        policy = load_one_view(self.one_view, device)
+        expert, self.history = train_expert(
+            policy,
+            grids,
+            T=T,
+            channel_mean=self.channel_mean,
+            settings=self.settings,
+            device=device,
+            log=lambda summary: log_epoch(summary, self.settings.epochs),
+        )
+        trajectories, errors = expert_trajectories(
+            policy,
+            expert,
+            grids,
+            T=T,
+            channel_mean=self.channel_mean,
+            device=device,
+            batch_size=self.batch_size,
+        )
+        return {"trajectories": trajectories, "errors": errors}
+
+    def load_scores(self, scores: dict[str, Tensor], *, T: int, device: torch.device) -> None:
+        """Keep the trajectories on ``device``; start ``T_sup`` at ``T - 1`` unless a
+        checkpoint already restored it.
+
+        Raises:
+            ValueError: trajectories of the wrong shape or dtype for ``T``.
+        """
+        if isinstance(T, bool) or not isinstance(T, int) or T < 2:
+            raise ValueError(f"expert-clone needs T >= 2 glimpses, got T={T!r}")
+        trajectories = scores["trajectories"]
+        if trajectories.dtype != torch.int64 or trajectories.dim() != 3:
+            raise ValueError(
+                f"trajectories must be an int64 [n, V, T-1] tensor, got {trajectories.dtype} "
+                f"{list(trajectories.shape)}"
+            )
+        if trajectories.shape[2] != T - 1:
+            raise ValueError(
+                f"trajectories hold {trajectories.shape[2]} actions per episode, T={T} needs "
+                f"{T - 1}"
+            )
+        if self._restored and self.T_sup is not None and self.T_sup > T - 1:
+            raise ValueError(f"restored T_sup={self.T_sup} exceeds T - 1 = {T - 1}")
+        self.trajectories = trajectories.to(device).contiguous()
+        self.T = T
+        if not self._restored:
+            self.T_sup = T - 1
+
+    def demonstrations(self, indices: Tensor, starts: Tensor, epoch: int) -> Demonstrations | None:
+        """The expert's greedy actions from ``starts``, forced at steps ``t < T_sup``; None
+        once ``T_sup`` is 0."""
+        if self.trajectories is None or self.T_sup is None:
+            raise RuntimeError("ExpertCloneSidekick.prepare() must run before demonstrations")
+        if self.T_sup == 0:
+            return None
+        device = self.trajectories.device
+        actions = self.trajectories[indices.to(device), starts.to(device)].T.contiguous()
+        steps = torch.arange(actions.shape[0], device=device)
+        mask = (steps < self.T_sup)[:, None].expand_as(actions).contiguous()
+        return actions, mask
+
+    def on_epoch_end(self, epoch: int) -> None:
+        if self.T_sup is not None and (epoch + 1) % self.hybrid_schedule == 0 and self.T_sup > 0:
+            self.T_sup -= 1
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"T_sup": self.T_sup}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        T_sup = state["T_sup"]
+        if T_sup is None:
+            return  # saved before prepare(): nothing to restore
+        if isinstance(T_sup, bool) or not isinstance(T_sup, int) or T_sup < 0:
+            raise ValueError(f"T_sup must be an int >= 0, got {T_sup!r}")
+        if self.T is not None and T_sup > self.T - 1:
+            raise ValueError(f"restored T_sup={T_sup} exceeds T - 1 = {self.T - 1}")
+        self.T_sup = T_sup
+        self._restored = True
