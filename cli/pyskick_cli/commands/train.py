@@ -116,8 +116,9 @@ def pretrain(
     "--sidekick",
     default="none",
     show_default=True,
-    help="A registered sidekick: none (ltla), rew (reward shaping from one-view scores) or "
-    "demo (greedy coverage demonstrations); see `pyskick plugins --all`.",
+    help="A registered sidekick: none (ltla), rew (reward shaping from one-view scores), demo "
+    "(greedy coverage demonstrations) or one a plugin adds (rnd-rewards, expert-clone, ...); "
+    "see `pyskick plugins --all`.",
 )
 @click.option(
     "--hybrid-schedule",
