@@ -28,7 +28,7 @@ DATA_SEED = 123
     help="Folder of the dataset, the runs, the table and the report.",
 )
 @click.option(
-    "--num", type=click.IntRange(min=10), default=600, show_default=True,
+    "--num", type=click.IntRange(min=10), default=1000, show_default=True,
     help="Synthetic scenes to generate (80% train, 10% val, 10% test).",
 )  # fmt: skip
 @click.option(
