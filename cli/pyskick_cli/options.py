@@ -66,6 +66,7 @@ def check_run_dataset(run_dir: Path, dataset: Path, *, resume: bool) -> None:
 def record_run_dataset(run_dir: Path, dataset: Path, *, init: Path | None = None) -> None:
     """Write ``RUN/dataset.json`` (path and SHA-256 of the data file, the one-view run it
     started from) on rank 0."""
+    from pyskick._io import write_json
     from pyskick.training.one_view_cache import file_digest
 
     if int(os.environ.get("RANK", "0")) != 0:
@@ -74,7 +75,7 @@ def record_run_dataset(run_dir: Path, dataset: Path, *, init: Path | None = None
     payload = {"path": str(dataset.resolve()), "sha256": file_digest(dataset)}
     if init is not None:
         payload["init"] = str(Path(init).resolve())
-    (run_dir / DATASET_RECORD).write_text(json.dumps(payload, indent=2) + "\n")
+    write_json(run_dir / DATASET_RECORD, payload)
 
 
 def recorded_init(run_dir: Path) -> Path | None:

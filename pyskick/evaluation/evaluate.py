@@ -16,7 +16,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +25,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from pyskick._io import atomic_path
 from pyskick.envs import LookAroundEnv
 from pyskick.evaluation.stats import ErrorSummary, improvement_pct, summarize
 from pyskick.models import CompletionPolicy, ModelConfig
@@ -78,21 +78,14 @@ class EvalResult:
         entry of :meth:`to_dict`.
         """
         path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-        try:
-            with os.fdopen(fd, "wb") as handle:
-                np.savez(
-                    handle,
-                    per_sample=self.per_sample.numpy(),
-                    per_start=self.per_start.numpy(),
-                    starts=self.starts.numpy(),
-                    **{key: np.asarray(value) for key, value in self.to_dict().items()},
-                )
-            Path(tmp).replace(path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        with atomic_path(path) as tmp, tmp.open("wb") as handle:
+            np.savez(
+                handle,
+                per_sample=self.per_sample.numpy(),
+                per_start=self.per_start.numpy(),
+                starts=self.starts.numpy(),
+                **{key: np.asarray(value) for key, value in self.to_dict().items()},
+            )
         return path
 
 
@@ -137,6 +130,7 @@ def evaluate_policy(
     T: int,
     metric: Metric = "avg",
     actor: Actor | str = "learned",
+    sample_indices: Tensor | None = None,
     batch_size: int = 256,
     seed: int = 0,
 ) -> EvalResult:
@@ -148,11 +142,13 @@ def evaluate_policy(
         channel_mean: per-channel mean (0–255) the policy was trained with.
         T: glimpses per episode (1 for a one-view model).
         metric: ``"avg"`` or ``"adv"``.
-        actor: an :class:`~pyskick.actors.Actor` already prepared on ``grids`` (its
-            ``forced_actions`` indices are positions in ``grids``), or a registered actor name,
+        actor: an :class:`~pyskick.actors.Actor` already prepared (on ``grids``, or on a
+            larger set that ``sample_indices`` points into), or a registered actor name,
             built here without a one-view model, spec or config and prepared on ``grids``
             (enough for ``"learned"`` and ``"random"``; use :func:`evaluate` or pass an Actor
             for actors that need them).
+        sample_indices: ``[n]`` int64 position of each viewgrid in the grids the actor was
+            prepared on (its ``forced_actions`` indices); default ``0 .. n-1``.
         batch_size: episodes per forward pass (memory only).
         seed: seed of the generator of ``"random"``-mode motions.
 
@@ -180,6 +176,13 @@ def evaluate_policy(
     if isinstance(actor, str):
         actor = make_actor(actor, field="actor")
         actor.prepare(grids.cpu(), T=T, device=device)
+    if sample_indices is None:
+        sample_indices = torch.arange(grids.shape[0])
+    elif tuple(sample_indices.shape) != (grids.shape[0],) or sample_indices.dtype != torch.int64:
+        raise ValueError(
+            f"sample_indices must be int64 of shape [{grids.shape[0]}] (one per viewgrid), got "
+            f"{sample_indices.dtype} {list(sample_indices.shape)}"
+        )
     starts = evaluation_starts(cfg.n_elevations, cfg.n_azimuths, metric)
     S = starts.numel()
     env = make_env(cfg, T, channel_mean)
@@ -197,7 +200,7 @@ def evaluate_policy(
             demos = None
             if T > 1:
                 # Every start of sample lo + i is an episode of that sample.
-                indices = torch.arange(lo, lo + k, device=device).repeat_interleave(S)
+                indices = sample_indices[lo : lo + k].to(device).repeat_interleave(S)
                 demos = forced_demonstrations(actor, indices, chunk_starts)
             rollout = collect_rollout(
                 policy,

@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-import json
-import os
-import tempfile
 from pathlib import Path
-from typing import Any
 
 from pyskick.experiments.methods import ONE_VIEW
 
@@ -24,22 +20,3 @@ def run_dir(out_dir: Path, method: str, seed: int) -> Path:
 def eval_path(out_dir: Path, method: str, seed: int, metric: str) -> Path:
     """``eval/<method>-seed<k>-<metric>.json`` (the ``.npz`` beside it has the same stem)."""
     return out_dir / "eval" / f"{method}-seed{seed}-{metric}.json"
-
-
-def write_text(path: Path, text: str) -> Path:
-    """Write ``text`` atomically (temp file in the same folder, then rename)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w") as handle:
-            handle.write(text)
-        Path(tmp).replace(path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
-
-
-def write_json(path: Path, payload: Any) -> Path:
-    """Write ``payload`` as indented JSON atomically."""
-    return write_text(path, json.dumps(payload, indent=2) + "\n")

@@ -23,9 +23,10 @@ from urllib.parse import quote
 import numpy as np
 import torch
 
+from pyskick._io import write_json, write_text
 from pyskick.evaluation.evaluate import METRICS
 from pyskick.evaluation.stats import improvement_pct, summarize
-from pyskick.experiments.layout import eval_path, run_dir, write_json, write_text
+from pyskick.experiments.layout import eval_path, run_dir
 from pyskick.experiments.methods import ONE_VIEW
 
 STDERR_NOTE = (

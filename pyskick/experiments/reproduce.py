@@ -28,13 +28,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from pyskick._io import write_json
 from pyskick.evaluation.evaluate import METRICS, EvalResult
 from pyskick.experiments.layout import (
     SETTINGS_FILE,
     TIMINGS_FILE,
     eval_path,
     run_dir,
-    write_json,
 )
 from pyskick.experiments.methods import ONE_VIEW, Method, check_available, select_methods
 from pyskick.experiments.report import build_table, write_report, write_table
@@ -277,9 +277,6 @@ def _train(
         .get(method.sidekick)
         .factory(one_view=one_view, spec=spec, config=config)
     )
-    radius = getattr(sidekick, "radius", None)  # a reward sidekick's NMS radius
-    if radius is not None:
-        config = config.replace(reward_radius=radius)
     say(f"reproduce: training {method.name} seed {k} ({done}/{config.epochs} epochs done)")
     _timed(
         out,

@@ -64,6 +64,10 @@ class Sidekick:
 
     name: str = "sidekick"
     """Registry name, recorded in the run's metrics."""
+    reward_radius: int | None = None
+    """The environment's reward-zeroing radius around visited views that this sidekick's
+    reward maps assume (the NMS radius); the trainer sets ``TrainConfig.reward_radius`` from
+    it. None leaves the config's."""
     shardable: bool = True
     """:meth:`compute_scores` treats samples independently, so ranks may score disjoint
     slices of the viewgrids and concatenate the results."""

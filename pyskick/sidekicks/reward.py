@@ -81,6 +81,7 @@ class RewardSidekick(Sidekick):
         self.one_view = Path(one_view)
         self.channel_mean = tuple(channel_mean)
         self.k, self.radius = k, radius
+        self.reward_radius = radius
         self.initial_scale, self.scale = scale, scale
         self.decay_every, self.decay_factor = decay_every, decay_factor
         self.batch_size = batch_size

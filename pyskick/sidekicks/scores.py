@@ -21,10 +21,10 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import hashlib
+import importlib.metadata
 import json
 import os
 import sys
-import tempfile
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,6 +37,7 @@ import torch.distributed as dist
 from torch import Tensor
 
 from pyskick import __version__
+from pyskick._io import atomic_path
 from pyskick.sidekicks.base import Sidekick
 
 SCORES_FORMAT_VERSION = 1
@@ -73,18 +74,32 @@ def _sha256_json(payload: Mapping[str, Any]) -> str:
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
 
 
+def code_versions(sidekick: Sidekick) -> dict[str, str]:
+    """The versions of the code that computes ``sidekick``'s scores: pyskick's, and the
+    distribution that defines its class when that is another one (a plugin), so upgrading a
+    plugin never reuses its old scores."""
+    versions = {"pyskick": __version__}
+    top = type(sidekick).__module__.split(".")[0]
+    for name in importlib.metadata.packages_distributions().get(top, []):
+        if name != "pyskick":
+            versions[name] = importlib.metadata.version(name)
+    return versions
+
+
 def options_key(sidekick: Sidekick, T: int) -> str:
-    """SHA-256 over the sidekick's name, ``score_options(T)`` and the pyskick version: the
+    """SHA-256 over the sidekick's name, ``score_options(T)`` and the code's versions: the
     identity of the scoring, whatever the viewgrids (a score file's root ``key``)."""
     options = _options(sidekick, T)
-    return _sha256_json({"sidekick": sidekick.name, "options": options, "pyskick": __version__})
+    return _sha256_json(
+        {"sidekick": sidekick.name, "options": options, "code": code_versions(sidekick)}
+    )
 
 
 def score_key(sidekick: Sidekick, grids: Tensor, T: int) -> str:
     """The identity of ``sidekick``'s scores of ``grids`` ``[n, N, M, C, H, W]``.
 
     SHA-256 over the JSON (sorted keys) of the sidekick's name, ``score_options(T)``, the
-    viewgrids' content digest and the pyskick version.
+    viewgrids' content digest and the code's versions (:func:`code_versions`).
 
     Raises:
         ValueError: the sidekick has no scores.
@@ -94,7 +109,7 @@ def score_key(sidekick: Sidekick, grids: Tensor, T: int) -> str:
             "sidekick": sidekick.name,
             "options": _options(sidekick, T),
             "grids": grids_digest(grids),
-            "pyskick": __version__,
+            "code": code_versions(sidekick),
         }
     )
 
@@ -176,24 +191,17 @@ def write_scores(
                 + ", ".join(f"{name} {n}" for name, n in lengths.items())
             )
         checked[split] = _check_scores(scores, next(iter(lengths.values()), 0), f"split {split!r}")
-    fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    tmp = Path(name)
-    try:
-        with h5py.File(tmp, "w") as f:
-            f.attrs["pyskick_scores"] = SCORES_FORMAT_VERSION
-            f.attrs["pyskick_version"] = __version__
-            f.attrs["sidekick"] = meta.sidekick
-            f.attrs["options"] = json.dumps(meta.options, sort_keys=True)
-            f.attrs["key"] = meta.key
-            for split, scores in checked.items():
-                group = f.create_group(split)
-                group.attrs["key"] = meta.split_keys[split]
-                for name, value in scores.items():
-                    group.create_dataset(name, data=value.numpy())
-        tmp.replace(path)
-    finally:
-        tmp.unlink(missing_ok=True)
+    with atomic_path(path) as tmp, h5py.File(tmp, "w") as f:
+        f.attrs["pyskick_scores"] = SCORES_FORMAT_VERSION
+        f.attrs["pyskick_version"] = __version__
+        f.attrs["sidekick"] = meta.sidekick
+        f.attrs["options"] = json.dumps(meta.options, sort_keys=True)
+        f.attrs["key"] = meta.key
+        for split, scores in checked.items():
+            group = f.create_group(split)
+            group.attrs["key"] = meta.split_keys[split]
+            for name, value in scores.items():
+                group.create_dataset(name, data=value.numpy())
     return path
 
 
@@ -352,9 +360,12 @@ def compute_scores_sharded(
     Raises:
         RuntimeError: a rank failed (its error is named); in one process the sidekick's own
             error propagates.
-        TypeError, ValueError: the sidekick returned something else than ``name -> [n, ...]``.
+        TypeError, ValueError: no viewgrids, or the sidekick returned something else than
+            ``name -> [n, ...]``.
     """
     n = int(grids.shape[0])
+    if n == 0:
+        raise ValueError(f"sidekick {sidekick.name!r} got no viewgrids to score")
     who = f"sidekick {sidekick.name!r}"
     rank, world = _world()
     if world == 1 or not sidekick.shardable:

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import os
 import random
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import torch
+
+from pyskick._io import atomic_path
 
 FORMAT_VERSION = 1
 
@@ -29,17 +30,8 @@ def save_checkpoint(path: str | os.PathLike[str], state: dict[str, Any]) -> Path
         The destination path.
     """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            torch.save({"format": FORMAT_VERSION, **state}, handle)
-            handle.flush()
-            os.fsync(handle.fileno())
-        Path(tmp).replace(path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with atomic_path(path, fsync=True) as tmp:
+        torch.save({"format": FORMAT_VERSION, **state}, tmp)
     return path
 
 

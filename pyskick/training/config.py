@@ -203,7 +203,8 @@ TRAIN_PRESETS: Mapping[str, TrainConfig] = MappingProxyType(
 )
 """Named training configs (read-only). ``cpu-demo`` raises the learning rate to 1e-3 so a
 few epochs visibly learn, and anneals a demonstrating sidekick's T_sup every epoch (T - 1 -> 0
-within the first T - 1 epochs, so a short run also trains by RL alone)."""
+within the first T - 1 epochs, so a run of more than T - 1 epochs, like the demo's 4, ends with
+pure RL)."""
 
 
 def train_preset(name: str) -> TrainConfig:

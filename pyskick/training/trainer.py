@@ -19,7 +19,6 @@ hold everything needed to continue exactly (``resume=True``).
 from __future__ import annotations
 
 import copy
-import json
 import math
 import os
 import sys
@@ -32,6 +31,7 @@ from typing import Any, Literal
 import torch
 from torch import Tensor, nn
 
+from pyskick._io import write_json
 from pyskick.actors import Actor, LearnedActor, make_actor
 from pyskick.actors.base import forced_demonstrations
 from pyskick.evaluation.evaluate import evaluate_policy, make_env
@@ -174,6 +174,9 @@ class Trainer:
             raise TypeError(f"actor must be a pyskick.actors.Actor, got {type(actor).__name__}")
         if actor is not None and stage == "train":
             config = config.replace(actor=actor.name)
+        if sidekick is not None and sidekick.reward_radius is not None and stage == "train":
+            # The environment zeroes rewards around visited views as the sidekick's maps assume.
+            config = config.replace(reward_radius=sidekick.reward_radius)
         self.run_dir = Path(out_dir)
         latest = self.run_dir / "latest.pt"
         if not resume and latest.exists():
@@ -232,6 +235,13 @@ class Trainer:
         self.val_actor: Actor = copy.deepcopy(actor)
         self.learn_actions = stage == "train" and actor.learned and config.T > 1
         self.sidekick: Sidekick = sidekick if sidekick is not None else NoSidekick()
+        if _overrides(actor, Actor, "forced_actions") and _overrides(
+            self.sidekick, Sidekick, "demonstrations"
+        ):
+            raise ValueError(
+                f"actor {actor.name!r} forces the motions and sidekick {self.sidekick.name!r} "
+                "demonstrates them: use one of the two"
+            )
 
         seed_everything(config.seed, deterministic=config.deterministic)
         self.model_config = _model_config(config, data)
@@ -266,8 +276,9 @@ class Trainer:
         )
         self.sidekick.prepare(data.train, T=self.T, device=self.device)
         self.actor.prepare(data.train, T=self.T, device=self.device)
-        if self._val_shard().shape[0] > 0:  # a rank beyond the validation set validates none
-            self.val_actor.prepare(self._val_shard(), T=self.T, device=self.device)
+        # Every rank prepares on the whole validation set (score caches and shards assume the
+        # same grids everywhere); each then forces by positions in it.
+        self.val_actor.prepare(data.val, T=self.T, device=self.device)
 
         self.start_epoch = 0
         self.best_val = math.inf
@@ -287,7 +298,7 @@ class Trainer:
                 )
         if self.dist.is_main:
             self.run_dir.mkdir(parents=True, exist_ok=True)
-            _write_json(self.run_dir / "config.json", {"stage": stage, **config.to_dict()})
+            write_json(self.run_dir / "config.json", {"stage": stage, **config.to_dict()})
 
     # ---------------------------------------------------------------------------- setup
     def _make_critic(self, factory: Callable[..., Any]) -> nn.Module | None:
@@ -421,12 +432,7 @@ class Trainer:
             reward_maps = self.sidekick.reward_maps(indices, epoch)
             demos = self.sidekick.demonstrations(indices, batch_starts, epoch)
             forced = forced_demonstrations(self.actor, indices, batch_starts)
-            if forced is not None:
-                if demos is not None:
-                    raise ValueError(
-                        f"actor {self.actor.name!r} forces the motions and sidekick "
-                        f"{self.sidekick.name!r} demonstrates them: use one of the two"
-                    )
+            if forced is not None:  # never both: checked when the trainer was built
                 demos = forced
             sidekick_scale = self.sidekick.reward_scale(epoch)
             side_seconds = time.perf_counter() - tick
@@ -533,12 +539,14 @@ class Trainer:
         Each rank evaluates every ``world_size``-th viewgrid; the sums are combined.
         """
         cfg = self.config
-        shard = self._val_shard()
+        positions = torch.arange(self.dist.rank, self.data.val.shape[0], self.dist.world_size)
+        shard = self.data.val[positions]
         total = torch.zeros(2, dtype=torch.float64)
         if shard.shape[0] > 0:
             result = evaluate_policy(
                 self.policy,
                 shard,
+                sample_indices=positions,
                 channel_mean=self.data.channel_mean,
                 T=self.T,
                 metric=cfg.val_metric,
@@ -549,10 +557,6 @@ class Trainer:
             total += torch.tensor([float(result.per_sample.sum()), shard.shape[0]])
         total = all_reduce_sum(total, self.dist)
         return float(total[0] / total[1])
-
-    def _val_shard(self) -> Tensor:
-        """The validation viewgrids this rank evaluates (every ``world_size``-th)."""
-        return self.data.val[self.dist.rank :: self.dist.world_size]
 
     # ----------------------------------------------------------------------- checkpoints
     def state_dict(self, epoch: int) -> dict[str, Any]:
@@ -623,14 +627,13 @@ def _resumed_config(state: dict[str, Any], config: TrainConfig, stage: Stage) ->
     return saved.replace(**{name: getattr(config, name) for name in _RESUMABLE_CHANGES})
 
 
+def _overrides(obj: object, base: type, method: str) -> bool:
+    """Whether ``obj``'s class replaces ``base.method``."""
+    return getattr(type(obj), method) is not getattr(base, method)
+
+
 def _local_rank() -> int:
     return int(os.environ.get("LOCAL_RANK", "0"))
-
-
-def _write_json(path: Path, payload: dict[str, Any]) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(payload, indent=2) + "\n")
-    tmp.replace(path)
 
 
 def _progress_batch(trainer: Trainer, epoch: int, batch: int, n_batches: int) -> None:

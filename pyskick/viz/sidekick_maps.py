@@ -12,14 +12,16 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from pyskick.sidekicks.coverage import one_view_coverage
+from pyskick.sidekicks.reward import RewardSidekick
 from pyskick.viz._mpl import check_figure_path, pyplot, save_figure
 from pyskick.viz.layout import GridLayout, mosaic, show_mosaic
 
 INNER_GAP = 1
 """Cells between the inner N x M maps of the coverage grid of grids."""
-ANNOTATE_MAX_VIEWS = 64
 GAP_COLOUR = "#6baed6"
 """Colour between the inner maps of the coverage grid of grids."""
+ANNOTATE_MAX_VIEWS = 64
 """Score maps with at most this many views get their values written in the cells."""
 
 
@@ -216,16 +218,12 @@ def draw_sidekick_maps(
         FileNotFoundError: no such run; ValueError, TypeError: bad grids or arguments.
         ImportError: matplotlib is missing.
     """
-    from pyskick.sidekicks.reward import RewardSidekick
-
     if not isinstance(out_dir, str | os.PathLike):
         raise TypeError(f"out_dir must be a path, got {type(out_dir).__name__}")
     if len(names) != grids.shape[0]:
         raise ValueError(f"names must have one entry per viewgrid ({grids.shape[0]})")
     pyplot()
     peaks, radius = nms
-    from pyskick.sidekicks.coverage import one_view_coverage
-
     sidekick = RewardSidekick(one_view, channel_mean=tuple(channel_mean), k=peaks, radius=radius)
     scores = sidekick.compute_scores(grids, T=1, device=torch.device(device))
     coverage = one_view_coverage(one_view, grids, channel_mean=channel_mean, device=device)

@@ -87,6 +87,11 @@ def test_method_of_a_missing_plugin_is_an_error(
         assert code == 2
         assert "method rnd-rewards needs sidekick 'rnd-rewards'" in err
         assert not out.exists()
+        # The demo refuses before it generates its data.
+        code, _, err = run(["demo", "--out", str(out), "--methods", "expert-clone"], capsys)
+        assert code == 2
+        assert "method expert-clone needs sidekick 'expert-clone'" in err
+        assert not out.exists()
     finally:
         get_host.cache_clear()
 

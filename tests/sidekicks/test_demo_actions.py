@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 import torch
 
 from pyskick.actors.base import Actor
@@ -86,3 +87,25 @@ def test_builtins_register_demo_and_demo_actions(one_view_ckpt: Path) -> None:
     actor = actor_entry.factory(one_view=one_view_ckpt, spec=spec, config=config)
     assert isinstance(actor, DemoActionsActor)
     assert actor.sidekick.channel_mean == MEAN
+
+
+def test_evaluating_a_shard_forces_by_positions_in_the_prepared_set(
+    one_view_ckpt: Path, smooth_grids
+) -> None:
+    # Distributed validation: each rank evaluates every W-th grid of a set the actor was
+    # prepared on as a whole.
+    from pyskick.evaluation import evaluate_policy
+
+    grids = smooth_grids(5, seed=33)
+    actor = DemoActionsActor(one_view_ckpt, channel_mean=MEAN)
+    actor.prepare(grids, T=3, device=CPU)
+    policy = load_one_view(one_view_ckpt)
+    options = {"channel_mean": MEAN, "T": 3, "metric": "adv", "actor": actor}
+    whole = evaluate_policy(policy, grids, **options)
+    positions = torch.tensor([1, 3])
+    shard = evaluate_policy(policy, grids[positions], sample_indices=positions, **options)
+    torch.testing.assert_close(shard.per_start, whole.per_start[positions], atol=0, rtol=0)
+    unaligned = evaluate_policy(policy, grids[positions], **options)  # forces grids 0 and 1
+    assert not torch.equal(unaligned.per_start, shard.per_start)
+    with pytest.raises(ValueError, match="sample_indices must be int64 of shape \\[2\\]"):
+        evaluate_policy(policy, grids[positions], sample_indices=torch.tensor([1]), **options)

@@ -89,3 +89,25 @@ def test_train_command_with_the_demo_sidekick(
     )
     assert code == 2
     assert "--hybrid-schedule" in err
+
+
+def test_a_forcing_actor_and_a_demonstrating_sidekick_are_refused_up_front(
+    tmp_path: Path, smooth_grids
+) -> None:
+    from pyskick.actors.demo_actions import DemoActionsActor
+
+    data = TrainData(smooth_grids(8, seed=1), smooth_grids(2, seed=2), MEAN)
+    config = train_preset("cpu-demo").replace(batch_size=4, pretrain_epochs=1, epochs=1, T=3)
+    one = tmp_path / "one"
+    pretrain(config, one, data)
+    run = tmp_path / "run"
+    with pytest.raises(ValueError, match="forces the motions and sidekick 'demo' demonstrates"):
+        train(
+            config,
+            run,
+            data,
+            init=one,
+            sidekick=DemoSidekick(one, channel_mean=MEAN),
+            actor=DemoActionsActor(one, channel_mean=MEAN),
+        )
+    assert not run.exists()  # nothing scored, nothing written

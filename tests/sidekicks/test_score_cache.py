@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.metadata
 import importlib.util
 import json
 import os
@@ -121,6 +122,24 @@ def test_the_key_follows_grids_model_options_and_version(
     assert score_key(rew, grids, 4) != rew_key
     monkeypatch.setattr(scores_module, "__version__", "999.0")
     assert score_key(ViewMeans(), grids, 2) != key
+
+
+def test_a_plugin_sidekicks_key_follows_its_distribution_version(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from pyskick_rnd_rewards.sidekick import RandomRewardSidekick
+
+    grids = example_grids()
+    plugin = RandomRewardSidekick(seed=0)
+    versions = scores_module.code_versions(plugin)
+    assert versions["pyskick-rnd-rewards"] == importlib.metadata.version("pyskick-rnd-rewards")
+    assert list(scores_module.code_versions(ViewMeans())) == ["pyskick"]  # a test module
+    key = score_key(plugin, grids, 4)
+    real = importlib.metadata.version
+    monkeypatch.setattr(
+        importlib.metadata, "version", lambda name: "9.9" if "rnd" in name else real(name)
+    )
+    assert score_key(plugin, grids, 4) != key  # an upgraded plugin never reuses old scores
 
 
 def test_sidekicks_without_scores_have_no_key() -> None:

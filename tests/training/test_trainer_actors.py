@@ -255,12 +255,14 @@ class Demonstrator(Sidekick):
 
 
 def test_forcing_actor_and_demonstrating_sidekick_conflict(tmp_path, tiny_config, tiny_data):
-    trainer = Trainer(
-        tiny_config.replace(epochs=1), tmp_path / "r", tiny_data, stage="train",
-        sidekick=Demonstrator(), actor=GridPathActor(),
-    )  # fmt: skip
+    actor = GridPathActor()
     with pytest.raises(ValueError, match=r"actor 'grid-path' forces .* sidekick 'always-demo'"):
-        trainer.train_epoch(0)
+        Trainer(
+            tiny_config.replace(epochs=1), tmp_path / "r", tiny_data, stage="train",
+            sidekick=Demonstrator(), actor=actor,
+        )  # fmt: skip
+    assert actor.prepared == []  # refused before anything was prepared or written
+    assert not (tmp_path / "r").exists()
 
 
 @pytest.mark.parametrize(

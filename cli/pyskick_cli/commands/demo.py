@@ -54,7 +54,7 @@ def demo(
     """Reproduce Table 1 on synthetic scenes (cpu-demo preset, every installed method) and
     print the table and where the report is."""
     from pyskick.data.builtin import make_builtin
-    from pyskick.experiments import available_methods, select_methods
+    from pyskick.experiments import available_methods, check_available, select_methods
     from pyskick.experiments.layout import SETTINGS_FILE
     from pyskick.experiments.methods import METHODS
     from pyskick.plugins import get_registries
@@ -75,7 +75,8 @@ def demo(
         skipped = [m.name for m in METHODS if m.name not in chosen]
         if skipped:
             click.echo(f"demo: skipping {', '.join(skipped)} (plugins not installed)", err=True)
-    select_methods(chosen)  # an unknown name fails before the data are generated
+    # An unknown name, or one whose plugin is missing, fails before the data are generated.
+    check_available(select_methods(chosen), get_registries())
     if not data_path.exists():
         click.echo(f"demo: generating {num} synthetic scenes", err=True)
         out.mkdir(parents=True, exist_ok=True)

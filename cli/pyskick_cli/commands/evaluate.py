@@ -34,7 +34,7 @@ from pyskick_cli.options import (
     "--actor",
     default=None,
     help="Override the run's actor with a registered one: learned (greedy), random "
-    "(rnd-actions), ...; see `pyskick plugins --all`.",
+    "(rnd-actions), demo-actions (full observability), ...; see `pyskick plugins --all`.",
 )
 @click.option(
     "--one-view",

@@ -109,8 +109,9 @@ def pretrain(
 @click.option(
     "--actor",
     default=None,
-    help="A registered actor (who picks the motions): learned (the policy) or random "
-    "(rnd-actions); see `pyskick plugins --all`.",
+    help="A registered actor (who picks the motions): learned (the policy), random "
+    "(rnd-actions) or demo-actions (greedy coverage; needs full observability at test time); "
+    "see `pyskick plugins --all`.",
 )
 @click.option(
     "--sidekick",
@@ -180,8 +181,5 @@ def train(
     if scores_file is not None:  # checked here so that stale scores leave no run folder behind
         load_scores_file(helper, data.train, scores_file, T=config.T)
         helper.scores_file = scores_file
-    radius = getattr(helper, "radius", None)  # a reward sidekick's NMS radius
-    if radius is not None:
-        config = config.replace(reward_radius=radius)
     record_run_dataset(out_dir, path, init=init)
     _report(run_train(config, out_dir, data, init=init, resume=resume, sidekick=helper))

@@ -155,7 +155,11 @@ def test_factory_takes_the_run_settings(
     spec = ViewgridFile(scenes_file).spec
     sidekick = expert_clone_sidekick(one_view=one_view, spec=spec, config=config)
     assert sidekick.name == "expert-clone"
-    assert sidekick.settings.epochs == config.epochs
+    # Not config.epochs: a resumed run may raise it, and the expert must stay the same.
+    assert sidekick.settings.epochs == config.pretrain_epochs
+    assert expert_clone_sidekick(
+        one_view=one_view, spec=spec, config=config.replace(epochs=config.epochs + 5)
+    ).score_options(4) == sidekick.score_options(4)
     assert sidekick.settings.lr == config.lr
     assert sidekick.settings.seed == config.seed
     assert sidekick.hybrid_schedule == config.hybrid_schedule

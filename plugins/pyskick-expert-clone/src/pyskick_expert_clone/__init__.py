@@ -29,10 +29,12 @@ def expert_clone_sidekick(
     Args:
         one_view: the one-view run or checkpoint the agent starts from.
         spec: the dataset's :class:`pyskick.data.GridSpec` (its channel mean is used).
-        config: the run's :class:`pyskick.training.TrainConfig`: the expert gets its epochs,
-            batch size, optimiser settings, entropy weight and seed; the hybrid schedule is
-            ``config.hybrid_schedule``.
-        expert_epochs: train the expert this many epochs instead of ``config.epochs``.
+        config: the run's :class:`pyskick.training.TrainConfig`: the expert gets its batch
+            size, optimiser settings, entropy weight and seed, and trains
+            ``config.pretrain_epochs`` epochs (not ``config.epochs``, which a resumed run may
+            raise: the expert, and so the cached trajectories, must stay the same for the
+            whole run); the hybrid schedule is ``config.hybrid_schedule``.
+        expert_epochs: train the expert this many epochs instead.
     """
     from pyskick_expert_clone.sidekick import ExpertCloneSidekick
     from pyskick_expert_clone.training import ExpertSettings
@@ -40,7 +42,9 @@ def expert_clone_sidekick(
     return ExpertCloneSidekick(
         one_view,
         channel_mean=spec.channel_mean,
-        settings=ExpertSettings.from_config(config, epochs=expert_epochs),
+        settings=ExpertSettings.from_config(
+            config, epochs=config.pretrain_epochs if expert_epochs is None else expert_epochs
+        ),
         hybrid_schedule=config.hybrid_schedule,
         batch_size=config.eval_batch_size,
     )
