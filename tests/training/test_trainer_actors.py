@@ -308,7 +308,7 @@ def test_critic_factories_must_honour_the_contract(tmp_path, plugin, tiny_config
 def test_random_actor_evaluates_as_the_random_action_mode(
     tmp_path, tiny_config, tiny_data, smooth_grids
 ):
-    """The random actor reproduces the former ``mode="random"`` evaluation bit for bit."""
+    """The random actor reproduces the former ``mode="random"`` evaluation."""
     trainer = Trainer(tiny_config, tmp_path, tiny_data, stage="pretrain")
     policy, grids = trainer.policy.eval(), smooth_grids(5, seed=4)
     result = evaluate_policy(
@@ -327,7 +327,9 @@ def test_random_actor_evaluates_as_the_random_action_mode(
             starts=starts.repeat(part.shape[0]), generator=generator, paste=True,
         )  # fmt: skip
         errors.append(rollout.final_errors.view(part.shape[0], 12).double())
-    assert torch.equal(result.per_start, torch.cat(errors))
+    # Same motions, same reconstructions: equal up to float32 summation order (which can
+    # follow memory alignment on some CPUs); other motions would differ by ~1e-3.
+    torch.testing.assert_close(result.per_start, torch.cat(errors), rtol=1e-6, atol=1e-8)
     by_name = evaluate_policy(
         policy, grids, channel_mean=(120.0,), T=3, metric="adv", actor="random",
         batch_size=24, seed=11,
