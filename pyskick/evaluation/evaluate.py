@@ -270,24 +270,16 @@ def evaluate(
         ValueError: an unreadable checkpoint, an unknown actor name or bad arguments.
     """
     from pyskick.actors import Actor, make_actor
-    from pyskick.training.checkpoint import load_checkpoint
+    from pyskick.training.checkpoint import load_run, policy_from_state
     from pyskick.training.config import TrainConfig
     from pyskick.training.distributed import resolve_device
 
-    path = Path(run_or_checkpoint)
-    if path.is_dir():
-        path = path / "best.pt"
-    state = load_checkpoint(path)
-    for key in ("model", "model_config", "config", "stage"):
-        if key not in state:
-            raise ValueError(f"{path} is not a pyskick training checkpoint (no {key!r})")
+    path, state = load_run(run_or_checkpoint)
     if actor is not None and not isinstance(actor, Actor | str):
         raise TypeError(f"actor must be an Actor or a registered name, got {type(actor).__name__}")
-    policy = CompletionPolicy(ModelConfig.from_dict(state["model_config"]))
-    policy.load_state_dict(state["model"])
     # Under torchrun each rank evaluates on its own GPU.
     target = resolve_device(device, int(os.environ.get("LOCAL_RANK", "0")))
-    policy.to(target)
+    policy = policy_from_state(state, target)
     if T is None:
         T = 1 if state["stage"] == "pretrain" else int(state["config"]["T"])
     config = TrainConfig.from_dict(state["config"])

@@ -24,6 +24,7 @@ import numpy as np
 import torch
 
 from pyskick._io import write_json, write_text
+from pyskick.data.spec import GridSpec
 from pyskick.evaluation.evaluate import METRICS
 from pyskick.evaluation.stats import improvement_pct, summarize
 from pyskick.experiments.layout import eval_path, run_dir
@@ -178,6 +179,7 @@ def write_report(
     nms: tuple[int, int] = (4, 1),
     device: str = "auto",
     examples: int = 2,
+    spec: GridSpec | None = None,
     log: Callable[[str], None] | None = None,
 ) -> Path:
     """Draw the figures and write ``out_dir/index.html`` (one page, relative links to PNGs).
@@ -197,6 +199,7 @@ def write_report(
         nms: the reward sidekick's (peaks, radius) for this dataset.
         device: where the policies run for the figures.
         examples: example viewgrids per method.
+        spec: the dataset's geometry, for actors that need it to replay (``demo-actions``).
         log: progress lines.
     """
     from pyskick.training.distributed import resolve_device
@@ -220,7 +223,7 @@ def write_report(
                 run,
                 lambda folder, run=run: visualize_run(
                     run, test, channel_mean=channel_mean, out_dir=folder, examples=examples,
-                    device=device,
+                    device=device, spec=spec,
                 ),
             )  # fmt: skip
         say("reproduce: sidekick maps")
@@ -256,8 +259,9 @@ def _cached_figures(
     digest = checkpoint_digest(run)
     if record.is_file():
         saved = json.loads(record.read_text())
-        if saved.get("checkpoint_sha256") == digest:
-            return saved.get("reason") or [folder / name for name in saved["files"]]
+        # A failure is retried (it is quick, and may have been fixed since).
+        if saved.get("checkpoint_sha256") == digest and not saved.get("reason"):
+            return [folder / name for name in saved["files"]]
     try:
         paths = draw(folder)
         payload: dict[str, Any] = {"files": [p.name for p in paths]}

@@ -180,7 +180,7 @@ def reproduce(
         say("reproduce: drawing the report")
         index = write_report(
             out, table, test, channel_mean=spec.channel_mean, nms=NMS_PRESETS[spec.preset],
-            device=config.device, log=say,
+            device=config.device, spec=spec, log=say,
         )  # fmt: skip
     return ReproduceResult(out, table, index, time.perf_counter() - start)
 

@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from pathlib import Path
-from typing import Any
 
 import torch
 from torch import Tensor
@@ -23,7 +21,7 @@ from torch import Tensor
 from pyskick.evaluation.evaluate import make_env
 from pyskick.models import CompletionPolicy, ModelConfig
 from pyskick.ops import coverage_matrix, rotate_viewgrid
-from pyskick.training.checkpoint import load_checkpoint
+from pyskick.training.checkpoint import POLICY_KEYS, load_run, policy_from_state
 from pyskick.training.rollout import collect_rollout
 
 
@@ -34,7 +32,7 @@ def one_view_config(run_or_checkpoint: str | os.PathLike[str]) -> ModelConfig:
         FileNotFoundError: no such run or checkpoint.
         ValueError: not a pyskick training checkpoint.
     """
-    return ModelConfig.from_dict(_load(run_or_checkpoint)["model_config"])
+    return ModelConfig.from_dict(load_run(run_or_checkpoint, keys=POLICY_KEYS)[1]["model_config"])
 
 
 def load_one_view(
@@ -46,10 +44,7 @@ def load_one_view(
         FileNotFoundError: no such run or checkpoint.
         ValueError: not a pyskick training checkpoint.
     """
-    state = _load(run_or_checkpoint)
-    policy = CompletionPolicy(ModelConfig.from_dict(state["model_config"]))
-    policy.load_state_dict(state["model"])
-    return policy.to(device).eval()
+    return policy_from_state(load_run(run_or_checkpoint, keys=POLICY_KEYS)[1], device)
 
 
 @torch.no_grad()
@@ -113,17 +108,6 @@ def one_view_coverage(
         truth = env.grid.view(k, V, *env.grid.shape[1:])[:, 0].contiguous()
         parts.append(coverage_matrix(recon.view(k, V, *recon.shape[1:]), truth).cpu())
     return torch.cat(parts)
-
-
-def _load(run_or_checkpoint: str | os.PathLike[str]) -> dict[str, Any]:
-    path = Path(run_or_checkpoint)
-    if path.is_dir():
-        path = path / "best.pt"
-    state = load_checkpoint(path)
-    for key in ("model", "model_config"):
-        if key not in state:
-            raise ValueError(f"{path} is not a pyskick training checkpoint (no {key!r})")
-    return state
 
 
 def _check_grids(grids: object, cfg: ModelConfig) -> None:

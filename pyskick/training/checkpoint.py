@@ -15,6 +15,7 @@ from typing import Any
 import torch
 
 from pyskick._io import atomic_path
+from pyskick.models import CompletionPolicy, ModelConfig
 
 FORMAT_VERSION = 1
 
@@ -59,6 +60,53 @@ def load_checkpoint(
             f"{FORMAT_VERSION}: upgrade pyskick"
         )
     return state
+
+
+POLICY_KEYS = ("model", "model_config")
+"""What a checkpoint needs to rebuild its policy (:func:`policy_from_state`)."""
+RUN_KEYS = (*POLICY_KEYS, "config", "stage")
+"""What every checkpoint of a training run holds (see :meth:`Trainer.state_dict`)."""
+
+
+def load_run(
+    run_or_checkpoint: str | os.PathLike[str],
+    *,
+    map_location: str | torch.device = "cpu",
+    keys: tuple[str, ...] = RUN_KEYS,
+) -> tuple[Path, dict[str, Any]]:
+    """The checkpoint of a run folder (its ``best.pt``) or a checkpoint file, and its state.
+
+    Args:
+        run_or_checkpoint: a run folder or a checkpoint file.
+        map_location: where its tensors are loaded.
+        keys: the entries it must hold (:data:`POLICY_KEYS` where only the policy is used).
+
+    Raises:
+        FileNotFoundError: no such run or checkpoint.
+        ValueError: not a checkpoint of a pyskick training run (an entry is missing).
+    """
+    path = Path(run_or_checkpoint)
+    if path.is_dir():
+        path = path / "best.pt"
+    state = load_checkpoint(path, map_location=map_location)
+    for key in keys:
+        if key not in state:
+            raise ValueError(f"{path} is not a pyskick training checkpoint (no {key!r})")
+    return path, state
+
+
+def policy_from_state(
+    state: dict[str, Any], device: str | torch.device = "cpu"
+) -> CompletionPolicy:
+    """The policy saved in a run's checkpoint ``state``, on ``device``, in eval mode.
+
+    Torch's global RNG is left as it was (building a policy draws initial weights from it,
+    which the saved ones then replace).
+    """
+    with torch.random.fork_rng(devices=[]):
+        policy = CompletionPolicy(ModelConfig.from_dict(state["model_config"]))
+    policy.load_state_dict(state["model"])
+    return policy.to(device).eval()
 
 
 def capture_rng_state() -> dict[str, Any]:

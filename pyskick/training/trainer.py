@@ -40,8 +40,10 @@ from pyskick.plugins import lookup
 from pyskick.sidekicks.base import NoSidekick, Sidekick
 from pyskick.training.baselines import AverageBaseline
 from pyskick.training.checkpoint import (
+    POLICY_KEYS,
     capture_rng_state,
     load_checkpoint,
+    load_run,
     restore_rng_state,
     save_checkpoint,
 )
@@ -319,12 +321,7 @@ class Trainer:
         return critic.to(self.device)
 
     def _load_init(self, init: str | Path) -> None:
-        path = Path(init)
-        if path.is_dir():
-            path = path / "best.pt"
-        state = load_checkpoint(path, map_location=self.device)
-        if "model" not in state or "model_config" not in state:
-            raise ValueError(f"{path} is not a pyskick training checkpoint")
+        path, state = load_run(init, map_location=self.device, keys=POLICY_KEYS)
         if ModelConfig.from_dict(state["model_config"]) != self.model_config:
             raise ValueError(
                 f"{path} holds a model of another architecture or data shape than this run "

@@ -5,14 +5,16 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import torch
 from torch import Tensor
 
 from pyskick.evaluation.actors import ActionMode, select_actions
-from pyskick.evaluation.evaluate import make_env
-from pyskick.models import CompletionPolicy, ModelConfig
+from pyskick.evaluation.evaluate import make_env, recorded_init
+from pyskick.models import CompletionPolicy
+from pyskick.training.checkpoint import load_run, policy_from_state
+from pyskick.training.config import TrainConfig
 
 
 class SavedPolicy(NamedTuple):
@@ -23,9 +25,13 @@ class SavedPolicy(NamedTuple):
     T: int
     """Glimpses per episode (1 for a pretrained one-view model)."""
     actor: str
-    """The run's actor name (``"learned"`` or ``"random"``)."""
+    """The run's actor name (``"learned"`` for a pretrained one-view model)."""
     stage: str
     """``"pretrain"`` or ``"train"``."""
+    config: TrainConfig
+    """The run's training config (what actor factories are given)."""
+    init: Path | None
+    """The one-view run it started from, when recorded (what actor factories are given)."""
 
 
 class Episodes(NamedTuple):
@@ -59,20 +65,14 @@ def load_policy(run: str | os.PathLike[str], device: str | torch.device = "cpu")
         FileNotFoundError: no such run or checkpoint.
         ValueError: not a pyskick training checkpoint.
     """
-    from pyskick.training.checkpoint import load_checkpoint
-
-    path = Path(run)
-    if path.is_dir():
-        path = path / "best.pt"
-    state: dict[str, Any] = load_checkpoint(path)
-    for key in ("model", "model_config", "config", "stage"):
-        if key not in state:
-            raise ValueError(f"{path} is not a pyskick training checkpoint (no {key!r})")
-    policy = CompletionPolicy(ModelConfig.from_dict(state["model_config"]))
-    policy.load_state_dict(state["model"])
-    policy.to(device).eval()
-    T = 1 if state["stage"] == "pretrain" else int(state["config"]["T"])
-    return SavedPolicy(policy, T, str(state["config"]["actor"]), str(state["stage"]))
+    path, state = load_run(run)
+    policy = policy_from_state(state, device)
+    config = TrainConfig.from_dict(state["config"])
+    pretrained = state["stage"] == "pretrain"
+    # A pretrained model moves nowhere: its config's actor is moot (as in evaluate()).
+    actor = "learned" if pretrained else config.actor
+    T = 1 if pretrained else config.T
+    return SavedPolicy(policy, T, actor, str(state["stage"]), config, recorded_init(path, state))
 
 
 @torch.no_grad()
@@ -85,6 +85,7 @@ def record_episodes(
     T: int,
     mode: ActionMode = "greedy",
     generator: torch.Generator | None = None,
+    forced: Tensor | None = None,
 ) -> Episodes:
     """Run ``T`` glimpses from ``starts`` as the evaluation does (pasted views, BN eval).
 
@@ -96,6 +97,8 @@ def record_episodes(
         T: glimpses.
         mode: ``"greedy"`` for a learned actor, ``"random"`` for rnd-actions.
         generator: random source of ``"random"`` actions (on the policy's device).
+        forced: ``[T-1, B]`` int64 actions that replace the policy's choices (an actor that
+            forces its motions, e.g. ``demo-actions``); ``mode`` is then unused.
 
     Returns:
         :class:`Episodes` on the CPU.
@@ -122,7 +125,11 @@ def record_episodes(
             proprio.append(obs.proprio.cpu())
             azimuth.append(az.cpu())
             if t < T - 1:
-                chosen = select_actions(torch.softmax(out.logits, 1), mode, generator=generator)
+                chosen = (
+                    forced[t].to(device)
+                    if forced is not None
+                    else select_actions(torch.softmax(out.logits, 1), mode, generator=generator)
+                )
                 obs = env.step(chosen).observation
     finally:
         policy.train(was_training)

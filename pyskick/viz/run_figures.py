@@ -12,6 +12,9 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from pyskick.actors import make_actor
+from pyskick.actors.base import forced_demonstrations
+from pyskick.data.spec import GridSpec
 from pyskick.viz._mpl import pyplot, save_figure
 from pyskick.viz.belief import belief_heatmaps, optimal_perturbation
 from pyskick.viz.episodes import Episodes, SavedPolicy, load_policy, record_episodes
@@ -49,12 +52,16 @@ def visualize_run(
     seed: int = 0,
     heatmaps: bool = True,
     device: str = "cpu",
+    spec: GridSpec | None = None,
 ) -> list[Path]:
     """Draw episodes of a saved run on a few viewgrids.
 
     ``examples`` viewgrids are drawn without replacement from ``grids`` (at most all of them)
-    and each gets a random start, both from ``seed``. Episodes run like the evaluation: greedy
-    actions (seeded uniform ones for a random actor), observed views pasted, BatchNorm in eval.
+    and each gets a random start, both from ``seed``. Episodes run like the evaluation: the
+    run's actor is built by its registered factory (with the run's recorded one-view model,
+    ``spec`` and config) and prepared on the drawn viewgrids; it moves in its test mode
+    (greedy for a learned actor, seeded uniform motions for a random one) or forces its
+    motions (``demo-actions``); observed views pasted, BatchNorm in eval.
 
     Per example ``k`` (viewgrid index ``i``):
 
@@ -62,9 +69,10 @@ def visualize_run(
       trajectory, then the reconstruction after each glimpse in the absolute frame (views seen
       so far pasted; current view red, earlier ones gold, moves made white, the action taken
       next red);
-    - with ``heatmaps``, a learned actor and T > 1, ``example{k}_grid{i}_heatmaps.png``: for
-      every step that selects an action, the Eq. 10 heatmap (:mod:`pyskick.viz.belief`) in pink
-      over that step's reconstruction, one colour scale per example.
+    - with ``heatmaps``, T > 1 and an actor that follows the policy (learned, forcing
+      nothing), ``example{k}_grid{i}_heatmaps.png``: for every step that selects an action,
+      the Eq. 10 heatmap (:mod:`pyskick.viz.belief`) in pink over that step's reconstruction,
+      one colour scale per example.
 
     Args:
         run: a run folder (its ``best.pt``) or a checkpoint.
@@ -75,14 +83,15 @@ def visualize_run(
         seed: seed of the choice of viewgrids, starts, random actions and the Eq. 10 starts.
         heatmaps: also draw the policy heatmaps.
         device: where the policy runs (``"cpu"``, ``"cuda"``).
+        spec: the dataset's geometry, for actor factories that need it (``demo-actions``).
 
     Returns:
         The PNGs written, in order.
 
     Raises:
         FileNotFoundError: no such run or checkpoint.
-        ValueError, TypeError: bad grids or arguments, or a run whose actor is neither learned
-            nor random; nothing is written then.
+        ValueError, TypeError: bad grids or arguments, or a run whose actor cannot be built
+            (not registered, or missing what its factory needs); nothing is written then.
         ImportError: matplotlib is missing.
     """
     if isinstance(examples, bool) or not isinstance(examples, int) or examples < 1:
@@ -94,11 +103,17 @@ def visualize_run(
         raise ValueError(f"out_dir {out_dir} exists and is not a folder")
     pyplot()  # fail on a missing matplotlib before any work
     saved = load_policy(run, device)
-    if saved.actor not in ("learned", "random"):
-        raise ValueError(f"{run}: cannot replay actor {saved.actor!r} (learned or random only)")
     check_run_grids(grids, saved.policy)
+    actor = make_actor(
+        saved.actor, one_view=saved.init, spec=spec, config=saved.config, field="actor"
+    )
     cfg = saved.policy.config
     chosen, starts = choose_examples(grids.shape[0], examples, seed, cfg.n_views)
+    actor.prepare(grids[chosen].cpu(), T=saved.T, device=torch.device(device))
+    forced = None
+    if saved.T > 1:
+        demos = forced_demonstrations(actor, torch.arange(chosen.numel()), starts)
+        forced = None if demos is None else demos[0]
     action_generator = torch.Generator(device).manual_seed(seed)
     episodes = record_episodes(
         saved.policy,
@@ -106,12 +121,13 @@ def visualize_run(
         starts,
         channel_mean=channel_mean,
         T=saved.T,
-        mode="greedy" if saved.actor == "learned" else "random",
+        mode=actor.mode(training=False),
         generator=action_generator,
+        forced=forced,
     )
     mean = channel_mean if cfg.mean_subtract else None
     heat = None
-    if heatmaps and saved.actor == "learned" and saved.T > 1:
+    if heatmaps and actor.learned and forced is None and saved.T > 1:
         heat = _episode_heatmaps(saved, episodes, device, seed)
     paths = []
     for k, index in enumerate(chosen.tolist()):

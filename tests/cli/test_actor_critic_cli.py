@@ -123,5 +123,12 @@ def test_demo_actions_trains_and_evaluates_following_the_coverage_greedy(
         assert report["mean_x1000"] == pytest.approx(direct.summary.mean_x1000)
         learned = evaluate(out, test, "avg", channel_mean=mean, actor="learned")
         assert learned.summary.mean_x1000 != pytest.approx(direct.summary.mean_x1000)
+        # Its episodes replay the forced motions; no heatmaps (the policy did not choose them).
+        figures = tmp_path / "figures"
+        code, _, err = run(["visualize", str(out), "--out", str(figures)], capsys)
+        assert code == 0, err
+        names = sorted(p.name for p in figures.iterdir())
+        assert names
+        assert all(name.endswith("_episode.png") for name in names), names
     finally:
         torch.set_num_threads(threads)

@@ -8,10 +8,14 @@ from pathlib import Path
 import pytest
 import torch
 
+from pyskick.models import CompletionPolicy, ModelConfig
 from pyskick.training.checkpoint import (
     FORMAT_VERSION,
+    POLICY_KEYS,
     capture_rng_state,
     load_checkpoint,
+    load_run,
+    policy_from_state,
     restore_rng_state,
     save_checkpoint,
 )
@@ -77,3 +81,20 @@ def test_errors_are_clear(tmp_path: Path) -> None:
     torch.save({"format": FORMAT_VERSION + 1}, future)
     with pytest.raises(ValueError, match="upgrade pyskick"):
         load_checkpoint(future)
+
+
+def test_load_run_reads_best_pt_and_checks_entries(tmp_path: Path) -> None:
+    config = ModelConfig.from_dict({"n_elevations": 3, "n_azimuths": 4, "view_size": 16})
+    policy = CompletionPolicy(config)
+    state = {"model": policy.state_dict(), "model_config": config.to_dict()}
+    save_checkpoint(tmp_path / "run" / "best.pt", state)
+    with pytest.raises(ValueError, match=r"best.pt is not a pyskick training .*'config'"):
+        load_run(tmp_path / "run")
+    path, loaded = load_run(tmp_path / "run", keys=POLICY_KEYS)
+    assert path == tmp_path / "run" / "best.pt"
+    before = torch.random.get_rng_state()
+    rebuilt = policy_from_state(loaded)
+    assert torch.equal(torch.random.get_rng_state(), before)  # the caller's RNG is untouched
+    assert not rebuilt.training
+    for name, value in policy.state_dict().items():
+        assert torch.equal(rebuilt.state_dict()[name], value), name

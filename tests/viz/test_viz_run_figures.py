@@ -86,6 +86,18 @@ def test_recorded_episodes_paste_views_where_they_were_seen(tiny_runs):
     torch.testing.assert_close(ep.errors[-1], result.per_start[torch.arange(6), starts].float())
 
 
+def test_forced_actions_replace_the_policys_choices(tiny_runs):
+    saved = load_policy(tiny_runs.ltla)
+    grids = tiny_runs.data.val
+    mean = tiny_runs.data.channel_mean
+    starts = torch.tensor([0, 3, 5, 7, 10, 11])
+    forced = torch.arange(12).view(2, 6)  # [T-1, B]
+    ep = record_episodes(saved.policy, grids, starts, channel_mean=mean, T=3, forced=forced)
+    assert torch.equal(ep.actions, forced.T)
+    greedy = record_episodes(saved.policy, grids, starts, channel_mean=mean, T=3)
+    assert not torch.equal(greedy.actions, ep.actions)
+
+
 def test_moves_are_drawn_between_view_centres():
     from pyskick.viz._mpl import pyplot
 

@@ -152,6 +152,7 @@ def visualize(
         seed=seed,
         heatmaps=not no_heatmaps,
         device=where,
+        spec=source.spec,
     )
     if curve_runs:
         written.append(plot_learning_curves(curve_runs, out_dir / "learning_curves.png"))

@@ -18,7 +18,6 @@ import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, NamedTuple
 
 import torch
@@ -27,9 +26,9 @@ from torch import Tensor
 from pyskick.envs import LookAroundEnv
 from pyskick.evaluation import ActionMode, select_actions
 from pyskick.evaluation.evaluate import make_env
-from pyskick.models import CompletionPolicy, LSTMState, ModelConfig
+from pyskick.models import CompletionPolicy, LSTMState
 from pyskick.training import AverageBaseline, TrainConfig
-from pyskick.training.checkpoint import load_checkpoint
+from pyskick.training.checkpoint import POLICY_KEYS, load_run, policy_from_state
 from pyskick_expert_clone.expert import FullObservabilityActor
 
 logger = logging.getLogger("pyskick_expert_clone")
@@ -133,18 +132,8 @@ def load_one_view(one_view: str | os.PathLike[str], device: torch.device) -> Com
         FileNotFoundError: no such run or checkpoint.
         ValueError: not a pyskick training checkpoint.
     """
-    path = Path(one_view)
-    if path.is_dir():
-        path = path / "best.pt"
-    state = load_checkpoint(path, map_location=device)
-    if "model" not in state or "model_config" not in state:
-        raise ValueError(f"{path} is not a pyskick training checkpoint")
-    # Building initialises weights (then overwritten) from torch's RNG: keep the caller's.
-    with torch.random.fork_rng(devices=[]):
-        policy = CompletionPolicy(ModelConfig.from_dict(state["model_config"]))
-    policy.load_state_dict(state["model"])
-    policy.requires_grad_(False)
-    return policy.to(device).eval()
+    policy = policy_from_state(load_run(one_view, map_location=device, keys=POLICY_KEYS)[1], device)
+    return policy.requires_grad_(False)
 
 
 @torch.no_grad()
