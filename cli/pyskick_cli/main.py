@@ -13,6 +13,7 @@ import click
 
 from pyskick import __version__
 from pyskick_cli.lazy import LazyGroup
+from pyskick_cli.memory import keep_freed_memory
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
 
@@ -71,6 +72,7 @@ def cli(debug: bool) -> None:
 def main(argv: list[str] | None = None) -> None:
     """Run the CLI and exit with its documented exit code."""
     args = list(sys.argv[1:] if argv is None else argv)
+    keep_freed_memory()
     debug = "--debug" in args
     try:
         code = cli.main(args=args, prog_name="pyskick", standalone_mode=False)

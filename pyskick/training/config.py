@@ -197,14 +197,16 @@ TRAIN_PRESETS: Mapping[str, TrainConfig] = MappingProxyType(
             pretrain_epochs=3,
             lr=1e-3,
             hybrid_schedule=1,
+            eval_batch_size=64,
             device="cpu",
         ),
     }
 )
 """Named training configs (read-only). ``cpu-demo`` raises the learning rate to 1e-3 so a
-few epochs visibly learn, and anneals a demonstrating sidekick's T_sup every epoch (T - 1 -> 0
+few epochs visibly learn, anneals a demonstrating sidekick's T_sup every epoch (T - 1 -> 0
 within the first T - 1 epochs, so a run of more than T - 1 epochs, like the demo's 4, ends with
-pure RL)."""
+pure RL), and evaluates 64 episodes per pass: their tensors stay under glibc's largest mmap
+threshold (32 MB), which made evaluation 1.6x faster on 2 cores than 256 (same results)."""
 
 
 def train_preset(name: str) -> TrainConfig:
