@@ -12,18 +12,23 @@ from pyskick.hookspecs import Register, hookimpl
 
 
 def demo_sidekick(*, one_view: Path, spec: object, config: object, **_: object) -> object:
-    """Greedy coverage demonstrations for the first T_sup steps, annealed (ours(demo))."""
+    """Greedy coverage demonstrations for the first T_sup steps, annealed (ours(demo)).
+    Scores in batches of the config's ``eval_batch_size`` episodes."""
     from pyskick.sidekicks.demo import DemoSidekick
 
     return DemoSidekick(
         one_view,
         channel_mean=spec.channel_mean,  # type: ignore[attr-defined]
         hybrid_schedule=config.hybrid_schedule,  # type: ignore[attr-defined]
+        batch_size=config.eval_batch_size,  # type: ignore[attr-defined]
     )
 
 
-def demo_actions_actor(*, one_view: Path | None, spec: object | None, **_: object) -> object:
-    """Greedy coverage motions (demo-actions); needs full observability at test time."""
+def demo_actions_actor(
+    *, one_view: Path | None, spec: object | None, config: object | None = None, **_: object
+) -> object:
+    """Greedy coverage motions (demo-actions); needs full observability at test time. Scores
+    in batches of the config's ``eval_batch_size`` episodes (256 without a config)."""
     from pyskick.actors.demo_actions import DemoActionsActor
 
     if one_view is None or spec is None:
@@ -32,7 +37,12 @@ def demo_actions_actor(*, one_view: Path | None, spec: object | None, **_: objec
             "grid spec: train from a one-view model (init) on a dataset file, or evaluate such "
             "a run"
         )
-    return DemoActionsActor(one_view, channel_mean=spec.channel_mean)  # type: ignore[attr-defined]
+    batch_size = 256 if config is None else config.eval_batch_size  # type: ignore[attr-defined]
+    return DemoActionsActor(
+        one_view,
+        channel_mean=spec.channel_mean,  # type: ignore[attr-defined]
+        batch_size=batch_size,
+    )
 
 
 @hookimpl

@@ -5,9 +5,11 @@
 - ``adv``: starts at all ``N * M`` views; a sample's error is the max over its starts.
 
 Episodes are deterministic: an :class:`~pyskick.actors.Actor` picks the motions in its test
-mode (greedy for the learned actor, uniform actions from a seeded generator for the random
-one) unless it forces them (every start of a sample gets the actor's forced trajectory from
-that start); observed views are pasted into the reconstruction, BatchNorm is in eval mode.
+mode (greedy for the learned actor; for the random one, uniform actions drawn up front from a
+CPU generator seeded with ``seed`` as ``[n, S, T-1]``, so the result depends on neither the
+batch size nor the device) unless it forces them (every start of a sample gets the actor's
+forced trajectory from that start); observed views are pasted into the reconstruction,
+BatchNorm is in eval mode.
 All starts of a chunk of samples run as one batch.
 """
 
@@ -150,7 +152,7 @@ def evaluate_policy(
         sample_indices: ``[n]`` int64 position of each viewgrid in the grids the actor was
             prepared on (its ``forced_actions`` indices); default ``0 .. n-1``.
         batch_size: episodes per forward pass (memory only).
-        seed: seed of the generator of ``"random"``-mode motions.
+        seed: seed of the ``"random"``-mode motions (drawn as ``[n, S, T-1]`` on the CPU).
 
     Returns:
         :class:`EvalResult`.
@@ -186,8 +188,15 @@ def evaluate_policy(
     starts = evaluation_starts(cfg.n_elevations, cfg.n_azimuths, metric)
     S = starts.numel()
     env = make_env(cfg, T, channel_mean)
-    generator = torch.Generator(device).manual_seed(seed)
     mode = actor.mode(training=False)
+    random_motions = None
+    if mode == "random" and T > 1:
+        # Drawn up front, one row per episode, so the motions (and the result) do not depend
+        # on batch_size or the device.
+        generator = torch.Generator().manual_seed(seed)
+        random_motions = torch.randint(
+            env.n_actions, (grids.shape[0], S, T - 1), generator=generator
+        )
     chunk = max(1, batch_size // S)
     was_training = policy.training
     policy.eval()
@@ -202,13 +211,15 @@ def evaluate_policy(
                 # Every start of sample lo + i is an episode of that sample.
                 indices = sample_indices[lo : lo + k].to(device).repeat_interleave(S)
                 demos = forced_demonstrations(actor, indices, chunk_starts)
+            if demos is None and random_motions is not None:
+                motions = random_motions[lo : lo + k].reshape(k * S, T - 1).T.to(device)
+                demos = (motions, torch.ones_like(motions, dtype=torch.bool))
             rollout = collect_rollout(
                 policy,
                 env,
                 part.repeat_interleave(S, dim=0),
                 mode=mode,
                 starts=chunk_starts,
-                generator=generator,
                 demonstrations=demos,
                 paste=True,
             )

@@ -122,7 +122,7 @@ def test_demo_refuses_another_size_before_generating(
 ) -> None:
     out = tmp_path / "demo"
     out.mkdir()
-    record = {"dataset": str((out / "synthetic-scenes-n600-s123.h5").resolve())}
+    record = {"dataset": str((out / "synthetic-scenes-n800-s123.h5").resolve())}
     (out / "reproduce.json").write_text(json.dumps(record))
     code, _, err = run(["demo", "--out", str(out), "--num", "50"], capsys)
     assert code == 2

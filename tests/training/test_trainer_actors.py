@@ -305,35 +305,40 @@ def test_critic_factories_must_honour_the_contract(tmp_path, plugin, tiny_config
         Trainer(tiny_config.replace(critic="no-flag"), tmp_path / "b", tiny_data, stage="train")
 
 
-def test_random_actor_evaluates_as_the_random_action_mode(
+def test_random_actor_evaluation_is_independent_of_batching(
     tmp_path, tiny_config, tiny_data, smooth_grids
 ):
-    """The random actor reproduces the former ``mode="random"`` evaluation."""
+    """The random actor's motions are drawn up front as ``[n, S, T-1]`` from a CPU generator
+    seeded with ``seed``: the same episodes whatever ``batch_size``."""
     trainer = Trainer(tiny_config, tmp_path, tiny_data, stage="pretrain")
     policy, grids = trainer.policy.eval(), smooth_grids(5, seed=4)
-    result = evaluate_policy(
-        policy, grids, channel_mean=(120.0,), T=3, metric="adv", actor=RandomActor(),
-        batch_size=24, seed=11,
-    )  # fmt: skip
-    assert result.actor == "random"
+    common = {"channel_mean": (120.0,), "T": 3, "metric": "adv", "seed": 11}
+    results = [
+        evaluate_policy(policy, grids, actor=RandomActor(), batch_size=batch_size, **common)
+        for batch_size in (24, 7, 256)
+    ]
+    assert results[0].actor == "random"
+    for other in results[1:]:
+        torch.testing.assert_close(other.per_start, results[0].per_start, rtol=1e-6, atol=1e-8)
     starts = evaluation_starts(3, 4, "adv")
-    env = make_env(policy.config, 3, (120.0,))
-    generator = torch.Generator().manual_seed(11)
-    errors = []
-    for lo in range(0, 5, 2):
-        part = grids[lo : lo + 2]
-        rollout = collect_rollout(
-            policy, env, part.repeat_interleave(12, 0), mode="random",
-            starts=starts.repeat(part.shape[0]), generator=generator, paste=True,
-        )  # fmt: skip
-        errors.append(rollout.final_errors.view(part.shape[0], 12).double())
-    # Same motions, same reconstructions: equal up to float32 summation order (which can
-    # follow memory alignment on some CPUs); other motions would differ by ~1e-3.
-    torch.testing.assert_close(result.per_start, torch.cat(errors), rtol=1e-6, atol=1e-8)
-    by_name = evaluate_policy(
-        policy, grids, channel_mean=(120.0,), T=3, metric="adv", actor="random",
-        batch_size=24, seed=11,
+    motions = torch.randint(15, (5, 12, 2), generator=torch.Generator().manual_seed(11))
+    rollout = collect_rollout(
+        policy, make_env(policy.config, 3, (120.0,)), grids.repeat_interleave(12, 0),
+        mode="random", starts=starts.repeat(5),
+        demonstrations=(motions.reshape(60, 2).T, torch.ones(2, 60, dtype=torch.bool)),
+        paste=True,
     )  # fmt: skip
-    assert torch.equal(by_name.per_start, result.per_start)
+    assert torch.equal(rollout.actions.T.reshape(5, 12, 2), motions)
+    torch.testing.assert_close(
+        results[0].per_start, rollout.final_errors.view(5, 12).double(), rtol=1e-6, atol=1e-8
+    )
+    by_name = evaluate_policy(
+        policy, grids, channel_mean=(120.0,), T=3, metric="adv", actor="random", seed=11
+    )
+    assert torch.equal(by_name.per_start, results[0].per_start)
+    other_seed = evaluate_policy(
+        policy, grids, channel_mean=(120.0,), T=3, metric="adv", actor="random", seed=12
+    )
+    assert not torch.allclose(other_seed.per_start, results[0].per_start)
     greedy = evaluate_policy(policy, grids, channel_mean=(120.0,), T=3, actor=LearnedActor())
     assert greedy.actor == "learned"

