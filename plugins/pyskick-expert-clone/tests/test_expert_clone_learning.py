@@ -12,6 +12,7 @@ from pyskick_expert_clone.training import (
     train_expert,
 )
 
+from pyskick.actors import Actor
 from pyskick.evaluation import evaluate_policy
 from pyskick.training import TrainData
 
@@ -42,8 +43,8 @@ def test_greedy_expert_beats_random_motions(one_view: Path, scenes: TrainData) -
 
 
 def test_random_episodes_match_the_library_evaluation(one_view: Path, scenes: TrainData) -> None:
-    """The episode runner (agent order, pasting, error) is the library's: with the same random
-    motions it reproduces ``evaluate_policy``'s per-start errors."""
+    """The episode runner (agent order, pasting, error) is the library's: replaying its random
+    motions, ``evaluate_policy`` gives the same per-start errors."""
     policy = load_one_view(one_view, CPU)
     grids, mean = scenes.train[:2], scenes.channel_mean
     settings = ExpertSettings(
@@ -54,8 +55,23 @@ def test_random_episodes_match_the_library_evaluation(one_view: Path, scenes: Tr
     actions, errors = expert_trajectories(
         policy, expert, grids, T=3, channel_mean=mean, device=CPU, mode="random", seed=4
     )
+    assert actions.shape == (2, 32, 2)
     reference = evaluate_policy(
-        policy, grids, channel_mean=mean, T=3, metric="adv", actor="random", seed=4
+        policy, grids, channel_mean=mean, T=3, metric="adv", actor=Replay(actions)
     )
     torch.testing.assert_close(errors.double(), reference.per_start, rtol=1e-5, atol=1e-7)
-    assert actions.shape == (2, 32, 2)
+
+
+class Replay(Actor):
+    """Forces the motions of ``trajectories`` ``[n, V, T-1]`` (adv: start s is view s)."""
+
+    name = "replay"
+
+    def __init__(self, trajectories: torch.Tensor) -> None:
+        self.trajectories = trajectories
+
+    def mode(self, *, training: bool) -> str:
+        return "greedy"  # unused: every motion is forced
+
+    def forced_actions(self, indices: torch.Tensor, starts: torch.Tensor) -> torch.Tensor:
+        return self.trajectories[indices, starts].T
