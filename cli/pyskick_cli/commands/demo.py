@@ -1,8 +1,8 @@
 """``pyskick demo``: ``pyskick reproduce`` on the embedded default, sized for a laptop CPU.
 
 It generates a synthetic-scenes dataset into the output folder and runs every Table 1 method
-whose plugins are installed, one seed, with the ``cpu-demo`` preset. The defaults took 12.8
-minutes on 2 CPU cores (docs/reproduce.md has the measured costs). Rerunning continues
+whose plugins are installed, one seed, with the ``cpu-demo`` preset. The defaults take about
+12 minutes on 2 CPU cores (docs/reproduce.md has the measured costs). Rerunning continues
 where it stopped and skips what is finished.
 """
 
