@@ -69,13 +69,16 @@ def plot_learning_curves(
     plt = pyplot()
     from matplotlib.ticker import MaxNLocator
 
-    fig, ax = plt.subplots(figsize=(6.0, 4.0))
-    for label, (steps, values) in curves.items():
+    fig, ax = plt.subplots(figsize=(7.5, 4.0), layout="constrained")
+    for i, (label, (steps, values)) in enumerate(curves.items()):
         marker = "o" if len(steps) <= 30 else None
-        ax.plot(steps, [v * 1000.0 for v in values], marker=marker, markersize=3, label=label)
+        style = ("-", "--", ":")[i // 10 % 3]  # the colour cycle has 10 colours
+        y = [v * 1000.0 for v in values]
+        ax.plot(steps, y, marker=marker, markersize=3, linestyle=style, label=label)
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("epoch")
     ax.set_ylabel("validation error ×1000" if key == "val/rec_error" else f"{key} ×1000")
     ax.grid(alpha=0.3)
-    ax.legend()
+    # Beside the axes: inside, it hides whichever curves run along its corner.
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
     return save_figure(fig, out)
