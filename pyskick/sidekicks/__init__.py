@@ -3,5 +3,6 @@
 from __future__ import annotations
 
 from pyskick.sidekicks.base import Demonstrations, NoSidekick, Sidekick
+from pyskick.sidekicks.hybrid import HybridSupervision
 
-__all__ = ["Demonstrations", "NoSidekick", "Sidekick"]
+__all__ = ["Demonstrations", "HybridSupervision", "NoSidekick", "Sidekick"]

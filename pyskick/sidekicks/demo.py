@@ -8,7 +8,8 @@ each step takes the reachable view that adds most to the saturated coverage of t
 Hybrid training: the first ``T_sup`` actions of every episode are the sidekick's, trained with
 ``supervised_scale · NLL``; the policy samples the rest and learns them by policy gradient.
 ``T_sup`` starts at ``T - 1`` (all actions demonstrated) and drops by one every
-``hybrid_schedule`` epochs until the policy acts alone. The sidekick pays no rewards.
+``hybrid_schedule`` epochs until the policy acts alone (the schedule is
+:class:`~pyskick.sidekicks.hybrid.HybridSupervision`'s). The sidekick pays no rewards.
 """
 
 from __future__ import annotations
@@ -22,10 +23,11 @@ from torch import Tensor
 
 from pyskick.envs.actions import ActionGrid
 from pyskick.ops import greedy_coverage
-from pyskick.sidekicks.base import Demonstrations, Sidekick, checkpoint_digest
+from pyskick.sidekicks.base import checkpoint_digest
+from pyskick.sidekicks.hybrid import HybridSupervision
 
 
-class DemoSidekick(Sidekick):
+class DemoSidekick(HybridSupervision):
     """ours(demo): greedy coverage demonstrations for the first ``T_sup`` steps.
 
     Args:
@@ -52,22 +54,15 @@ class DemoSidekick(Sidekick):
         wrap_elevation: bool = False,
         batch_size: int = 256,
     ) -> None:
-        if isinstance(hybrid_schedule, bool) or not isinstance(hybrid_schedule, int):
-            raise TypeError(f"hybrid_schedule must be an int, got {hybrid_schedule!r}")
-        if hybrid_schedule < 1:
-            raise ValueError(f"hybrid_schedule must be >= 1 epoch, got {hybrid_schedule}")
+        super().__init__(hybrid_schedule=hybrid_schedule)
         self.one_view = Path(one_view)
         self.channel_mean = tuple(float(x) for x in channel_mean)
-        self.hybrid_schedule = hybrid_schedule
         self.action_grid = ActionGrid.of(action_grid)
         self.wrap_azimuth = bool(wrap_azimuth)
         self.wrap_elevation = bool(wrap_elevation)
         self.batch_size = batch_size
         self.coverage: Tensor | None = None
         self.grid_shape: tuple[int, int] | None = None
-        self.T: int | None = None
-        self.T_sup: int | None = None
-        self._restored = False
 
     def score_options(self, T: int) -> dict[str, Any]:
         """The one-view model's digest and the channel mean (not T: the coverage comes from
@@ -106,13 +101,9 @@ class DemoSidekick(Sidekick):
                 f"coverage must have shape [n, {N * M}, {N * M}] for the one-view model's "
                 f"{N}x{M} grid, got {list(coverage.shape)}"
             )
-        if self._restored and self.T_sup is not None and self.T_sup > T - 1:
-            raise ValueError(f"restored T_sup={self.T_sup} exceeds T - 1 = {T - 1}")
+        self.start_schedule(T)
         self.coverage = coverage.to(device=device, dtype=torch.float32).contiguous()
         self.grid_shape = (N, M)
-        self.T = T
-        if not self._restored:
-            self.T_sup = T - 1
 
     def trajectories(self, indices: Tensor, starts: Tensor) -> Tensor:
         """The full greedy coverage trajectories of samples ``indices`` from ``starts``.
@@ -139,32 +130,3 @@ class DemoSidekick(Sidekick):
             wrap_elevation=self.wrap_elevation,
         )
         return actions[:, 0].T.contiguous()
-
-    def demonstrations(self, indices: Tensor, starts: Tensor, epoch: int) -> Demonstrations | None:
-        """The greedy actions, forced at steps ``t < T_sup``; None once ``T_sup`` is 0."""
-        if self.T_sup is None:
-            raise RuntimeError("DemoSidekick.prepare() must run before demonstrations")
-        if self.T_sup == 0:
-            return None
-        actions = self.trajectories(indices, starts)
-        steps = torch.arange(actions.shape[0], device=actions.device)
-        mask = (steps < self.T_sup)[:, None].expand_as(actions).contiguous()
-        return actions, mask
-
-    def on_epoch_end(self, epoch: int) -> None:
-        if self.T_sup is not None and (epoch + 1) % self.hybrid_schedule == 0 and self.T_sup > 0:
-            self.T_sup -= 1
-
-    def state_dict(self) -> dict[str, Any]:
-        return {"T_sup": self.T_sup}
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        T_sup = state["T_sup"]
-        if T_sup is None:
-            return  # saved before prepare(): nothing to restore
-        if isinstance(T_sup, bool) or not isinstance(T_sup, int) or T_sup < 0:
-            raise ValueError(f"T_sup must be an int >= 0, got {T_sup!r}")
-        if self.T is not None and T_sup > self.T - 1:
-            raise ValueError(f"restored T_sup={T_sup} exceeds T - 1 = {self.T - 1}")
-        self.T_sup = T_sup
-        self._restored = True

@@ -20,7 +20,8 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from pyskick.sidekicks.base import Demonstrations, Sidekick, checkpoint_digest
+from pyskick.sidekicks.base import checkpoint_digest
+from pyskick.sidekicks.hybrid import HybridSupervision
 from pyskick_expert_clone.training import (
     ExpertEpoch,
     ExpertSettings,
@@ -45,7 +46,7 @@ def log_epoch(summary: ExpertEpoch, total: int) -> None:
         sys.stderr.flush()
 
 
-class ExpertCloneSidekick(Sidekick):
+class ExpertCloneSidekick(HybridSupervision):
     """expert-clone: demonstrations by an expert trained with full observability.
 
     Args:
@@ -69,23 +70,17 @@ class ExpertCloneSidekick(Sidekick):
         hybrid_schedule: int = 50,
         batch_size: int = 256,
     ) -> None:
-        if isinstance(hybrid_schedule, bool) or not isinstance(hybrid_schedule, int):
-            raise TypeError(f"hybrid_schedule must be an int, got {hybrid_schedule!r}")
-        if hybrid_schedule < 1:
-            raise ValueError(f"hybrid_schedule must be >= 1 epoch, got {hybrid_schedule}")
+        super().__init__(hybrid_schedule=hybrid_schedule)
         if not isinstance(settings, ExpertSettings):
             raise TypeError(f"settings must be ExpertSettings, got {type(settings).__name__}")
         self.one_view = Path(one_view)
         self.channel_mean = tuple(float(x) for x in channel_mean)
         self.settings = settings
-        self.hybrid_schedule = hybrid_schedule
         self.batch_size = batch_size
         self.history: list[ExpertEpoch] = []
         """The expert's training curve, when this process trained it (not from a cache)."""
-        self.trajectories: Tensor | None = None
-        self.T: int | None = None
-        self.T_sup: int | None = None
-        self._restored = False
+        self.expert_trajectories: Tensor | None = None
+        """``[n, V, T-1]`` the expert's actions from every start of every training viewgrid."""
 
     def score_options(self, T: int) -> dict[str, Any]:
         """The one-view model's digest, the channel mean, T (the expert learns T-glimpse
@@ -148,40 +143,12 @@ class ExpertCloneSidekick(Sidekick):
                 f"trajectories hold {trajectories.shape[2]} actions per episode, T={T} needs "
                 f"{T - 1}"
             )
-        if self._restored and self.T_sup is not None and self.T_sup > T - 1:
-            raise ValueError(f"restored T_sup={self.T_sup} exceeds T - 1 = {T - 1}")
-        self.trajectories = trajectories.to(device).contiguous()
-        self.T = T
-        if not self._restored:
-            self.T_sup = T - 1
+        self.start_schedule(T)
+        self.expert_trajectories = trajectories.to(device).contiguous()
 
-    def demonstrations(self, indices: Tensor, starts: Tensor, epoch: int) -> Demonstrations | None:
-        """The expert's greedy actions from ``starts``, forced at steps ``t < T_sup``; None
-        once ``T_sup`` is 0."""
-        if self.trajectories is None or self.T_sup is None:
+    def trajectories(self, indices: Tensor, starts: Tensor) -> Tensor:
+        """The expert's greedy actions of samples ``indices`` from ``starts``, ``[T-1, B]``."""
+        if self.expert_trajectories is None:
             raise RuntimeError("ExpertCloneSidekick.prepare() must run before demonstrations")
-        if self.T_sup == 0:
-            return None
-        device = self.trajectories.device
-        actions = self.trajectories[indices.to(device), starts.to(device)].T.contiguous()
-        steps = torch.arange(actions.shape[0], device=device)
-        mask = (steps < self.T_sup)[:, None].expand_as(actions).contiguous()
-        return actions, mask
-
-    def on_epoch_end(self, epoch: int) -> None:
-        if self.T_sup is not None and (epoch + 1) % self.hybrid_schedule == 0 and self.T_sup > 0:
-            self.T_sup -= 1
-
-    def state_dict(self) -> dict[str, Any]:
-        return {"T_sup": self.T_sup}
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        T_sup = state["T_sup"]
-        if T_sup is None:
-            return  # saved before prepare(): nothing to restore
-        if isinstance(T_sup, bool) or not isinstance(T_sup, int) or T_sup < 0:
-            raise ValueError(f"T_sup must be an int >= 0, got {T_sup!r}")
-        if self.T is not None and T_sup > self.T - 1:
-            raise ValueError(f"restored T_sup={T_sup} exceeds T - 1 = {self.T - 1}")
-        self.T_sup = T_sup
-        self._restored = True
+        device = self.expert_trajectories.device
+        return self.expert_trajectories[indices.to(device), starts.to(device)].T.contiguous()
