@@ -218,7 +218,8 @@ def evaluate_policy(
                 policy,
                 env,
                 part.repeat_interleave(S, dim=0),
-                mode=mode,
+                # Every motion forced: argmax draws nothing from torch's global generator.
+                mode=mode if demos is None else "greedy",
                 starts=chunk_starts,
                 demonstrations=demos,
                 paste=True,

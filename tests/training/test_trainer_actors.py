@@ -342,3 +342,14 @@ def test_random_actor_evaluation_is_independent_of_batching(
     assert not torch.allclose(other_seed.per_start, results[0].per_start)
     greedy = evaluate_policy(policy, grids, channel_mean=(120.0,), T=3, actor=LearnedActor())
     assert greedy.actor == "learned"
+
+
+def test_random_actor_evaluation_leaves_the_global_rng_alone(
+    tmp_path, tiny_config, tiny_data, smooth_grids
+):
+    trainer = Trainer(tiny_config, tmp_path, tiny_data, stage="pretrain")
+    before = torch.random.get_rng_state()
+    evaluate_policy(
+        trainer.policy, smooth_grids(2, seed=4), channel_mean=(120.0,), T=3, actor="random"
+    )
+    assert torch.equal(torch.random.get_rng_state(), before)
