@@ -3,12 +3,14 @@
 A plugin is a module (or object) with functions decorated by :data:`pyskick.hookimpl` and named
 after these hooks; installed distributions expose it through an entry point of group
 ``"pyskick"``. Every ``pyskick_register_*`` hook is called once per plugin when the registries
-are built, and receives a ``register(name, factory, *, aliases=())`` callback:
+are built, and receives a ``register(name, factory, *, aliases=(), options=())`` callback:
 
 - ``name``: a short kebab-case name, the one users type (``--sidekick rew``);
 - ``factory``: a callable building the object; its docstring's first line is the summary shown
   by ``pyskick plugins``;
-- ``aliases``: other accepted names.
+- ``aliases``: other accepted names;
+- ``options`` (sidekicks only): the :class:`~pyskick.sidekicks.options.SidekickOption` users
+  may set with ``--sidekick-option KEY=VALUE``.
 
 A name may be registered once per kind: a second registration is an error naming both plugins.
 Hooks return nothing.
@@ -33,7 +35,12 @@ class Register(Protocol):
     """The callback every registration hook receives."""
 
     def __call__(
-        self, name: str, factory: Callable[..., Any], *, aliases: Sequence[str] = ()
+        self,
+        name: str,
+        factory: Callable[..., Any],
+        *,
+        aliases: Sequence[str] = (),
+        options: Sequence[Any] = (),
     ) -> None: ...
 
 
@@ -42,7 +49,15 @@ def pyskick_register_sidekicks(register: Register) -> None:
     """Register sidekicks: objects that turn full observability at training time into reward
     bonuses or demonstrations (``--sidekick NAME``).
 
-    :param register: ``register(name, factory, *, aliases=())``.
+    The factory is called as ``factory(*, one_view: Path, spec: GridSpec, config: TrainConfig,
+    options: dict) -> pyskick.sidekicks.Sidekick``: the one-view run the policy starts from
+    (the model that scores views), the dataset's geometry, the run's config, and the options
+    declared at registration, resolved (every declared key present, checked, defaults filled
+    in). Build sidekicks with :func:`pyskick.sidekicks.make_sidekick`, which checks the result
+    and stamps the registered name and the options on it.
+
+    :param register: ``register(name, factory, *, aliases=(), options=())``; ``options`` is a
+        list of :class:`~pyskick.sidekicks.options.SidekickOption`.
     """
 
 

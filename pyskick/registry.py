@@ -35,6 +35,8 @@ class Entry:
         factory: builds the registered object.
         plugin: the name of the plugin that registered it.
         aliases: other accepted names.
+        options: the options a sidekick accepts
+            (:class:`~pyskick.sidekicks.options.SidekickOption`; empty for other kinds).
     """
 
     kind: str
@@ -42,6 +44,7 @@ class Entry:
     factory: Callable[..., Any]
     plugin: str
     aliases: tuple[str, ...] = ()
+    options: tuple[Any, ...] = ()
 
     @property
     def summary(self) -> str:
@@ -64,9 +67,11 @@ class Registry:
         factory: Callable[..., Any],
         *,
         aliases: Sequence[str] = (),
+        options: Sequence[Any] = (),
         plugin: str,
     ) -> None:
-        """Add ``name`` (and ``aliases``) for ``factory``, registered by ``plugin``."""
+        """Add ``name`` (and ``aliases``) for ``factory``, registered by ``plugin``; a sidekick
+        may declare ``options`` (:class:`~pyskick.sidekicks.options.SidekickOption`)."""
         if not isinstance(name, str) or not name or name != name.strip():
             raise ValueError(f"plugin {plugin!r}: invalid {self.kind} name {name!r}")
         if not callable(factory):
@@ -78,7 +83,13 @@ class Registry:
                 raise ValueError(
                     f"plugin {plugin!r}: invalid alias {alias!r} of {self.kind} {name!r}"
                 )
-        entry = Entry(self.kind, name, factory, plugin, tuple(aliases))
+        owner = f"plugin {plugin!r}: {self.kind} {name!r}"
+        if options and self.kind != "sidekick":
+            raise TypeError(f"{owner}: only sidekicks declare options")
+        from pyskick.sidekicks.options import check_declarations
+
+        declared = check_declarations(options, owner)
+        entry = Entry(self.kind, name, factory, plugin, tuple(aliases), declared)
         for key in (name, *entry.aliases):
             if key in self._lookup:
                 other = self._lookup[key].plugin

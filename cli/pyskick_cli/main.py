@@ -26,6 +26,7 @@ COMMANDS = {
     "train": "pyskick_cli.commands.train:train",
     "score": "pyskick_cli.commands.score:score",
     "evaluate": "pyskick_cli.commands.evaluate:evaluate",
+    "compare": "pyskick_cli.commands.compare:compare",
     "reproduce": "pyskick_cli.commands.reproduce:reproduce",
     "demo": "pyskick_cli.commands.demo:demo",
     "visualize": "pyskick_cli.commands.visualize:visualize",

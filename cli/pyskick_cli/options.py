@@ -112,6 +112,66 @@ def run_dataset(run: Path) -> Path:
     return Path(json.loads(record.read_text())["path"])
 
 
+def sidekick_option_option(f: F) -> F:
+    """``--sidekick-option KEY=VALUE``, repeatable."""
+    return click.option(
+        "--sidekick-option",
+        "sidekick_option",
+        multiple=True,
+        metavar="KEY=VALUE",
+        help="Set an option of the sidekick (repeatable), e.g. decay_every=5; `pyskick plugins "
+        "--all` lists each sidekick's options and defaults.",
+    )(f)
+
+
+def parse_sidekick_options(values: tuple[str, ...]) -> dict[str, str]:
+    """``--sidekick-option`` values as a dict of strings.
+
+    Raises:
+        click.BadParameter: an item that is not KEY=VALUE, or a key given twice.
+    """
+    from pyskick.sidekicks.options import parse_assignments
+
+    try:
+        return parse_assignments(values)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--sidekick-option") from None
+
+
+def recorded_config(run_dir: Path) -> dict[str, Any] | None:
+    """The config a run recorded (``RUN/config.json``), or None without one."""
+    record = run_dir / "config.json"
+    return json.loads(record.read_text()) if record.is_file() else None
+
+
+def resolve_run_options(config: Any, spec: Any, resume_dir: Path | None) -> dict[str, Any]:
+    """The sidekick options of a run: resolved for a new run, the recorded ones when resuming
+    (``resume_dir``); given options are checked against them.
+
+    Raises:
+        click.BadParameter: an unknown option or bad value, or one that differs from what the
+            resumed run used (exit 2, before anything is written).
+    """
+    from pyskick.sidekicks.factory import run_options
+
+    recorded = None
+    saved = recorded_config(resume_dir) if resume_dir is not None else None
+    if saved is not None and saved.get("stage") == "train":
+        if saved.get("sidekick", "none") != config.sidekick:
+            raise click.BadParameter(
+                f"cannot resume: the run used sidekick {saved.get('sidekick', 'none')!r}, "
+                f"not {config.sidekick!r}",
+                param_hint="--sidekick",
+            )
+        recorded = saved.get("sidekick_options", {})
+    try:
+        return run_options(
+            config.sidekick, config.sidekick_options, spec=spec, config=config, recorded=recorded
+        )
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--sidekick-option") from None
+
+
 def dataset_option(f: F) -> F:
     return click.option(
         "--dataset", default="synthetic-scenes", show_default=True, help=DATASET_HELP

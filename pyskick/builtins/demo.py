@@ -7,20 +7,28 @@ observability); the sidekick uses them only in training, the actor at test time 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from pyskick.hookspecs import Register, hookimpl
+from pyskick.sidekicks.defaults import HYBRID_OPTION
+
+if TYPE_CHECKING:
+    from pyskick.data.spec import GridSpec
+    from pyskick.training.config import TrainConfig
 
 
-def demo_sidekick(*, one_view: Path, spec: object, config: object, **_: object) -> object:
+def demo_sidekick(
+    *, one_view: Path, spec: GridSpec, config: TrainConfig, options: dict[str, Any], **_: object
+) -> object:
     """Greedy coverage demonstrations for the first T_sup steps, annealed (ours(demo)).
     Scores in batches of the config's ``eval_batch_size`` episodes."""
     from pyskick.sidekicks.demo import DemoSidekick
 
     return DemoSidekick(
         one_view,
-        channel_mean=spec.channel_mean,  # type: ignore[attr-defined]
-        hybrid_schedule=config.hybrid_schedule,  # type: ignore[attr-defined]
-        batch_size=config.eval_batch_size,  # type: ignore[attr-defined]
+        channel_mean=spec.channel_mean,
+        hybrid_schedule=options["hybrid_schedule"],
+        batch_size=config.eval_batch_size,
     )
 
 
@@ -47,7 +55,7 @@ def demo_actions_actor(
 
 @hookimpl
 def pyskick_register_sidekicks(register: Register) -> None:
-    register("demo", demo_sidekick)
+    register("demo", demo_sidekick, options=[HYBRID_OPTION])
 
 
 @hookimpl

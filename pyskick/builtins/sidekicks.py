@@ -1,15 +1,22 @@
 """Built-in sidekicks: none (ltla) and rew (ours(rew)).
 
-A sidekick factory is called as ``factory(one_view=PATH, spec=GridSpec, config=TrainConfig)``
-with the one-view run the policy starts from, the dataset's geometry and the run's config, and
-returns a :class:`pyskick.sidekicks.Sidekick`.
+A sidekick factory is called as ``factory(one_view=PATH, spec=GridSpec, config=TrainConfig,
+options=dict)`` with the one-view run the policy starts from, the dataset's geometry, the run's
+config and the sidekick's resolved options (:mod:`pyskick.sidekicks.options`), and returns a
+:class:`pyskick.sidekicks.Sidekick`.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from pyskick.hookspecs import Register, hookimpl
+from pyskick.sidekicks.defaults import REWARD_OPTIONS
+
+if TYPE_CHECKING:
+    from pyskick.data.spec import GridSpec
+    from pyskick.training.config import TrainConfig
 
 
 def no_sidekick(**_: object) -> object:
@@ -19,22 +26,22 @@ def no_sidekick(**_: object) -> object:
     return NoSidekick()
 
 
-def reward_sidekick(*, one_view: Path, spec: object, config: object, **_: object) -> object:
+def reward_sidekick(
+    *, one_view: Path, spec: GridSpec, config: TrainConfig, options: dict[str, Any], **_: object
+) -> object:
     """Reward shaping from one-view scores after NMS (ours(rew)); needs full observability.
     Scores in batches of the config's ``eval_batch_size`` episodes."""
-    from pyskick.sidekicks.reward import NMS_PRESETS, RewardSidekick
+    from pyskick.sidekicks.reward import RewardSidekick
 
-    k, radius = NMS_PRESETS[spec.preset]  # type: ignore[attr-defined]
     return RewardSidekick(
         one_view,
-        channel_mean=spec.channel_mean,  # type: ignore[attr-defined]
-        k=k,
-        radius=radius,
-        batch_size=config.eval_batch_size,  # type: ignore[attr-defined]
+        channel_mean=spec.channel_mean,
+        batch_size=config.eval_batch_size,
+        **options,
     )
 
 
 @hookimpl
 def pyskick_register_sidekicks(register: Register) -> None:
     register("none", no_sidekick)
-    register("rew", reward_sidekick)
+    register("rew", reward_sidekick, options=REWARD_OPTIONS)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import gymnasium
 
 from pyskick.envs.actions import ActionGrid
-from pyskick.envs.lookaround import LookAroundEnv, Observation, Step
+from pyskick.envs.lookaround import START_ZEROING, LookAroundEnv, Observation, StartZeroing, Step
 from pyskick.envs.topology import neighbourhood
 from pyskick.envs.views import denormalize_views, normalize_views
 
@@ -31,9 +31,11 @@ if GYM_ID not in gymnasium.registry:
 
 __all__ = [
     "GYM_ID",
+    "START_ZEROING",
     "ActionGrid",
     "LookAroundEnv",
     "Observation",
+    "StartZeroing",
     "Step",
     "denormalize_views",
     "neighbourhood",

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Literal, NamedTuple, get_args
 
 import torch
 from torch import Tensor
@@ -22,6 +22,13 @@ from pyskick.envs.actions import ActionGrid
 from pyskick.envs.topology import move_axis, neighbourhood
 from pyskick.envs.views import channel_mean_for, normalize_views, parse_channel_mean
 from pyskick.ops import rotate_viewgrid
+
+StartZeroing = Literal["neighbourhood", "view", "none"]
+"""What a sidekick's reward map loses at reset, because the agent already sees the start view:
+``"neighbourhood"`` (the start's whole reward-radius neighbourhood, as a visit would; pyskick's
+default), ``"view"`` (the start view only) or ``"none"`` (nothing: the authors' rule, under which
+returning to the start pays its reward, paper-reference §2.8)."""
+START_ZEROING: tuple[str, ...] = get_args(StartZeroing)
 
 
 class Observation(NamedTuple):
@@ -94,6 +101,7 @@ class LookAroundEnv:
             index and the target stays in the absolute frame.
         reward_radius: Chebyshev radius of the neighbourhood zeroed in the reward map around each
             visited view; use the sidekick's NMS radius (1 for SUN360, 2 for ModelNet).
+        start_zeroing: what the reward map loses at reset (:data:`StartZeroing`).
         channel_mean: per-channel mean on the 0–255 scale subtracted before dividing by 255;
             None subtracts nothing (the authors' ``--mean_subtract False``).
     """
@@ -107,8 +115,13 @@ class LookAroundEnv:
         wrap_elevation: bool = False,
         known_azimuth: bool = False,
         reward_radius: int = 1,
+        start_zeroing: StartZeroing = "neighbourhood",
         channel_mean: Sequence[float] | Tensor | None = None,
     ) -> None:
+        if start_zeroing not in START_ZEROING:
+            raise ValueError(
+                f"start_zeroing must be one of {', '.join(START_ZEROING)}, got {start_zeroing!r}"
+            )
         for name, value in (("T", T), ("reward_radius", reward_radius)):
             if isinstance(value, bool) or not isinstance(value, int):
                 raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
@@ -122,6 +135,7 @@ class LookAroundEnv:
         self.wrap_elevation = bool(wrap_elevation)
         self.known_azimuth = bool(known_azimuth)
         self.reward_radius = reward_radius
+        self.start_zeroing: StartZeroing = start_zeroing
         self.channel_mean = None if channel_mean is None else parse_channel_mean(channel_mean)
         self._episode: _Episode | None = None
         self._deltas_cache: dict[torch.device, Tensor] = {}
@@ -156,7 +170,8 @@ class LookAroundEnv:
                 uniformly with ``generator`` (on the generator's device, then moved).
             generator: random source of the starts; None uses torch's default generator.
             reward_maps: ``[B, N, M]`` float32 per-view sidekick rewards (copied); the start
-                view's neighbourhood is zeroed at once, so the start never pays.
+                view's neighbourhood (or the start view, or nothing: ``start_zeroing``) is
+                zeroed at once.
 
         Returns:
             The observation at t = 0.
@@ -179,8 +194,12 @@ class LookAroundEnv:
         reward_map = None
         if reward_maps is not None:
             reward_map = _check_reward_maps(reward_maps, B, N, M, device).clone()
-            # Fix of paper-reference §8.12: the start view is seen, so its reward is spent.
-            reward_map.masked_fill_(self._near(N, M, device)[starts], 0.0)
+            # The start view is seen, so its reward is spent (the authors never zero it,
+            # paper-reference §8.12: start_zeroing="none").
+            if self.start_zeroing == "neighbourhood":
+                reward_map.masked_fill_(self._near(N, M, device)[starts], 0.0)
+            elif self.start_zeroing == "view":
+                reward_map[torch.arange(B, device=device), starts] = 0.0
         visited = torch.zeros(B, V, dtype=torch.bool, device=device)
         visited[torch.arange(B, device=device), starts] = True
         views = torch.zeros(B, self.T, dtype=torch.int64, device=device)

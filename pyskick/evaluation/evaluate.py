@@ -16,6 +16,7 @@ All starts of a chunk of samples run as one batch.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import os
 from collections.abc import Sequence
@@ -28,7 +29,7 @@ import torch
 from torch import Tensor
 
 from pyskick._io import atomic_path
-from pyskick.envs import LookAroundEnv
+from pyskick.envs import LookAroundEnv, StartZeroing
 from pyskick.evaluation.stats import ErrorSummary, improvement_pct, summarize
 from pyskick.models import CompletionPolicy, ModelConfig
 
@@ -64,10 +65,15 @@ class EvalResult:
     """Mean, std and standard error ×1000."""
     improvement_pct: float | None = None
     """% improvement over the one-view error given to :func:`evaluate`, if any."""
+    samples_sha256: str | None = None
+    """:func:`samples_digest` of the evaluated viewgrids: two results are paired (the same
+    samples in the same order) exactly when their digests agree."""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready summary (no per-sample arrays)."""
         out: dict[str, Any] = {"metric": self.metric, "actor": self.actor, "T": self.T}
+        if self.samples_sha256 is not None:
+            out["samples_sha256"] = self.samples_sha256
         out.update(self.summary.to_dict())
         if self.improvement_pct is not None:
             out["improvement_pct"] = self.improvement_pct
@@ -91,6 +97,16 @@ class EvalResult:
         return path
 
 
+def samples_digest(grids: Tensor) -> str:
+    """SHA-256 of viewgrids ``[n, N, M, C, H, W]`` (shape, dtype and bytes, in order): the
+    identity of an evaluation's test samples, so that paired comparisons can refuse results
+    computed on different samples."""
+    data = grids.detach().contiguous().cpu()
+    digest = hashlib.sha256(f"{data.dtype} {list(data.shape)}".encode())
+    digest.update(data.numpy().tobytes())
+    return digest.hexdigest()
+
+
 def evaluation_starts(n_elevations: int, n_azimuths: int, metric: Metric) -> Tensor:
     """``[S]`` int64 start views of ``metric`` (avg: 2 x 4 = 8 for SUN360, adv: all)."""
     if metric not in METRICS:
@@ -103,18 +119,24 @@ def evaluation_starts(n_elevations: int, n_azimuths: int, metric: Metric) -> Ten
 
 
 def make_env(
-    config: ModelConfig, T: int, channel_mean: Sequence[float] | None, *, reward_radius: int = 1
+    config: ModelConfig,
+    T: int,
+    channel_mean: Sequence[float] | None,
+    *,
+    reward_radius: int = 1,
+    start_zeroing: StartZeroing = "neighbourhood",
 ) -> LookAroundEnv:
     """The environment a policy of ``config`` runs in (paper defaults: 3 x 5 moves).
 
     ``reward_radius`` is the neighbourhood zeroed around a visited view in a sidekick's reward
-    map (the sidekick's NMS radius).
+    map (the sidekick's NMS radius); ``start_zeroing`` what the map loses at reset.
     """
     env = LookAroundEnv(
         T,
         known_azimuth=config.known_azimuth,
         channel_mean=channel_mean if config.mean_subtract else None,
         reward_radius=reward_radius,
+        start_zeroing=start_zeroing,
     )
     if env.n_actions != config.n_actions:
         raise ValueError(
@@ -223,6 +245,7 @@ def evaluate_policy(
                 starts=chunk_starts,
                 demonstrations=demos,
                 paste=True,
+                final_only=True,
             )
             errors.append(rollout.final_errors.view(k, S).double().cpu())
     finally:
@@ -237,6 +260,7 @@ def evaluate_policy(
         per_start=per_start,
         per_sample=per_sample,
         summary=summarize(per_sample),
+        samples_sha256=samples_digest(grids),
     )
 
 

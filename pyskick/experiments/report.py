@@ -1,12 +1,20 @@
-"""Table 1 from the saved evaluations, the paper's ordering checks, and the HTML report.
+"""Table 1 from the saved evaluations, paired comparisons, the paper's ordering checks, and
+the HTML report.
 
 Numbers are the final-step reconstruction error ×1000 (lower is better). With K seeds a
-method's mean is the mean over seeds; two standard errors are reported:
+method's mean is the mean over seeds. The paper's columns keep its standard error:
 
 - ``stderr_x1000``: across test samples, of each sample's error averaged over the seeds
   (``std / sqrt(n_test)``, as the paper's eval.py);
 - ``stderr_seeds_x1000``: across seeds, of the per-seed means (``std / sqrt(K)``; None for one
   seed or for one-view, which is trained once).
+
+Methods are compared *paired* (design §12, :mod:`pyskick.evaluation.compare`): every row gets
+``paired[reference][metric]`` against ltla, rnd-actions and one-view (those in the table) —
+the reference's error minus the row's (positive: the row is better), its standard error,
+95 % interval and p-value across seeds (``kind = "seeds"``, seed k paired with seed k) or,
+with one seed, across test samples (``kind = "samples"``) — and ``policy_gain_ratio``, its %
+improvement over one-view divided by rnd-actions'. The ordering verdicts rest on these.
 """
 
 from __future__ import annotations
@@ -25,6 +33,7 @@ import torch
 
 from pyskick._io import write_json, write_text
 from pyskick.data.spec import GridSpec
+from pyskick.evaluation.compare import compare_errors, policy_gain_ratio
 from pyskick.evaluation.evaluate import METRICS
 from pyskick.evaluation.stats import improvement_pct, summarize
 from pyskick.experiments.layout import eval_path, run_dir
@@ -35,6 +44,21 @@ STDERR_NOTE = (
     "averaged over seeds); with several seeds the standard error across seeds follows in "
     "brackets."
 )
+PAIRED_NOTE = (
+    "Paired gaps: the reference's error minus the method's (×1000, positive = the method is "
+    "better), with the 95% interval and p-value across seeds (seed k of each method paired; "
+    "'seeds') or, with one seed, across test samples ('samples': training noise unmeasured)."
+)
+REFERENCES = ("ltla", "rnd-actions", ONE_VIEW)
+"""Rows every other row is compared with, paired, when they are in the table."""
+RANDOM = "rnd-actions"
+PAPER_GAIN_RATIOS = "paper: ltla 1.83 / ours(rew) 2.03 (SUN360), 1.44 / 1.66 (ModelNet Hard)"
+
+
+def load_seed_errors(out_dir: Path, method: str, seeds: int, metric: str) -> torch.Tensor:
+    """``[seeds, n]`` float64 per-sample errors of ``method``'s seeds (the saved ``.npz``)."""
+    paths = [eval_path(out_dir, method, k, metric).with_suffix(".npz") for k in range(seeds)]
+    return torch.stack([torch.from_numpy(np.load(p)["per_sample"]).double() for p in paths])
 
 
 def build_table(
@@ -52,14 +76,14 @@ def build_table(
         FileNotFoundError: a missing evaluation.
     """
     rows = []
+    errors: dict[str, dict[str, torch.Tensor]] = {}
     for method in methods:
         k_seeds = 1 if method == ONE_VIEW else seeds
         row: dict[str, Any] = {"method": method, "seeds": k_seeds, "n_test": settings["n_test"]}
+        errors[method] = {}
         for metric in METRICS:
-            paths = [eval_path(out_dir, method, k, metric) for k in range(k_seeds)]
-            per_sample = torch.stack(
-                [torch.from_numpy(np.load(p.with_suffix(".npz"))["per_sample"]) for p in paths]
-            )
+            per_sample = load_seed_errors(out_dir, method, k_seeds, metric)
+            errors[method][metric] = per_sample
             seed_means = per_sample.mean(1) * 1000.0
             seeds_se = (
                 float(seed_means.std(unbiased=True)) / math.sqrt(k_seeds) if k_seeds > 1 else None
@@ -79,9 +103,32 @@ def build_table(
             row[metric]["improvement_pct"] = improvement_pct(
                 row[metric]["mean_x1000"], base[metric]["mean_x1000"]
             )
+    by_name = {row["method"]: row for row in rows}
+    for row in rows:
+        method = row["method"]
+        row["paired"] = {
+            ref: {
+                metric: compare_errors(
+                    errors[ref][metric], errors[method][metric], metric=metric
+                ).to_dict()
+                for metric in METRICS
+            }
+            for ref in REFERENCES
+            if ref in errors and ref != method
+        }
+        random_row = by_name.get(RANDOM)
+        row["policy_gain_ratio"] = {
+            metric: None
+            if method == ONE_VIEW or random_row is None
+            else policy_gain_ratio(
+                row[metric]["improvement_pct"], random_row[metric]["improvement_pct"]
+            )
+            for metric in METRICS
+        }
     table: dict[str, Any] = {
         "unit": "final-step reconstruction MSE x1000 (lower is better)",
         "stderr": STDERR_NOTE,
+        "paired_note": PAIRED_NOTE,
         "settings": dict(settings),
         "rows": rows,
     }
@@ -90,18 +137,63 @@ def build_table(
 
 
 def format_table(table: Mapping[str, Any]) -> str:
-    """A Markdown table: mean ×1000 ± standard error and % improvement over one-view."""
+    """Markdown: the paper's columns (mean ×1000 ± standard error, % improvement over
+    one-view, policy gain ratio), then the paired gaps against ltla and rnd-actions."""
     lines = [
-        "| method | seeds | avg ×1000 | avg % better | adv ×1000 | adv % better |",
-        "|---|---|---|---|---|---|",
+        "| method | seeds | avg ×1000 | avg % better | adv ×1000 | adv % better "
+        "| gain ratio avg / adv |",
+        "|---|---|---|---|---|---|---|",
     ]
     for row in table["rows"]:
         cells = [row["method"], str(row["seeds"])]
         for metric in METRICS:
             cells += _cells(row[metric])
+        cells.append(_ratio_cell(row.get("policy_gain_ratio")))
         lines.append("| " + " | ".join(cells) + " |")
     n_test = table["settings"]["n_test"]
-    return "\n".join(lines) + f"\n\n{n_test} test viewgrids. {STDERR_NOTE}"
+    text = (
+        "\n".join(lines) + f"\n\n{n_test} test viewgrids. {STDERR_NOTE} Gain ratio: % "
+        f"better than one-view ÷ rnd-actions' ({PAPER_GAIN_RATIOS})."
+    )
+    paired = _paired_lines(table)
+    if paired:
+        text += "\n\n" + "\n".join(paired) + f"\n\n{PAIRED_NOTE}"
+    return text
+
+
+def _paired_lines(table: Mapping[str, Any]) -> list[str]:
+    refs = [ref for ref in REFERENCES[:2] if any(ref in row["paired"] for row in table["rows"])]
+    if not refs:
+        return []
+    header = "| method | " + " | ".join(f"vs {ref} {m}" for ref in refs for m in METRICS) + " |"
+    lines = [header, "|---|" + "---|" * (len(refs) * len(METRICS))]
+    for row in table["rows"]:
+        if row["method"] == ONE_VIEW:
+            continue
+        cells = [row["method"]]
+        for ref in refs:
+            for metric in METRICS:
+                entry = row["paired"].get(ref, {}).get(metric)
+                cells.append("-" if entry is None else _paired_cell(entry))
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines
+
+
+def _paired_cell(entry: Mapping[str, Any]) -> str:
+    lo, hi = entry["ci95_x1000"]
+    if lo is None:  # one sample: no interval
+        return f"{entry['diff_x1000']:+.2f}"
+    return f"{entry['diff_x1000']:+.2f} [{lo:+.2f}, {hi:+.2f}] p={entry['p']:.2g} ({entry['kind']})"
+
+
+def _md_cells(line: str) -> list[str]:
+    return [cell.strip() for cell in line.strip().strip("|").split("|")]
+
+
+def _ratio_cell(ratios: Mapping[str, float | None] | None) -> str:
+    if not ratios:
+        return "-"
+    return " / ".join("-" if ratios[m] is None else f"{ratios[m]:.2f}" for m in METRICS)
 
 
 def _cells(entry: Mapping[str, Any]) -> list[str]:
@@ -121,53 +213,66 @@ def write_table(out_dir: Path, table: Mapping[str, Any]) -> tuple[Path, Path]:
 
 @dataclass(frozen=True)
 class OrderingCheck:
-    """One pairwise claim of the paper's ordering, judged from the table.
+    """One pairwise claim of the paper's ordering, judged by the paired comparison.
 
     Attributes:
         metric: ``"avg"`` or ``"adv"``.
         better: the method the paper finds better (lower error).
         worse: the method the paper finds worse.
-        gap_x1000: ``worse - better`` mean error ×1000 (positive: the claim holds).
-        stderr_x1000: the combined standard error ``sqrt(se_better² + se_worse²)`` (each the
-            larger of the across-samples and across-seeds standard errors).
-        verdict: ``"holds"``, ``"holds within one standard error"``, ``"reversed within one
-            standard error"`` or ``"reversed"``.
+        gap_x1000: ``worse - better`` mean error ×1000, paired (positive: the claim holds).
+        se_x1000: its standard error (of ``kind``).
+        ci95_x1000: its 95 % interval ``[lo, hi]`` (of ``kind``; None with one sample).
+        p: two-sided p-value of no difference.
+        kind: ``"seeds"`` (across seeds, training noise included) or ``"samples"`` (one seed:
+            across test samples only).
+        n_seeds: paired runs.
+        verdict: ``"holds"`` (the interval is above zero), ``"reversed"`` (below zero),
+            ``"unresolved, right sign"`` or ``"unresolved, wrong sign"`` (it contains zero).
     """
 
     metric: str
     better: str
     worse: str
     gap_x1000: float
-    stderr_x1000: float
+    se_x1000: float | None
+    ci95_x1000: list[float | None]
+    p: float | None
+    kind: str
+    n_seeds: int
     verdict: str
 
 
 def ordering_checks(table: Mapping[str, Any]) -> list[OrderingCheck]:
-    """The paper's claims present in ``table``: one-view is worse than every other method, and
-    every sidekick method (``ours(...)``) is better than ltla."""
+    """The paper's claims present in ``table``, judged by the rows' paired comparisons:
+    one-view is worse than every other method, ltla and every sidekick method
+    (``ours(...)``) are better than rnd-actions, and every sidekick method is better than
+    ltla."""
     rows = {row["method"]: row for row in table["rows"]}
     pairs = [(name, ONE_VIEW) for name in rows if name != ONE_VIEW]
+    ours = [name for name in rows if name.startswith("ours(")]
+    if RANDOM in rows:
+        pairs += [(name, RANDOM) for name in ("ltla", *ours) if name in rows]
     if "ltla" in rows:
-        pairs += [(name, "ltla") for name in rows if name.startswith("ours(")]
+        pairs += [(name, "ltla") for name in ours]
     checks = []
     for metric in METRICS:
         for better, worse in pairs:
-            gap = rows[worse][metric]["mean_x1000"] - rows[better][metric]["mean_x1000"]
-            se = math.hypot(_stderr(rows[better][metric]), _stderr(rows[worse][metric]))
-            if gap > se:
+            entry = rows[better]["paired"][worse][metric]
+            lo, hi = entry["ci95_x1000"]
+            gap = entry["diff_x1000"]
+            if lo is not None and lo > 0:
                 verdict = "holds"
-            elif gap > 0:
-                verdict = "holds within one standard error"
-            elif gap >= -se:
-                verdict = "reversed within one standard error"
-            else:
+            elif hi is not None and hi < 0:
                 verdict = "reversed"
-            checks.append(OrderingCheck(metric, better, worse, gap, se, verdict))
+            else:
+                verdict = "unresolved, right sign" if gap > 0 else "unresolved, wrong sign"
+            checks.append(
+                OrderingCheck(
+                    metric, better, worse, gap, entry["se_x1000"], [lo, hi], entry["p"],
+                    entry["kind"], entry["n_seeds"], verdict,
+                )
+            )  # fmt: skip
     return checks
-
-
-def _stderr(entry: Mapping[str, Any]) -> float:
-    return max(entry["stderr_x1000"], entry["stderr_seeds_x1000"] or 0.0)
 
 
 def write_report(
@@ -294,27 +399,42 @@ def _html(
         "<p>"
         + ", ".join(f"{esc(str(k))}: <code>{esc(str(v))}</code>" for k, v in settings.items())
         + "</p>",
-        f"<h2>Reconstruction error ×1000 (lower is better)</h2><p>{esc(STDERR_NOTE)}</p>",
+        f"<h2>Reconstruction error ×1000 (lower is better)</h2><p>{esc(STDERR_NOTE)} Gain "
+        f"ratio: % better than one-view ÷ rnd-actions' ({esc(PAPER_GAIN_RATIOS)}).</p>",
         "<table><tr><th>method</th><th>seeds</th><th>avg ×1000</th><th>avg % better</th>"
-        "<th>adv ×1000</th><th>adv % better</th></tr>",
+        "<th>adv ×1000</th><th>adv % better</th><th>gain ratio avg / adv</th></tr>",
     ]
     for row in table["rows"]:
         cells = [row["method"], str(row["seeds"])]
         for metric in METRICS:
             cells += _cells(row[metric])
+        cells.append(_ratio_cell(row.get("policy_gain_ratio")))
         parts.append("<tr>" + "".join(f"<td>{esc(c)}</td>" for c in cells) + "</tr>")
     parts.append("</table>")
+    paired = _paired_lines(table)
+    if paired:
+        parts.append(f"<h2>Paired gaps</h2><p>{esc(PAIRED_NOTE)}</p><table>")
+        header, _, *body = paired
+        parts.append("<tr>" + "".join(f"<th>{esc(c)}</th>" for c in _md_cells(header)) + "</tr>")
+        for line in body:
+            parts.append("<tr>" + "".join(f"<td>{esc(c)}</td>" for c in _md_cells(line)) + "</tr>")
+        parts.append("</table>")
     parts.append(
-        "<h2>Does the paper's ordering hold?</h2><p>The paper finds one-view worst and the "
-        "sidekick methods better than ltla. Each claim below compares two means; "
-        "&ldquo;one standard error&rdquo; is the combined standard error "
-        "sqrt(se₁² + se₂²) (the samples are shared, so this is conservative).</p><ul>"
+        "<h2>Does the paper's ordering hold?</h2><p>The paper finds one-view worst, the "
+        "learned policies better than random motions and the sidekick methods better than "
+        "ltla. Each claim is judged by its paired gap: it <b>holds</b> when the 95% interval "
+        "is above zero, is <b>reversed</b> when it is below, and is <b>unresolved</b> when it "
+        "contains zero. With several seeds the interval is across seeds (training noise "
+        "included); with one seed it is across test samples only.</p><ul>"
     )
     for check in checks:
         cls = ' class="fail"' if check.verdict.startswith("reversed") else ""
+        lo, hi = check.ci95_x1000
+        interval = "" if lo is None else f", 95% CI [{lo:.2f}, {hi:.2f}], p = {check.p:.2g}"
         parts.append(
             f"<li{cls}>{check.metric}: {esc(check.better)} better than {esc(check.worse)}: "
-            f"<b>{check.verdict}</b> (gap {check.gap_x1000:.2f} ± {check.stderr_x1000:.2f})</li>"
+            f"<b>{check.verdict}</b> (gap {check.gap_x1000:+.2f}{interval}; across "
+            f"{check.kind}, {check.n_seeds} seed{'s' if check.n_seeds > 1 else ''})</li>"
         )
     parts.append("</ul>")
     if unavailable is not None:

@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -46,7 +46,18 @@ if TYPE_CHECKING:
     from pyskick.training import TrainConfig, TrainData
 
 # Settings that decide every result; ``epochs`` may grow (runs are extended).
-_FIXED_SETTINGS = ("dataset_sha256", "preset", "pretrain_epochs", "batch_size", "n_test", "seed")
+_FIXED_SETTINGS = (
+    "dataset_sha256",
+    "preset",
+    "pretrain_epochs",
+    "batch_size",
+    "n_test",
+    "seed",
+    "sidekick_options",
+    "train_config",
+)
+# TrainConfig fields that each method of Table 1 sets (a config file may not).
+_PER_METHOD = ("actor", "critic", "sidekick", "sidekick_options")
 
 Log = Callable[[str], None]
 _T = TypeVar("_T")
@@ -71,13 +82,15 @@ def reproduce(
     out_dir: str | os.PathLike[str],
     *,
     preset: str | None = None,
+    config: str | os.PathLike[str] | None = None,
     epochs: int | None = None,
     pretrain_epochs: int | None = None,
     batch_size: int | None = None,
     methods: Sequence[str] | None = None,
-    seeds: int = 1,
+    seeds: int = 3,
     num_test: int | None = None,
     device: str | None = None,
+    sidekick_options: Mapping[str, Any] | None = None,
     report: bool = True,
     log: Log | None = None,
 ) -> ReproduceResult:
@@ -88,12 +101,19 @@ def reproduce(
         out_dir: the output folder (created).
         preset: training preset (default: ``paper-modelnet`` for a ``modelnet-hard`` dataset,
             else ``paper-sun360``).
+        config: a TOML file of :class:`~pyskick.training.TrainConfig` fields applied over the
+            preset (``lr``, ``start_zeroing``, ...), as ``pyskick train --config``; every
+            method gets them. Not ``sidekick``/``actor``/``critic`` (each method sets its own)
+            nor sidekick options (``sidekick_options`` below).
         epochs, pretrain_epochs, batch_size: override the preset's.
         methods: Table 1 names to run (``one-view`` is always added); None: all of them.
         seeds: training seeds per method (seed index k trains and evaluates with the config's
             seed + k).
         num_test: evaluate on the first this many test viewgrids (None: all).
         device: ``"auto"``, ``"cpu"`` or ``"cuda"`` (not part of the recorded settings).
+        sidekick_options: options of the methods' sidekicks: ``"KEY": value`` sets KEY of
+            every selected sidekick that declares it, ``"NAME.KEY": value`` of sidekick NAME
+            only (it wins). Recorded: a rerun must give the same.
         report: also draw the figures and write ``index.html``.
         log: called with one line per stage (progress).
 
@@ -120,6 +140,9 @@ def reproduce(
             raise ValueError(f"{name} must be positive, got {value}")
     chosen = select_methods(methods)
     check_available(chosen, get_registries())
+    given_options = split_sidekick_options(
+        sidekick_options or {}, [m.sidekick for m in chosen if m.trained]
+    )
     path = Path(dataset)
     if not path.is_file():
         raise FileNotFoundError(f"dataset file {path} does not exist")
@@ -134,25 +157,39 @@ def reproduce(
     overrides = {"epochs": epochs, "pretrain_epochs": pretrain_epochs, "batch_size": batch_size}
     if device is not None:
         overrides["device"] = device
-    config = load_config(
+    base = load_config(preset=preset)
+    train_config = load_config(
+        config,
         preset=preset,
         overrides={key: value for key, value in overrides.items() if value is not None},
     )
-    if source.num_samples("train") < config.batch_size:
+    for name in _PER_METHOD:
+        if getattr(train_config, name) != getattr(base, name):
+            raise ValueError(
+                f"config file {config} sets {name}, which each method sets itself"
+                + (" (give sidekick options with --sidekick-option)" if "sidekick" in name else "")
+            )
+    if source.num_samples("train") < train_config.batch_size:
         raise ValueError(
-            f"batch_size {config.batch_size} exceeds the {source.num_samples('train')} training "
-            f"viewgrids of {path}"
+            f"batch_size {train_config.batch_size} exceeds the "
+            f"{source.num_samples('train')} training viewgrids of {path}"
         )
     out = Path(out_dir)
     settings = {
         "dataset": str(path.resolve()),
         "dataset_sha256": file_digest(path),
         "preset": preset,
-        "pretrain_epochs": config.pretrain_epochs,
-        "epochs": config.epochs,
-        "batch_size": config.batch_size,
+        "pretrain_epochs": train_config.pretrain_epochs,
+        "epochs": train_config.epochs,
+        "batch_size": train_config.batch_size,
         "n_test": n_test,
-        "seed": config.seed,
+        "seed": train_config.seed,
+        "sidekick_options": {name: dict(opts) for name, opts in sorted(given_options.items())},
+        "train_config": {
+            key: value
+            for key, value in train_config.to_dict().items()
+            if key not in (*_PER_METHOD, "epochs", "device")
+        },
     }
     check_settings(out, settings)
     out.mkdir(parents=True, exist_ok=True)
@@ -161,17 +198,17 @@ def reproduce(
     data = TrainData.from_file(path)
     test = source.split("test").load(list(range(n_test)))
     one_view = run_dir(out, ONE_VIEW, 0)
-    _pretrain(config, one_view, data, out, say)
+    _pretrain(train_config, one_view, data, out, say)
     for method in chosen:
         if not method.trained:
             continue
         for k in range(seeds):
-            _train(method, k, config, one_view, data, spec, out, say)
+            _train(method, k, train_config, one_view, data, spec, out, say, given_options)
 
     for method in chosen:
         for k in range(1 if not method.trained else seeds):
             for metric in METRICS:
-                _evaluate(method.name, k, metric, config, test, spec, out, say)
+                _evaluate(method.name, k, metric, train_config, test, spec, out, say)
 
     table = build_table(out, [m.name for m in chosen], seeds=seeds, settings=settings)
     write_table(out, table)
@@ -180,7 +217,7 @@ def reproduce(
         say("reproduce: drawing the report")
         index = write_report(
             out, table, test, channel_mean=spec.channel_mean, nms=NMS_PRESETS[spec.preset],
-            device=config.device, spec=spec, log=say,
+            device=train_config.device, spec=spec, log=say,
         )  # fmt: skip
     return ReproduceResult(out, table, index, time.perf_counter() - start)
 
@@ -201,7 +238,22 @@ def check_settings(out_dir: Path, settings: dict[str, Any]) -> None:
         saved = json.loads(record.read_text())
     except (OSError, json.JSONDecodeError) as exc:
         raise ValueError(f"{record} is unreadable ({exc}); choose another --out") from None
+    if "train_config" not in saved:
+        raise ValueError(
+            f"{out_dir} was written by an older pyskick (no train_config in {SETTINGS_FILE}); "
+            "use another --out"
+        )
     for key in _FIXED_SETTINGS:
+        if key == "train_config" and saved[key] != settings[key]:
+            field = next(
+                name
+                for name in sorted({*saved[key], *settings[key]})
+                if saved[key].get(name) != settings[key].get(name)
+            )
+            raise ValueError(
+                f"{out_dir} holds results of {field} {saved[key].get(field)!r}, not "
+                f"{settings[key].get(field)!r}; use another --out or the same settings"
+            )
         if saved.get(key) != settings[key]:
             shown = "another dataset" if key == "dataset_sha256" else repr(saved.get(key))
             mine = "this one" if key == "dataset_sha256" else repr(settings[key])
@@ -253,6 +305,54 @@ def _pretrain(config: TrainConfig, run: Path, data: TrainData, out: Path, say: L
     )
 
 
+def split_sidekick_options(
+    given: Mapping[str, Any], sidekicks: Sequence[str]
+) -> dict[str, dict[str, Any]]:
+    """``{"KEY": v, "NAME.KEY": w}`` as options per sidekick of ``sidekicks``: a plain KEY goes
+    to every sidekick that declares it, ``NAME.KEY`` to NAME only (and wins). Values are parsed
+    and checked (``"5"`` becomes 5).
+
+    Raises:
+        ValueError: a key that no selected sidekick declares, a NAME not selected, or a bad
+            value.
+    """
+    from pyskick.sidekicks.factory import sidekick_entry
+
+    declared = {name: {o.name: o for o in sidekick_entry(name).options} for name in set(sidekicks)}
+    out: dict[str, dict[str, Any]] = {}
+    for key, value in given.items():
+        name, dot, option = key.rpartition(".")
+        if dot:
+            if name not in declared:
+                raise ValueError(
+                    f"sidekick option {key}: no selected method uses sidekick {name!r} "
+                    f"(selected sidekicks: {', '.join(sorted(declared)) or 'none'})"
+                )
+            if option not in declared[name]:
+                valid = ", ".join(sorted(declared[name])) or "none"
+                raise ValueError(
+                    f"sidekick {name!r} has no option {option!r}; valid options: {valid}"
+                )
+            targets = [name]
+        else:
+            targets = sorted(n for n, options in declared.items() if key in options)
+            if not targets:
+                raise ValueError(
+                    f"no selected sidekick has option {key!r} (options: "
+                    + "; ".join(
+                        f"{n}: {', '.join(sorted(o)) or 'none'}"
+                        for n, o in sorted(declared.items())
+                    )
+                    + ")"
+                )
+        for target in targets:
+            name_key = option if dot else key
+            if dot or name_key not in out.get(target, {}):
+                parsed = declared[target][name_key].parse(value, f"sidekick {target!r}")
+                out.setdefault(target, {})[name_key] = parsed
+    return out
+
+
 def _train(
     method: Method,
     k: int,
@@ -262,20 +362,34 @@ def _train(
     spec: GridSpec,
     out: Path,
     say: Log,
+    given_options: Mapping[str, Mapping[str, Any]],
 ) -> None:
-    from pyskick.plugins import get_registries
+    from pyskick.sidekicks.factory import make_sidekick, run_options
     from pyskick.training import train
+    from pyskick.training.checkpoint import load_checkpoint
 
     run = run_dir(out, method.name, k)
-    config = config.replace(actor=method.actor, critic=method.critic, seed=config.seed + k)
+    config = config.replace(
+        actor=method.actor, critic=method.critic, sidekick=method.sidekick, seed=config.seed + k
+    )
     done = epochs_done(run)
     if done >= config.epochs:
         return
+    # A run continues with the options it started with (recorded in its checkpoint).
+    recorded = (
+        load_checkpoint(run / "latest.pt")["config"].get("sidekick_options", {}) if done else None
+    )
+    options = run_options(
+        method.sidekick,
+        given_options.get(method.sidekick, {}),
+        spec=spec,
+        config=config,
+        recorded=recorded,
+    )
+    config = config.replace(sidekick_options=options)
     # Built only when there is training to do: a sidekick scores the training set on prepare.
-    sidekick = (
-        get_registries()["sidekick"]
-        .get(method.sidekick)
-        .factory(one_view=one_view, spec=spec, config=config)
+    sidekick = make_sidekick(
+        method.sidekick, one_view=one_view, spec=spec, config=config, options=options
     )
     say(f"reproduce: training {method.name} seed {k} ({done}/{config.epochs} epochs done)")
     _timed(
@@ -301,8 +415,11 @@ def _evaluate(
     run = run_dir(out, method, k)
     target = eval_path(out, method, k, metric)
     digest = checkpoint_digest(run)
-    if target.is_file() and json.loads(target.read_text()).get("checkpoint_sha256") == digest:
-        return
+    if target.is_file():
+        saved = json.loads(target.read_text())
+        # Evaluations that predate the samples' digest cannot be paired: redo them.
+        if saved.get("checkpoint_sha256") == digest and "samples_sha256" in saved:
+            return
     say(f"reproduce: evaluating {method} seed {k} ({metric})")
     result: EvalResult = _timed(
         out,

@@ -23,11 +23,53 @@ from pyskick.models.inputs import (
 )
 
 
-class PartialObservabilityCritic(nn.Module):
+class ValueHead(nn.Module):
+    """What the learned critics share: a value head whose output layer starts silent.
+
+    The authors initialise the output layer like every other (xavier), so the first values
+    spread over about ±1 while the returns are about −0.02 (minus a final MSE): in a short run
+    the advantages are noise and the critic's large gradient degrades the LSTM it shares with
+    the policy. pyskick zeroes the output layer's weights and bias at construction, and the
+    trainer sets the bias to the mean return of the first batch with policy-gradient steps
+    (:meth:`start_at`): the critic starts at the returns' scale, its initial loss is the
+    returns' variance, and no gradient reaches the shared LSTM until its weights grow
+    (docs/deviations.md K6).
+    """
+
+    critic: nn.Sequential
+
+    def reset_output(self) -> None:
+        """Zero the output layer: every value is 0, the earlier layers get no gradient."""
+        layer = self.output_layer
+        with torch.no_grad():
+            layer.weight.zero_()
+            layer.bias.zero_()
+
+    def start_at(self, value: float) -> None:
+        """Make every output ``value`` (the output weights zeroed, the bias set).
+
+        Allowed between a forward pass and its backward while the weights are still zero
+        (the trainer calibrates on the first batch): the parameters' ``.data`` is written,
+        which autograd does not track, and backward does not read the bias.
+        """
+        layer = self.output_layer
+        layer.weight.data.zero_()
+        layer.bias.data.fill_(float(value))
+
+    @property
+    def output_layer(self) -> nn.Linear:
+        """The last ``Linear`` of the value head (one output)."""
+        layer = self.critic[-1]
+        if not isinstance(layer, nn.Linear) or layer.out_features != 1:
+            raise TypeError(f"{type(self).__name__}.critic must end with a Linear(..., 1)")
+        return layer
+
+
+class PartialObservabilityCritic(ValueHead):
     """Value from the act head's own input (ours(rew)+ac, ours(demo)+ac).
 
     act input (260 for the paper) -> Linear -> ReLU -> Linear -> ReLU -> BatchNorm1d -> Linear
-    -> 1.
+    -> 1, the output layer zeroed (:class:`ValueHead`).
 
     Args:
         config: the policy's model config.
@@ -41,6 +83,7 @@ class PartialObservabilityCritic(nn.Module):
         self.config = config
         self.critic = nn.Sequential(*head_layers(config.act_input_size, config.act_size, 1))
         init_weights_(self.critic, config.init)
+        self.reset_output()
 
     def forward(
         self,
@@ -92,7 +135,7 @@ class GridEncoder(nn.Sequential):
         )
 
 
-class FullObservabilityCritic(nn.Module):
+class FullObservabilityCritic(ValueHead):
     """Value from h plus the whole, unshifted viewgrid (the asymm-ac baseline).
 
     Every view of the grid is encoded with the policy's image encoder (shared, as in the
@@ -121,6 +164,7 @@ class FullObservabilityCritic(nn.Module):
         self.critic = nn.Sequential(*head_layers(config.full_critic_input_size, config.act_size, 1))
         init_weights_(self.critic_fuse, config.init)
         init_weights_(self.critic, config.init)
+        self.reset_output()
         # object.__setattr__ bypasses nn.Module registration: the encoder stays the policy's.
         object.__setattr__(self, "image_encoder", image_encoder)
 

@@ -29,8 +29,9 @@ class StepOutput(NamedTuple):
 
     logits: Tensor
     """``[B, A]`` unnormalised action scores."""
-    decoded: Tensor
-    """``[B, N, M, C, H, W]`` reconstructed viewgrid, start-relative azimuth frame."""
+    decoded: Tensor | None
+    """``[B, N, M, C, H, W]`` reconstructed viewgrid, start-relative azimuth frame (None when
+    the step was asked not to decode)."""
     state: LSTMState
     """New recurrent state (h, c), each ``[B, hidden_size]``; feed it to the next step."""
     hidden: Tensor
@@ -106,6 +107,7 @@ class CompletionPolicy(nn.Module):
         state: LSTMState | None = None,
         *,
         azimuth: Tensor | None = None,
+        decode: bool = True,
     ) -> StepOutput:
         """One glimpse: sense, fuse, aggregate, then decode and act. See :meth:`step`."""
         cfg = self.config
@@ -123,7 +125,8 @@ class CompletionPolicy(nn.Module):
         _, (h_new, c_new) = self.aggregate(fused.unsqueeze(0), (h.unsqueeze(0), c.unsqueeze(0)))
         hidden, cell = h_new[0], c_new[0]
         logits = self.act_logits(hidden, proprio, time, azimuth=azimuth)
-        return StepOutput(logits, self.decode(hidden), (hidden, cell), hidden)
+        decoded = self.decode(hidden) if decode else None
+        return StepOutput(logits, decoded, (hidden, cell), hidden)
 
     def step(
         self,
@@ -133,6 +136,7 @@ class CompletionPolicy(nn.Module):
         state: LSTMState | None = None,
         *,
         azimuth: Tensor | None = None,
+        decode: bool = True,
     ) -> StepOutput:
         """One glimpse of the episode (calls the module, so hooks and DDP see it).
 
@@ -144,6 +148,8 @@ class CompletionPolicy(nn.Module):
             state: (h, c) from the previous step; None (or :meth:`initial_state`) at t = 0.
             azimuth: ``[B]`` absolute azimuth index; needed only when ``act_on_azimuth`` and
                 not ``known_azimuth``.
+            decode: False skips the decoder (the most expensive part): ``decoded`` is None.
+                Evaluation needs only the last glimpse's reconstruction.
 
         Returns:
             :class:`StepOutput` (logits, decoded, state, hidden).
@@ -152,7 +158,7 @@ class CompletionPolicy(nn.Module):
             TypeError: if an input is not a floating-point tensor.
             ValueError: if an input has the wrong shape.
         """
-        return self(view, proprio, time, state, azimuth=azimuth)
+        return self(view, proprio, time, state, azimuth=azimuth, decode=decode)
 
     def act_logits(
         self,

@@ -27,7 +27,9 @@ stale scores, and otherwise takes them from the score cache, computing them ther
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 import torch
@@ -63,7 +65,12 @@ class Sidekick:
     """
 
     name: str = "sidekick"
-    """Registry name, recorded in the run's metrics."""
+    """Registry name, recorded in the run's config (``TrainConfig.sidekick``);
+    :func:`~pyskick.sidekicks.make_sidekick` sets it to the name the factory was registered
+    under."""
+    options: Mapping[str, Any] = MappingProxyType({})
+    """The resolved options this sidekick was built with (:func:`~pyskick.sidekicks.make_sidekick`
+    sets them), recorded as ``TrainConfig.sidekick_options``; empty for one built by hand."""
     reward_radius: int | None = None
     """The environment's reward-zeroing radius around visited views that this sidekick's
     reward maps assume (the NMS radius); the trainer sets ``TrainConfig.reward_radius`` from

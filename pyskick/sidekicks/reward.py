@@ -23,9 +23,9 @@ from torch import Tensor
 
 from pyskick.ops import nms_rewards
 from pyskick.sidekicks.base import Sidekick, checkpoint_digest
+from pyskick.sidekicks.defaults import NMS_PRESETS
 
-# NMS peaks and radius per dataset preset (paper-reference §1.3).
-NMS_PRESETS = {"sun360": (4, 1), "modelnet-hard": (5, 2), "custom": (4, 1)}
+__all__ = ["NMS_PRESETS", "RewardSidekick", "one_view_scores"]
 
 
 def one_view_scores(errors: Tensor) -> Tensor:

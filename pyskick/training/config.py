@@ -15,6 +15,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Literal, get_args
 
+from pyskick.envs.lookaround import START_ZEROING, StartZeroing
 from pyskick.models import PRESETS as MODEL_PRESETS
 
 DeviceName = Literal["auto", "cpu", "cuda"]
@@ -25,17 +26,13 @@ _CHOICES: dict[str, tuple[str, ...]] = {
     "device": get_args(DeviceName),
     "frozen_batchnorm": get_args(FrozenBatchNormName),
     "val_metric": get_args(ValMetric),
+    "start_zeroing": START_ZEROING,
 }
-_POSITIVE_INTS = (
-    "T",
-    "epochs",
-    "pretrain_epochs",
-    "batch_size",
-    "eval_batch_size",
-    "hybrid_schedule",
-)
+_POSITIVE_INTS = ("T", "epochs", "pretrain_epochs", "batch_size", "eval_batch_size")
 # Names resolved in the plugin registry when a run starts (plugins may add more).
-_REGISTERED_NAMES = ("critic", "actor")
+_REGISTERED_NAMES = ("critic", "actor", "sidekick")
+# Fields of older configs that moved; from_dict drops them from configs that predate the move.
+_MOVED = {"hybrid_schedule": "the demonstrating sidekicks' option hybrid_schedule"}
 _NON_NEGATIVE_INTS = ("seed", "reward_radius")
 _POSITIVE_FLOATS = ("lr", "grad_clip")
 _NON_NEGATIVE_FLOATS = (
@@ -87,9 +84,13 @@ class TrainConfig:
     """Multiplier of the policy-gradient term (``--reward_scale``)."""
     supervised_scale: float = 1e-3
     """Weight of the NLL of a demonstrating sidekick's actions (``--supervised_scale``)."""
-    hybrid_schedule: int = 50
-    """A demonstrating sidekick supervises steps t < T_sup; T_sup starts at T - 1 and drops by
-    one every this many epochs (``--hybrid_schedule``, paper-reference §4.6)."""
+    sidekick: str = "none"
+    """A registered sidekick: "none" (ltla), "rew" (ours(rew)), "demo" (ours(demo)) or a
+    plugin's (``--sidekick``)."""
+    sidekick_options: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    """The sidekick's options (``--sidekick-option KEY=VALUE``, the ``[sidekick]`` TOML
+    table): what was given before the run starts, every declared option with its default
+    resolved once the run started (:mod:`pyskick.sidekicks.options`)."""
     memorize: bool = False
     """Paste observed views into the reconstruction during training too (evaluation always
     pastes)."""
@@ -106,6 +107,10 @@ class TrainConfig:
     results)."""
     reward_radius: int = 1
     """Chebyshev radius zeroed in a sidekick's reward map around each visited view."""
+    start_zeroing: StartZeroing = "neighbourhood"
+    """What a sidekick's reward map loses at reset, the start view being seen:
+    "neighbourhood" (its reward-radius neighbourhood, like any visit), "view" (the start view
+    only) or "none" (nothing; the authors' rule). See docs/deviations.md E1."""
     seed: int = 123
     """Seed of the model initialisation, the shuffles, the starts and the action sampling."""
     deterministic: bool = False
@@ -148,12 +153,26 @@ class TrainConfig:
         for name in _BOOLS:
             if not isinstance(getattr(self, name), bool):
                 raise TypeError(f"TrainConfig.{name} must be a bool, got {getattr(self, name)!r}")
+        options = self.sidekick_options
+        if not isinstance(options, Mapping) or not all(
+            isinstance(key, str) and isinstance(value, int | float | bool | str)
+            for key, value in options.items()
+        ):
+            raise TypeError(
+                "TrainConfig.sidekick_options must map option names to int, float, bool or "
+                f"str values, got {options!r}"
+            )
+        # A private copy: the frozen config must not change with the caller's dict.
+        object.__setattr__(self, "sidekick_options", dict(options))
 
     # ---- plain-type round trip -----------------------------------------------------------
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain dict of str, int, float and bool (JSON, TOML and checkpoint safe)."""
-        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        """Plain dict of str, int, float and bool, and the sidekick options as a dict of those
+        (JSON, TOML and checkpoint safe)."""
+        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        out["sidekick_options"] = dict(self.sidekick_options)
+        return out
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> TrainConfig:
@@ -166,6 +185,12 @@ class TrainConfig:
         if not isinstance(data, Mapping):
             raise TypeError(f"TrainConfig.from_dict needs a mapping, got {type(data).__name__}")
         names = [f.name for f in dataclasses.fields(cls)]
+        if "sidekick_options" not in data:
+            # Written before the sidekick options existed: drop the fields that moved there.
+            data = {key: value for key, value in data.items() if key not in _MOVED}
+        moved = sorted(set(data) & set(_MOVED))
+        if moved:
+            raise ValueError(f"TrainConfig.{moved[0]} is now {_MOVED[moved[0]]}")
         unknown = sorted(set(data) - set(names))
         if unknown:
             raise ValueError(
@@ -196,17 +221,16 @@ TRAIN_PRESETS: Mapping[str, TrainConfig] = MappingProxyType(
             epochs=3,
             pretrain_epochs=3,
             lr=1e-3,
-            hybrid_schedule=1,
             eval_batch_size=64,
             device="cpu",
         ),
     }
 )
 """Named training configs (read-only). ``cpu-demo`` raises the learning rate to 1e-3 so a
-few epochs visibly learn, anneals a demonstrating sidekick's T_sup every epoch (T - 1 -> 0
-within the first T - 1 epochs, so a run of more than T - 1 epochs, like the demo's 4, ends with
-pure RL), and evaluates 64 episodes per pass: their tensors stay under glibc's largest mmap
-threshold (32 MB), which made evaluation 1.6x faster on 2 cores than 256 (same results)."""
+few epochs visibly learn and evaluates 64 episodes per pass: their tensors stay under glibc's
+largest mmap threshold (32 MB), which made evaluation 1.6x faster on 2 cores than 256 (same
+results). The sidekicks' schedules scale with the run's epochs
+(:mod:`pyskick.sidekicks.defaults`)."""
 
 
 def train_preset(name: str) -> TrainConfig:
@@ -233,7 +257,11 @@ def load_config(
     """Resolve a config: preset, then a TOML file's keys, then ``overrides``.
 
     The TOML file is flat (``T = 4``, ``critic = "critic"``) and may name its own base with
-    ``preset = "cpu-demo"``; an explicit ``preset`` argument wins over it.
+    ``preset = "cpu-demo"``; an explicit ``preset`` argument wins over it. One table is
+    allowed, ``[sidekick]``: its ``name`` key is the sidekick and the other keys are its
+    options (``decay_every = 2``); given both ways, a top-level ``sidekick`` key must agree
+    with ``name``. Options in ``overrides["sidekick_options"]`` are added to the file's
+    (command-line options win).
 
     Args:
         path: TOML file, or None.
@@ -247,21 +275,43 @@ def load_config(
     """
     values: dict[str, Any] = {}
     if path is not None:
-        path = Path(path)
-        if not path.is_file():
-            raise FileNotFoundError(f"config file {path} does not exist")
-        try:
-            values = tomllib.loads(path.read_text())
-        except tomllib.TOMLDecodeError as exc:
-            raise ValueError(f"config file {path} is not valid TOML: {exc}") from None
-        nested = sorted(key for key, value in values.items() if isinstance(value, dict))
-        if nested:
-            raise ValueError(f"config file {path} must be flat; got tables {', '.join(nested)}")
+        values = _read_toml(Path(path))
     base_name = values.pop("preset", None) if preset is None else preset
     if base_name is not None and not isinstance(base_name, str):
         raise TypeError(f"preset must be a string, got {base_name!r}")
     base = train_preset(base_name or default_preset)
     if overrides:
-        values.update({key: value for key, value in overrides.items() if value is not None})
+        given = {key: value for key, value in overrides.items() if value is not None}
+        options = {**values.get("sidekick_options", {}), **given.pop("sidekick_options", {})}
+        values.update(given)
+        if options:
+            values["sidekick_options"] = options
     values.pop("preset", None)
     return base.replace(**values) if values else base
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    """A config file's keys, its ``[sidekick]`` table turned into ``sidekick`` and
+    ``sidekick_options``."""
+    if not path.is_file():
+        raise FileNotFoundError(f"config file {path} does not exist")
+    try:
+        values = tomllib.loads(path.read_text())
+    except UnicodeDecodeError:
+        raise ValueError(f"config file {path} is not a UTF-8 text file") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ValueError(f"config file {path} is not valid TOML: {exc}") from None
+    table = values.pop("sidekick", None) if isinstance(values.get("sidekick"), dict) else None
+    nested = sorted(key for key, value in values.items() if isinstance(value, dict))
+    if nested:
+        raise ValueError(
+            f"config file {path} must be flat apart from a [sidekick] table; got tables "
+            f"{', '.join(nested)}"
+        )
+    if table is not None:
+        options = dict(table)
+        name = options.pop("name", None)
+        if name is not None:
+            values["sidekick"] = name
+        values["sidekick_options"] = options
+    return values

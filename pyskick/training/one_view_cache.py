@@ -37,6 +37,7 @@ TRAIN_ONLY_FIELDS = (
     "fix_decode",
     "frozen_batchnorm",
     "reward_radius",
+    "start_zeroing",
     "eval_batch_size",
 )
 

@@ -36,8 +36,10 @@ from pyskick.actors import Actor, LearnedActor, make_actor
 from pyskick.actors.base import forced_demonstrations
 from pyskick.evaluation.evaluate import evaluate_policy, make_env
 from pyskick.models import CompletionPolicy, ModelConfig, preset
+from pyskick.models.critics import ValueHead
 from pyskick.plugins import lookup
 from pyskick.sidekicks.base import NoSidekick, Sidekick
+from pyskick.sidekicks.factory import make_sidekick
 from pyskick.training.baselines import AverageBaseline
 from pyskick.training.checkpoint import (
     POLICY_KEYS,
@@ -56,8 +58,9 @@ from pyskick.training.distributed import (
     resolve_device,
 )
 from pyskick.training.loggers import make_logger
-from pyskick.training.losses import completion_loss
-from pyskick.training.rollout import collect_rollout
+from pyskick.training.losses import completion_loss, episode_rewards
+from pyskick.training.returns import reward_to_go
+from pyskick.training.rollout import Rollout, collect_rollout
 from pyskick.training.seeding import seed_everything
 
 Stage = Literal["pretrain", "train"]
@@ -115,7 +118,8 @@ def train(
         init: a pretrained run folder (its ``best.pt``) or checkpoint to start from; its
             Sense and Fuse are frozen. None trains from scratch without freezing.
         resume: continue from ``out_dir/latest.pt`` (``init`` is then not needed).
-        sidekick: reward or demonstration helper; None is :class:`NoSidekick`.
+        sidekick: reward or demonstration helper; None builds the registered
+            ``config.sidekick`` with ``config.sidekick_options`` (see :class:`Trainer`).
         actor: what picks the motions; None builds the registered ``config.actor`` (see
             :class:`Trainer`).
     """
@@ -141,7 +145,11 @@ class Trainer:
         stage: ``"pretrain"`` or ``"train"``.
         init: checkpoint or run folder whose model weights start the run (train stage).
         resume: continue from ``out_dir/latest.pt``.
-        sidekick: training helper (train stage); None means none.
+        sidekick: training helper (train stage). None builds the registered
+            ``config.sidekick`` with :func:`~pyskick.sidekicks.make_sidekick` (``one_view=init``,
+            the data's spec, ``options=config.sidekick_options``); a sidekick given here
+            replaces ``config.sidekick`` and ``config.sidekick_options`` by its ``name`` and
+            ``options``. Its ``reward_radius``, if any, sets ``config.reward_radius``.
         actor: what picks the motions (train stage). None builds the registered
             ``config.actor`` with ``factory(one_view=init, spec=data.spec, config=config)``;
             an Actor given here replaces ``config.actor`` by its name. It is prepared on the
@@ -176,9 +184,12 @@ class Trainer:
             raise TypeError(f"actor must be a pyskick.actors.Actor, got {type(actor).__name__}")
         if actor is not None and stage == "train":
             config = config.replace(actor=actor.name)
-        if sidekick is not None and sidekick.reward_radius is not None and stage == "train":
-            # The environment zeroes rewards around visited views as the sidekick's maps assume.
-            config = config.replace(reward_radius=sidekick.reward_radius)
+        if sidekick is not None and not isinstance(sidekick, Sidekick):
+            raise TypeError(
+                f"sidekick must be a pyskick.sidekicks.Sidekick, got {type(sidekick).__name__}"
+            )
+        if sidekick is not None and stage == "train":
+            config = config.replace(sidekick=sidekick.name, sidekick_options=dict(sidekick.options))
         self.run_dir = Path(out_dir)
         latest = self.run_dir / "latest.pt"
         if not resume and latest.exists():
@@ -194,7 +205,7 @@ class Trainer:
             config = _resumed_config(resume_state, config, stage)
         if stage == "pretrain":
             # One glimpse, no actions: the actor, critic and sidekick settings are moot.
-            config = config.replace(T=1, critic="average")
+            config = config.replace(T=1, critic="average", sidekick="none", sidekick_options={})
             sidekick = None
             actor = LearnedActor()
         # The critic's name is checked before anything is built; pretraining has none.
@@ -207,6 +218,20 @@ class Trainer:
             init = resume_state.get("init")
         # The one-view run this run started from, saved in checkpoints for evaluate().
         self.init: str | None = str(Path(init).resolve()) if init is not None else None
+        if sidekick is None and stage == "train":
+            # The config's sidekick, with its recorded (or, for a new run, resolved) options.
+            sidekick = make_sidekick(
+                config.sidekick,
+                one_view=None if self.init is None else Path(self.init),
+                spec=data.spec,
+                config=config,
+                options=config.sidekick_options,
+                field="TrainConfig.sidekick",
+            )
+            config = config.replace(sidekick_options=dict(sidekick.options))
+        if sidekick is not None and sidekick.reward_radius is not None:
+            # The environment zeroes rewards around visited views as the sidekick's maps assume.
+            config = config.replace(reward_radius=sidekick.reward_radius)
         self.config = config
         self.stage = stage
         self.data = data
@@ -271,7 +296,11 @@ class Trainer:
         self.optimizer = torch.optim.Adam(params, lr=config.lr, weight_decay=config.weight_decay)
         self.baseline = AverageBaseline()
         self.env = make_env(
-            self.model_config, self.T, data.channel_mean, reward_radius=config.reward_radius
+            self.model_config,
+            self.T,
+            data.channel_mean,
+            reward_radius=config.reward_radius,
+            start_zeroing=config.start_zeroing,
         )
         self.action_generator = torch.Generator(self.device).manual_seed(
             config.seed + 1_000_003 * (self.dist.rank + 1)
@@ -283,6 +312,9 @@ class Trainer:
         self.val_actor.prepare(data.val, T=self.T, device=self.device)
 
         self.start_epoch = 0
+        # A learned critic is put at the returns' scale by the first batch (a resumed run
+        # restores the flag).
+        self.critic_calibrated = self.critic is None
         self.best_val = math.inf
         self.history: list[dict[str, float]] = []
         if resume_state is not None:
@@ -350,6 +382,7 @@ class Trainer:
             )
         self.action_generator.set_state(action_states[self.dist.rank].to("cpu"))
         self.start_epoch = int(state["epoch"]) + 1
+        self.critic_calibrated = bool(state.get("critic_calibrated", True))
         self.best_val = float(state["best_val"])
         self.history = [dict(item) for item in state["history"]]
 
@@ -446,6 +479,8 @@ class Trainer:
                 demonstrations=demos,
                 paste=cfg.memorize,
             )
+            if not self.critic_calibrated:
+                rollout = self._calibrate_critic(rollout, sidekick_scale)
             tick_baseline = time.perf_counter()
             baseline = None
             if self.learn_actions and self.critic is None and self.T > 1:
@@ -505,6 +540,29 @@ class Trainer:
             metrics["baseline/final_reward_mean"] = self.baseline.final_mean
             metrics["baseline/intrinsic_mean"] = self.baseline.intrinsic_mean
         return metrics
+
+    def _calibrate_critic(self, rollout: Rollout, sidekick_scale: float) -> Rollout:
+        """Start a learned critic at the scale of the returns (see
+        :class:`~pyskick.models.critics.ValueHead`): its output becomes the mean return of the
+        first batch that has policy-gradient steps (over all ranks), and this batch's values
+        move with it. Critics that are not a ``ValueHead`` are left as they are."""
+        critic = self.critic
+        if not isinstance(critic, ValueHead) or rollout.values is None:
+            self.critic_calibrated = True
+            return rollout
+        rl = (~rollout.supervised).double()
+        returns = reward_to_go(episode_rewards(rollout, sidekick_scale)).detach().double()
+        total = all_reduce_sum(
+            torch.stack([(returns * rl).sum(), rl.sum()]).cpu(), self.dist
+        ).tolist()
+        if total[1] == 0:  # every step demonstrated: wait for a batch the policy acts in
+            return rollout
+        mean = total[0] / total[1]
+        before = float(critic.output_layer.bias.detach())
+        critic.start_at(mean)
+        self.critic_calibrated = True
+        # The output weights are zero: every value of this batch is the old bias.
+        return rollout._replace(values=rollout.values - before + mean)
 
     def _sync_buffers(self) -> None:
         """Give every rank rank 0's BatchNorm statistics (DDP does so only before a forward,
@@ -574,6 +632,7 @@ class Trainer:
             "critic": self.critic.state_dict() if self.critic is not None else None,
             "optimizer": self.optimizer.state_dict(),
             "baseline": self.baseline.state_dict(),
+            "critic_calibrated": self.critic_calibrated,
             "sidekick": self.sidekick.state_dict(),
             "sidekick_name": self.sidekick.name,
             "rng": {"global": capture_rng_state(), "actions": action_states},

@@ -10,7 +10,14 @@ import torch
 from pyskick.data.builtin import make_builtin
 from pyskick.experiments import reproduce
 
-FAST = {"preset": "cpu-demo", "epochs": 1, "pretrain_epochs": 1, "batch_size": 8, "device": "cpu"}
+FAST = {
+    "preset": "cpu-demo",
+    "epochs": 1,
+    "pretrain_epochs": 1,
+    "batch_size": 8,
+    "device": "cpu",
+    "seeds": 1,
+}
 METHODS = ["rnd-actions", "ltla", "ours(rew)"]
 
 

@@ -11,7 +11,10 @@ from pyskick.experiments import METHOD_NAMES, available_methods, check_available
 from pyskick.plugins import get_host, make_plugin_host
 from pyskick_cli.main import main
 
-FAST = ["--preset", "cpu-demo", "--epochs", "1", "--pretrain-epochs", "1", "--batch-size", "8"]
+FAST = [
+    *("--preset", "cpu-demo", "--epochs", "1", "--pretrain-epochs", "1", "--batch-size", "8"),
+    *("--seeds", "1"),
+]
 
 
 def run(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:

@@ -17,7 +17,14 @@ from pyskick.training import trainer as trainer_module
 from pyskick.training.checkpoint import load_checkpoint
 from pyskick.training.loggers import read_metrics
 
-FAST = {"preset": "cpu-demo", "epochs": 1, "pretrain_epochs": 1, "batch_size": 8, "device": "cpu"}
+FAST = {
+    "preset": "cpu-demo",
+    "epochs": 1,
+    "pretrain_epochs": 1,
+    "batch_size": 8,
+    "device": "cpu",
+    "seeds": 1,
+}
 METHODS = ["rnd-actions", "ltla", "ours(rew)"]
 
 
@@ -75,7 +82,8 @@ def test_table_matches_direct_evaluation(finished: Path, scenes: Path) -> None:
     assert (
         f"| ltla | 1 | {ltla['avg']['mean_x1000']:.2f} ± {ltla['avg']['stderr_x1000']:.2f} |" in md
     )
-    assert {check["worse"] for check in table["ordering"]} == {"one-view", "ltla"}
+    assert {check["worse"] for check in table["ordering"]} == {"one-view", "rnd-actions", "ltla"}
+    assert {check["kind"] for check in table["ordering"]} == {"samples"}  # one seed
 
 
 def test_rerun_skips_finished_work(finished: Path, scenes: Path) -> None:

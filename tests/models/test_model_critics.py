@@ -14,6 +14,7 @@ from pyskick.models import (
     PartialObservabilityCritic,
     preset,
 )
+from pyskick.models.critics import ValueHead
 
 CFG = dataclasses.replace(
     preset("cpu-demo"),
@@ -33,6 +34,13 @@ CFG = dataclasses.replace(
 B = 4
 
 
+def trained(critic: ValueHead) -> ValueHead:
+    """``critic`` with a random output layer, as after some training (a fresh critic's output
+    layer is zero: every value is the same)."""
+    torch.nn.init.normal_(critic.output_layer.weight)
+    return critic
+
+
 def sample(seed: int = 0) -> tuple[Tensor, Tensor, Tensor, Tensor]:
     gen = torch.Generator().manual_seed(seed)
     hidden = torch.randn(B, CFG.hidden_size, generator=gen)
@@ -44,7 +52,7 @@ def sample(seed: int = 0) -> tuple[Tensor, Tensor, Tensor, Tensor]:
 
 def test_partial_critic_reads_the_act_input() -> None:
     torch.manual_seed(0)
-    critic = PartialObservabilityCritic(CFG).eval()
+    critic = trained(PartialObservabilityCritic(CFG)).eval()
     assert critic.critic[0].in_features == CFG.act_input_size
     assert [n for n, _ in critic.named_children()] == ["critic"]
     hidden, proprio, _, _ = sample()
@@ -88,7 +96,7 @@ def test_full_critic_gradients_reach_the_shared_encoder_unless_frozen() -> None:
 def test_full_critic_value_depends_on_own_grid_only() -> None:
     torch.manual_seed(0)
     policy = CompletionPolicy(CFG)
-    critic = FullObservabilityCritic(CFG, policy.sense_im).eval()
+    critic = trained(FullObservabilityCritic(CFG, policy.sense_im)).eval()
     hidden, proprio, grid, azimuth = sample()
     changed = grid.clone()
     changed[1, 1, 2] += 1.0  # one view of sample 1 only
@@ -106,7 +114,7 @@ def test_full_critic_value_depends_on_own_grid_only() -> None:
 def test_full_critic_azimuth_comes_from_argument_or_known_proprio() -> None:
     torch.manual_seed(0)
     policy = CompletionPolicy(CFG)
-    critic = FullObservabilityCritic(CFG, policy.sense_im).eval()
+    critic = trained(FullObservabilityCritic(CFG, policy.sense_im)).eval()
     hidden, proprio, grid, _ = sample()
     with pytest.raises(ValueError, match="FullObservabilityCritic needs the absolute azimuth"):
         critic(hidden, proprio, 0, grid)
@@ -135,3 +143,27 @@ def test_full_critic_rejects_bad_grids() -> None:
         critic(hidden, proprio, 0, grid[:2], azimuth=azimuth)
     with pytest.raises(TypeError, match="grid must be a floating-point tensor"):
         critic(hidden, proprio, 0, grid.to(torch.uint8), azimuth=azimuth)
+
+
+@pytest.mark.parametrize("kind", ["partial", "full"])
+def test_a_fresh_critic_is_silent_until_started(kind: str) -> None:
+    torch.manual_seed(0)
+    policy = CompletionPolicy(CFG)
+    critic = (
+        PartialObservabilityCritic(CFG)
+        if kind == "partial"
+        else FullObservabilityCritic(CFG, policy.sense_im)
+    )
+    hidden, proprio, grid, azimuth = sample()
+    args = (hidden, proprio, 1) if kind == "partial" else (hidden, proprio, 1, grid)
+    value = critic(*args, azimuth=azimuth)
+    assert torch.equal(value, torch.zeros(B))
+    # No gradient reaches the layers below (or the policy's LSTM state) while silent.
+    hidden.requires_grad_(True)
+    critic(*((hidden, *args[1:])), azimuth=azimuth).pow(2).sum().backward()
+    assert hidden.grad is None or torch.count_nonzero(hidden.grad) == 0
+    critic.start_at(-0.02)
+    assert torch.equal(critic(*args, azimuth=azimuth), torch.full((B,), -0.02))
+    critic.critic[-1] = torch.nn.Identity()
+    with pytest.raises(TypeError, match="must end with a Linear"):
+        critic.start_at(0.0)

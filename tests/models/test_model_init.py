@@ -36,8 +36,12 @@ def test_xavier_scheme() -> None:
     policy, partial, full = build("xavier")
     layers = weighted_layers(*(policy.get_submodule(n) for n in INITIALISED), partial, full)
     assert len(layers) == 4 + 2 + 3 + 4 + 3 + 2 + 3  # sense_im, fuse, act, decode, critics
+    outputs = {id(partial.output_layer), id(full.output_layer)}
     for layer in layers:
-        assert torch.all(layer.bias == 0.01)
+        # The critics' output layers start silent (docs/deviations.md K6).
+        assert torch.all(layer.bias == (0.0 if id(layer) in outputs else 0.01))
+    assert torch.count_nonzero(partial.output_layer.weight) == 0
+    assert torch.count_nonzero(full.output_layer.weight) == 0
     lstm = policy.aggregate
     assert torch.all(lstm.bias_ih_l0 == 0.01)
     assert torch.all(lstm.bias_hh_l0 == 0.01)

@@ -75,10 +75,13 @@ def test_builtins_register_demo_and_demo_actions(one_view_ckpt: Path) -> None:
     assert "pyskick.builtins.demo" in DEFAULT_PLUGINS
     spec = GridSpec(N, M, 1, 16, (30.0, 0.0, -30.0), (0.0, 90.0, 180.0, 270.0), 45.0, MEAN,
                     "custom")  # fmt: skip
-    config = TrainConfig(hybrid_schedule=7)
+    config = TrainConfig(epochs=200)
     sidekick_entry = host.registries.sidekick.get("demo")
     assert sidekick_entry.plugin == "pyskick.builtins.demo"
-    sidekick = sidekick_entry.factory(one_view=one_view_ckpt, spec=spec, config=config)
+    assert [option.name for option in sidekick_entry.options] == ["hybrid_schedule"]
+    sidekick = sidekick_entry.factory(
+        one_view=one_view_ckpt, spec=spec, config=config, options={"hybrid_schedule": 7}
+    )
     assert isinstance(sidekick, DemoSidekick)
     assert (sidekick.hybrid_schedule, sidekick.channel_mean) == (7, MEAN)
     actor_entry = host.registries.actor.get("demo-actions")

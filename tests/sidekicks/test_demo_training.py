@@ -25,13 +25,13 @@ def metrics(run: Path) -> list[dict[str, float]]:
 def test_supervision_anneals_and_resumes_exactly(tmp_path: Path, smooth_grids) -> None:
     data = TrainData(smooth_grids(16, seed=1), smooth_grids(6, seed=2), MEAN)
     config = train_preset("cpu-demo").replace(
-        batch_size=8, pretrain_epochs=1, epochs=3, T=3, hybrid_schedule=1, eval_batch_size=64
+        batch_size=8, pretrain_epochs=1, epochs=3, T=3, eval_batch_size=64
     )
     one = tmp_path / "one"
     pretrain(config, one, data)
 
     def sidekick() -> DemoSidekick:
-        return DemoSidekick(one, channel_mean=MEAN, hybrid_schedule=config.hybrid_schedule)
+        return DemoSidekick(one, channel_mean=MEAN, hybrid_schedule=1)
 
     whole = tmp_path / "whole"
     train(config, whole, data, init=one, sidekick=sidekick())
@@ -76,19 +76,29 @@ def test_train_command_with_the_demo_sidekick(
     code, err = run_cli(["pretrain", *fast, "--epochs", "1", "--out", str(one)], capsys)
     assert code == 0, err
     args = ["train", *fast, "--epochs", "2", "--init", str(one), "--out", str(demo), "--T", "2"]
-    code, err = run_cli([*args, "--sidekick", "demo", "--hybrid-schedule", "1"], capsys)
+    code, err = run_cli(
+        [*args, "--sidekick", "demo", "--sidekick-option", "hybrid_schedule=1"], capsys
+    )
     assert code == 0, err
     records = metrics(demo)
     assert records[0]["train/supervised_loss"] > 0  # T_sup = 1: the single action is demonstrated
     assert records[1]["train/supervised_loss"] == 0.0  # annealed after one epoch
     state = load_checkpoint(demo / "latest.pt")
-    assert state["config"]["hybrid_schedule"] == 1
+    assert state["config"]["sidekick"] == "demo"
+    assert state["config"]["sidekick_options"] == {"hybrid_schedule": 1}
+    assert json.loads((demo / "config.json").read_text())["sidekick_options"] == {
+        "hybrid_schedule": 1
+    }
     assert state["sidekick"] == {"T_sup": 0}
+    bad = tmp_path / "x"
     code, err = run_cli(
-        [*args[:-4], "--out", str(tmp_path / "x"), "--hybrid-schedule", "0"], capsys
-    )
+        [*args[:-4], "--out", str(bad), "--sidekick", "demo", "--sidekick-option",
+         "hybrid_schedule=0"], capsys,
+    )  # fmt: skip
     assert code == 2
-    assert "--hybrid-schedule" in err
+    assert "--sidekick-option" in err
+    assert "option hybrid_schedule must be an int >= 1, got '0'" in err
+    assert not bad.exists()
 
 
 def test_a_forcing_actor_and_a_demonstrating_sidekick_are_refused_up_front(

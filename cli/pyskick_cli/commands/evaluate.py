@@ -70,10 +70,13 @@ def evaluate(
     """Evaluate RUN (a run folder, using its best.pt, or a checkpoint) on a dataset split.
 
     Errors are final-step MSEs (after T glimpses, observed views pasted, greedy actions),
-    reported ×1000 with std and standard error like the paper's Table 1.
+    reported ×1000 with std and standard error like the paper's Table 1. A run folder keeps
+    the per-sample errors in RUN/eval/<split>-<metric>-<samples digest>.npz for
+    `pyskick compare`.
     """
     from pyskick.data import ViewgridFile
     from pyskick.evaluation import evaluate as run_evaluate
+    from pyskick.experiments.errors import run_eval_file
 
     if actor is not None:
         registered("actor", actor, "--actor")
@@ -95,6 +98,10 @@ def evaluate(
     result = run_evaluate(run, grids, metric, actor=actor, baseline=baseline, **options)
     if save is not None:
         result.save(save)
+    if run.is_dir():
+        # Recorded in the run folder, keyed by the test samples, for `pyskick compare`.
+        assert result.samples_sha256 is not None
+        result.save(run_eval_file(run, split, metric, result.samples_sha256))
     report = {"run": str(run), "split": split, "n_samples": result.summary.n_samples}
     report.update(result.to_dict())
     if as_json:

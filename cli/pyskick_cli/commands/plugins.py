@@ -17,10 +17,13 @@ def plugin_report(include_builtins: bool) -> dict[str, Any]:
     registries = host.diagnose()
     registered: dict[str, dict[str, list[str]]] = {}
     summaries: dict[str, str] = {}
+    options: dict[str, list[dict[str, Any]]] = {}
     for kind in KINDS:
         for entry in registries[kind]:
             registered.setdefault(entry.plugin, {}).setdefault(kind, []).append(entry.name)
             summaries[f"{kind}:{entry.name}"] = entry.summary
+            if entry.options:
+                options[f"{kind}:{entry.name}"] = [_option_record(o) for o in entry.options]
     plugins = []
     for name, info in sorted(host.plugins.items()):
         if info.builtin and not include_builtins:
@@ -40,7 +43,20 @@ def plugin_report(include_builtins: bool) -> dict[str, Any]:
     return {
         "plugins": plugins,
         "summaries": summaries,
+        "options": options,
         "failures": dict(sorted(host.failures.items())),
+    }
+
+
+def _option_record(option: Any) -> dict[str, Any]:
+    """A declared option as JSON: name, type, default (None when it depends on the run), help
+    and the one-line description."""
+    return {
+        "name": option.name,
+        "type": option.type.__name__,
+        "default": None if callable(option.default) else option.default,
+        "help": option.help,
+        "description": option.describe(),
     }
 
 
@@ -68,5 +84,7 @@ def plugins(include_builtins: bool, as_json: bool) -> None:
             for name in names:
                 summary = report["summaries"][f"{kind}:{name}"]
                 click.echo(f"  {kind} {name}" + (f": {summary}" if summary else ""))
+                for option in report["options"].get(f"{kind}:{name}", []):
+                    click.echo(f"    option {option['description']}")
     for name, error in report["failures"].items():
         click.echo(f"{name}: FAILED to load: {error}", err=True)

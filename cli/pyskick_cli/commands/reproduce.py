@@ -12,7 +12,14 @@ from pyskick_cli.options import (
     DATASET_HELP,
     TRAIN_PRESET_NAMES,
     device_option,
+    parse_sidekick_options,
     resolve_dataset_path,
+)
+
+SIDEKICK_OPTION_HELP = (
+    "Set a sidekick option (repeatable): KEY=VALUE for every selected method's sidekick that "
+    "has KEY, NAME.KEY=VALUE for sidekick NAME only (e.g. rew.decay_every=5); `pyskick "
+    "plugins --all` lists them."
 )
 
 
@@ -62,6 +69,14 @@ def run_table(
     help="Training preset (default: paper-modelnet for ModelNet-Hard-shaped data, else "
     "paper-sun360).",
 )
+@click.option(
+    "--config",
+    "config_path",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=None,
+    help="A TOML file of TrainConfig fields applied over the preset for every method (lr, "
+    "start_zeroing, ...); not sidekick, actor or critic.",
+)
 @click.option("--epochs", type=click.IntRange(min=1), default=None, help="Policy-training epochs.")
 @click.option(
     "--pretrain-epochs", type=click.IntRange(min=1), default=None, help="One-view epochs."
@@ -74,19 +89,28 @@ def run_table(
     "'ltla,ours(rew)'.",
 )
 @click.option(
-    "--seeds", type=click.IntRange(min=1), default=1, show_default=True,
-    help="Training seeds per method.",
+    "--seeds", type=click.IntRange(min=1), default=3, show_default=True,
+    help="Training seeds per method: seed k of every method uses the same data order and "
+    "starts, so methods are compared paired, seed by seed.",
 )  # fmt: skip
 @click.option(
     "--num-test", type=click.IntRange(min=1), default=None,
     help="Evaluate on the first N test viewgrids (default: all).",
 )  # fmt: skip
 @device_option
+@click.option(
+    "--sidekick-option",
+    "sidekick_option",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help=SIDEKICK_OPTION_HELP,
+)
 @click.option("--no-report", is_flag=True, help="Write the table only (no figures, no page).")
 def reproduce(
     dataset: str,
     out: Path,
     preset: str | None,
+    config_path: Path | None,
     epochs: int | None,
     pretrain_epochs: int | None,
     batch_size: int | None,
@@ -94,6 +118,7 @@ def reproduce(
     seeds: int,
     num_test: int | None,
     device: str | None,
+    sidekick_option: tuple[str, ...],
     no_report: bool,
 ) -> None:
     """Run every method of the paper's Table 1 on one dataset: train, evaluate (avg, adv),
@@ -105,6 +130,7 @@ def reproduce(
     started = time.perf_counter()
     run_table(
         resolve_dataset_path(dataset), out, methods=parse_methods(methods), started=started,
-        preset=preset, epochs=epochs, pretrain_epochs=pretrain_epochs, batch_size=batch_size,
-        seeds=seeds, num_test=num_test, device=device, report=not no_report,
+        preset=preset, config=config_path, epochs=epochs, pretrain_epochs=pretrain_epochs,
+        batch_size=batch_size, seeds=seeds, num_test=num_test, device=device, report=not no_report,
+        sidekick_options=parse_sidekick_options(sidekick_option),
     )  # fmt: skip

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -12,9 +13,15 @@ from pyskick_cli.options import (
     TRAIN_PRESET_NAMES,
     dataset_option,
     device_option,
+    parse_sidekick_options,
     registered,
     resolve_dataset_path,
+    resolve_run_options,
+    sidekick_option_option,
 )
+
+if TYPE_CHECKING:
+    from pyskick.sidekicks import Sidekick
 
 
 def _split_names(value: str, available: tuple[str, ...]) -> list[str]:
@@ -39,6 +46,7 @@ def _split_names(value: str, available: tuple[str, ...]) -> list[str]:
     help="A registered sidekick that computes scores (rew, demo, ...; see `pyskick plugins "
     "--all`).",
 )
+@sidekick_option_option
 @click.option(
     "--model",
     type=click.Path(exists=True, path_type=Path),
@@ -92,6 +100,7 @@ def _split_names(value: str, available: tuple[str, ...]) -> list[str]:
 )
 def score(
     sidekick: str,
+    sidekick_option: tuple[str, ...],
     model: Path | None,
     dataset: str,
     out: Path,
@@ -110,6 +119,7 @@ def score(
     import torch.distributed as dist
 
     from pyskick.data import ViewgridFile
+    from pyskick.sidekicks import make_sidekick
     from pyskick.sidekicks.scores import (
         ScoreMeta,
         broadcast_from_main,
@@ -122,7 +132,7 @@ def score(
     from pyskick.training.distributed import init_distributed, resolve_device
     from pyskick.training.one_view_cache import cache_key, cache_root, cached_one_view
 
-    entry = registered("sidekick", sidekick, "--sidekick")
+    registered("sidekick", sidekick, "--sidekick")
     if not out.parent.is_dir():
         raise click.BadParameter(f"folder {out.parent} does not exist", param_hint="--out")
     if out.is_dir():
@@ -131,19 +141,30 @@ def score(
     source = ViewgridFile(path)
     names = _split_names(splits, source.splits)
     default = "paper-modelnet" if source.spec.preset == "modelnet-hard" else "paper-sun360"
-    overrides = {"T": T, "device": device, "eval_batch_size": batch_size}
+    overrides = {
+        "T": T,
+        "device": device,
+        "eval_batch_size": batch_size,
+        "sidekick": sidekick,
+        "sidekick_options": parse_sidekick_options(sidekick_option),
+    }
     config = load_config(config_path, preset=preset, overrides=overrides, default_preset=default)
+    options = resolve_run_options(config, source.spec, None)
+
+    def build(one_view: Path) -> Sidekick:
+        return make_sidekick(
+            sidekick, one_view=one_view, spec=source.spec, config=config, options=options
+        )
+
     # Built on the cached model's folder first, so that a sidekick without scores is refused
     # before a one-view model is pretrained for it.
-    one_view = model or cache_root() / "one-view" / cache_key(path, config)
-    helper = entry.factory(one_view=one_view, spec=source.spec, config=config)
+    helper = build(model or cache_root() / "one-view" / cache_key(path, config))
     if not has_scores(helper):
         raise click.BadParameter(
             f"sidekick {sidekick!r} computes no scores", param_hint="--sidekick"
         )
     if model is None:
-        one_view = cached_one_view(path, config, TrainData.from_file(path))
-        helper = entry.factory(one_view=one_view, spec=source.spec, config=config)
+        helper = build(cached_one_view(path, config, TrainData.from_file(path)))
     if helper.score_options(config.T) is None:
         raise click.BadParameter(
             f"sidekick {sidekick!r} has no scores with these options", param_hint="--sidekick"

@@ -10,10 +10,13 @@ import click
 
 from pyskick_cli.options import (
     check_run_dataset,
+    parse_sidekick_options,
     record_run_dataset,
     recorded_init,
     registered,
     resolve_dataset_path,
+    resolve_run_options,
+    sidekick_option_option,
     training_options,
 )
 
@@ -115,18 +118,12 @@ def pretrain(
 )
 @click.option(
     "--sidekick",
-    default="none",
-    show_default=True,
-    help="A registered sidekick: none (ltla), rew (reward shaping from one-view scores), demo "
-    "(greedy coverage demonstrations) or one a plugin adds (rnd-rewards, expert-clone, ...); "
-    "see `pyskick plugins --all`.",
-)
-@click.option(
-    "--hybrid-schedule",
-    type=click.IntRange(min=1),
     default=None,
-    help="Epochs between decrements of a demonstrating sidekick's T_sup (from T - 1 to 0).",
+    help="A registered sidekick: none (ltla, the default), rew (reward shaping from one-view "
+    "scores), demo (greedy coverage demonstrations) or one a plugin adds (rnd-rewards, "
+    "expert-clone, ...); see `pyskick plugins --all`.",
 )
+@sidekick_option_option
 @click.option(
     "--scores",
     "scores_file",
@@ -150,34 +147,46 @@ def train(
     T: int | None,
     critic: str | None,
     actor: str | None,
-    sidekick: str,
-    hybrid_schedule: int | None,
+    sidekick: str | None,
+    sidekick_option: tuple[str, ...],
     scores_file: Path | None,
 ) -> None:
     """Train the look-around policy from a one-view model, Sense and Fuse frozen.
 
     Without a sidekick this is ltla; `--sidekick rew` is ours(rew), `--sidekick demo` is
-    ours(demo).
+    ours(demo). `--sidekick-option KEY=VALUE` sets a sidekick's option (`pyskick plugins
+    --all` lists them); the run records every option with its default in config.json, and a
+    resumed run keeps them.
     """
     from pyskick.data import ViewgridFile
+    from pyskick.sidekicks import make_sidekick
     from pyskick.sidekicks.scores import load_scores_file
     from pyskick.training import train as run_train
     from pyskick.training.one_view_cache import cached_one_view
 
-    entry = registered("sidekick", sidekick, "--sidekick")
+    if sidekick is not None:
+        registered("sidekick", sidekick, "--sidekick")
     _check_names(critic, actor)
     path, spec_preset = _prepare(dataset, out_dir, resume)
     config = _config(
         preset, config_path, spec_preset, epochs=epochs, batch_size=batch_size, lr=lr, seed=seed,
-        device=device, T=T, critic=critic, actor=actor, hybrid_schedule=hybrid_schedule,
+        device=device, T=T, critic=critic, actor=actor, sidekick=sidekick,
+        sidekick_options=parse_sidekick_options(sidekick_option),
     )  # fmt: skip
-    _check_names(config.critic, config.actor)  # a config file's names too, before any work
+    # A config file's names too, before any work.
+    _check_names(config.critic, config.actor)
+    registered("sidekick", config.sidekick, "--sidekick")
+    spec = ViewgridFile(path).spec
+    options = resolve_run_options(config, spec, out_dir if resume else None)
+    config = config.replace(sidekick_options=options)
     data = _load_data(path)
     if resume and init is None:
         init = recorded_init(out_dir)
     if init is None:
         init = cached_one_view(path, config, data)
-    helper = entry.factory(one_view=init, spec=ViewgridFile(path).spec, config=config)
+    helper = make_sidekick(
+        config.sidekick, one_view=init, spec=spec, config=config, options=options
+    )
     if scores_file is not None:  # checked here so that stale scores leave no run folder behind
         load_scores_file(helper, data.train, scores_file, T=config.T)
         helper.scores_file = scores_file

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 import torch
-from pyskick_expert_clone import expert_clone_sidekick
 from pyskick_expert_clone.sidekick import ExpertCloneSidekick
 from pyskick_expert_clone.training import ExpertSettings
 
 from pyskick.data import ViewgridFile
+from pyskick.sidekicks import make_sidekick as build_sidekick
 from pyskick.sidekicks.base import checkpoint_digest
 from pyskick.training import TrainConfig, TrainData
 
@@ -153,21 +153,35 @@ def test_factory_takes_the_run_settings(
     one_view: Path, scenes_file: Path, config: TrainConfig
 ) -> None:
     spec = ViewgridFile(scenes_file).spec
-    sidekick = expert_clone_sidekick(one_view=one_view, spec=spec, config=config)
+    sidekick = build_sidekick("expert-clone", one_view=one_view, spec=spec, config=config)
     assert sidekick.name == "expert-clone"
     # Not config.epochs: a resumed run may raise it, and the expert must stay the same.
     assert sidekick.settings.epochs == config.pretrain_epochs
-    assert expert_clone_sidekick(
-        one_view=one_view, spec=spec, config=config.replace(epochs=config.epochs + 5)
-    ).score_options(4) == sidekick.score_options(4)
+    assert dict(sidekick.options) == {
+        "hybrid_schedule": max(1, round(config.epochs * 0.05)),
+        "expert_epochs": config.pretrain_epochs,
+    }
+    longer_run = build_sidekick(
+        "expert-clone",
+        one_view=one_view,
+        spec=spec,
+        config=config.replace(epochs=config.epochs + 5),
+    )
+    assert longer_run.score_options(4) == sidekick.score_options(4)
     assert sidekick.settings.lr == config.lr
     assert sidekick.settings.seed == config.seed
-    assert sidekick.hybrid_schedule == config.hybrid_schedule
     assert sidekick.channel_mean == tuple(spec.channel_mean)
-    longer = expert_clone_sidekick(one_view=one_view, spec=spec, config=config, expert_epochs=7)
+    longer = build_sidekick(
+        "expert-clone", one_view=one_view, spec=spec, config=config,
+        options={"expert_epochs": "7", "hybrid_schedule": "3"},
+    )  # fmt: skip
     assert longer.settings.epochs == 7
-    with pytest.raises(ValueError, match="epochs"):
-        expert_clone_sidekick(one_view=one_view, spec=spec, config=config, expert_epochs=0)
+    assert longer.hybrid_schedule == 3
+    with pytest.raises(ValueError, match="expert_epochs must be an int >= 1"):
+        build_sidekick(
+            "expert-clone", one_view=one_view, spec=spec, config=config,
+            options={"expert_epochs": "0"},
+        )  # fmt: skip
 
 
 @pytest.mark.parametrize(

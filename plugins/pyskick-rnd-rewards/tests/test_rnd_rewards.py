@@ -21,6 +21,7 @@ from pyskick_rnd_rewards.sidekick import (
 
 from pyskick.data import MODELNET_HARD, SUN360
 from pyskick.plugins import make_plugin_host
+from pyskick.sidekicks import make_sidekick
 from pyskick.sidekicks.reward import RewardSidekick
 from pyskick.training import train_preset
 from pyskick.training.checkpoint import load_checkpoint
@@ -124,12 +125,26 @@ def test_sidekick_contract() -> None:
 def test_factory_follows_the_rew_presets() -> None:
     entry = make_plugin_host().registries.sidekick.get("rnd-rewards")
     assert entry.plugin == "pyskick-rnd-rewards"
-    config = train_preset("cpu-demo").replace(seed=11)
+    # The rew sidekick's options, defaults included: same peaks, spread and schedule.
+    assert [o.name for o in entry.options] == [
+        "scale",
+        "decay_every",
+        "decay_factor",
+        "k",
+        "radius",
+    ]
+    config = train_preset("cpu-demo").replace(seed=11, epochs=8)
     for spec, k, radius in ((SUN360, 4, 1), (MODELNET_HARD, 5, 2)):
-        sidekick = entry.factory(one_view=Path("unused"), spec=spec, config=config)
+        sidekick = make_sidekick("rnd-rewards", one_view=Path("unused"), spec=spec, config=config)
         assert (sidekick.name, sidekick.seed, sidekick.k, sidekick.radius) == (
             "rnd-rewards", 11, k, radius,
         )  # fmt: skip
+        assert sidekick.decay_every == 2  # a quarter of 8 epochs
+    halved = make_sidekick(
+        "rnd-rewards", one_view=None, spec=SUN360, config=config, options={"decay_every": "1"}
+    )
+    assert halved.decay_every == 1
+    assert halved.options["decay_every"] == 1
 
 
 def test_installed_and_listed_by_pyskick_plugins() -> None:

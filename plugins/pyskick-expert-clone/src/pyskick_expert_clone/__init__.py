@@ -16,13 +16,27 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import pyskick
+from pyskick.sidekicks.defaults import HYBRID_OPTION
+from pyskick.sidekicks.options import SidekickOption
 
 if TYPE_CHECKING:
     from pyskick.hookspecs import Register
 
 
+EXPERT_EPOCHS = SidekickOption(
+    "expert_epochs",
+    int,
+    lambda _spec, config: 100 if config is None else config.pretrain_epochs,
+    "epochs of the expert's RL training (default: the config's pretrain_epochs; fixed when the "
+    "run starts, so a resumed, longer run keeps the same expert and cached trajectories)",
+    minimum=1,
+)
+OPTIONS = (HYBRID_OPTION, EXPERT_EPOCHS)
+"""expert-clone's options: the hybrid schedule of ours(demo) and the expert's training length."""
+
+
 def expert_clone_sidekick(
-    *, one_view: Any, spec: Any, config: Any, expert_epochs: int | None = None, **_: Any
+    *, one_view: Any, spec: Any, config: Any, options: dict[str, Any], **_: Any
 ) -> Any:
     """Behaviour cloning of an expert trained with full observability (expert-clone).
 
@@ -30,11 +44,8 @@ def expert_clone_sidekick(
         one_view: the one-view run or checkpoint the agent starts from.
         spec: the dataset's :class:`pyskick.data.GridSpec` (its channel mean is used).
         config: the run's :class:`pyskick.training.TrainConfig`: the expert gets its batch
-            size, optimiser settings, entropy weight and seed, and trains
-            ``config.pretrain_epochs`` epochs (not ``config.epochs``, which a resumed run may
-            raise: the expert, and so the cached trajectories, must stay the same for the
-            whole run); the hybrid schedule is ``config.hybrid_schedule``.
-        expert_epochs: train the expert this many epochs instead.
+            size, optimiser settings, entropy weight and seed.
+        options: ``hybrid_schedule`` (as ours(demo)) and ``expert_epochs``, resolved.
     """
     from pyskick_expert_clone.sidekick import ExpertCloneSidekick
     from pyskick_expert_clone.training import ExpertSettings
@@ -42,14 +53,12 @@ def expert_clone_sidekick(
     return ExpertCloneSidekick(
         one_view,
         channel_mean=spec.channel_mean,
-        settings=ExpertSettings.from_config(
-            config, epochs=config.pretrain_epochs if expert_epochs is None else expert_epochs
-        ),
-        hybrid_schedule=config.hybrid_schedule,
+        settings=ExpertSettings.from_config(config, epochs=options["expert_epochs"]),
+        hybrid_schedule=options["hybrid_schedule"],
         batch_size=config.eval_batch_size,
     )
 
 
 @pyskick.hookimpl
 def pyskick_register_sidekicks(register: Register) -> None:
-    register("expert-clone", expert_clone_sidekick)
+    register("expert-clone", expert_clone_sidekick, options=OPTIONS)

@@ -7,9 +7,10 @@ plugins, so torch and the sidekick class are imported by the factory, when a run
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pyskick
+from pyskick.sidekicks.defaults import REWARD_OPTIONS
 
 if TYPE_CHECKING:
     from pyskick.data import GridSpec
@@ -20,21 +21,25 @@ if TYPE_CHECKING:
 __all__ = ["pyskick_register_sidekicks", "rnd_rewards"]
 
 
-def rnd_rewards(*, spec: GridSpec, config: TrainConfig, **_: object) -> RandomRewardSidekick:
+def rnd_rewards(
+    *, spec: GridSpec, config: TrainConfig, options: dict[str, Any], **_: object
+) -> RandomRewardSidekick:
     """Random reward maps with the rew sidekick's peaks and spread (the rnd-rewards baseline).
 
     Args:
-        spec: the dataset's geometry; its preset picks k and the radius as for ``rew``.
+        spec: the dataset's geometry (the default k and radius follow its preset, as for
+            ``rew``).
         config: the run's config; its seed seeds the maps.
+        options: the rew sidekick's options, resolved (``k``, ``radius``, ``scale``,
+            ``decay_every``, ``decay_factor``): same peaks, spread and schedule.
         **_: the other factory arguments (``one_view``), not needed here.
     """
-    from pyskick.sidekicks.reward import NMS_PRESETS
     from pyskick_rnd_rewards.sidekick import RandomRewardSidekick
 
-    k, radius = NMS_PRESETS[spec.preset]
-    return RandomRewardSidekick(seed=config.seed, k=k, radius=radius)
+    return RandomRewardSidekick(seed=config.seed, **options)
 
 
 @pyskick.hookimpl
 def pyskick_register_sidekicks(register: Register) -> None:
-    register("rnd-rewards", rnd_rewards)
+    # The rew sidekick's options: the same peaks, spread and schedule, random places.
+    register("rnd-rewards", rnd_rewards, options=REWARD_OPTIONS)

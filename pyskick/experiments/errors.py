@@ -1,0 +1,173 @@
+"""Per-sample errors of evaluated runs, found by what a user names on the command line.
+
+:func:`load_errors` turns one argument of ``pyskick compare`` into an :class:`ErrorSet`
+(``[K, n]`` per-sample errors of K seeds on one metric):
+
+- an evaluation file: the ``.npz`` of :meth:`~pyskick.evaluation.EvalResult.save` (or the
+  ``.json`` beside it, as ``pyskick reproduce`` writes them);
+- a run folder: the evaluations ``pyskick evaluate`` recorded in ``RUN/eval/``;
+- ``REPRODUCE_DIR:METHOD``: every seed of a method of a ``pyskick reproduce`` folder.
+
+Every evaluation records the digest of its test samples (``samples_sha256``), so errors of
+different test sets are never paired.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from pyskick.experiments.layout import SETTINGS_FILE, eval_path
+
+
+@dataclass(frozen=True)
+class ErrorSet:
+    """Per-sample errors of one method on one metric.
+
+    Attributes:
+        label: what the user named (for messages and reports).
+        metric: ``"avg"`` or ``"adv"``.
+        errors: ``[K, n]`` float64 per-sample errors (row k: seed k).
+        samples_sha256: digest of the evaluated test samples.
+        sources: the files the rows came from.
+    """
+
+    label: str
+    metric: str
+    errors: Tensor
+    samples_sha256: str
+    sources: tuple[Path, ...]
+
+
+def run_eval_file(run: Path, split: str, metric: str, samples_sha256: str) -> Path:
+    """Where ``pyskick evaluate`` records an evaluation of ``run``:
+    ``RUN/eval/<split>-<metric>-<first 12 hex digits of the samples' digest>.npz``."""
+    return run / "eval" / f"{split}-{metric}-{samples_sha256[:12]}.npz"
+
+
+def read_evaluation(path: Path) -> tuple[str, str, Tensor]:
+    """``(metric, samples_sha256, per_sample [n])`` of an evaluation ``.npz``.
+
+    Raises:
+        ValueError: not an evaluation file, or one without a record of its samples.
+    """
+    try:
+        with np.load(path) as data:
+            keys = set(data.files)
+            if not {"per_sample", "metric"} <= keys:
+                raise ValueError(f"{path} is not an evaluation file (no per_sample/metric)")
+            if "samples_sha256" not in keys:
+                raise ValueError(
+                    f"{path} does not record its test samples (written by an older pyskick); "
+                    "evaluate the run again"
+                )
+            per_sample = torch.from_numpy(np.asarray(data["per_sample"], dtype=np.float64))
+            return str(data["metric"]), str(data["samples_sha256"]), per_sample
+    except (OSError, EOFError) as exc:
+        raise ValueError(f"{path} is not a readable evaluation file ({exc})") from None
+
+
+def _stack(label: str, metric: str, paths: list[Path]) -> ErrorSet:
+    rows, digests = [], set()
+    for path in paths:
+        found_metric, digest, per_sample = read_evaluation(path)
+        if found_metric != metric:
+            raise ValueError(f"{path} is an evaluation of metric {found_metric}, not {metric}")
+        rows.append(per_sample)
+        digests.add(digest)
+    if len(digests) != 1 or len({row.numel() for row in rows}) != 1:
+        raise ValueError(f"the seeds of {label} were evaluated on different test samples")
+    return ErrorSet(label, metric, torch.stack(rows), digests.pop(), tuple(paths))
+
+
+def _from_file(label: str, path: Path, metric: str | None) -> ErrorSet:
+    npz = path.with_suffix(".npz") if path.suffix == ".json" else path
+    if not npz.is_file():
+        raise ValueError(f"{label}: no evaluation file {npz}")
+    found_metric, _, _ = read_evaluation(npz)
+    if metric is not None and found_metric != metric:
+        raise ValueError(f"{label} is an evaluation of metric {found_metric}, not {metric}")
+    return _stack(label, found_metric, [npz])
+
+
+def _from_run(label: str, run: Path, metric: str) -> list[ErrorSet]:
+    found = sorted((run / "eval").glob(f"*-{metric}-*.npz"))
+    if not found:
+        raise ValueError(
+            f"{label} has no {metric} evaluation: run `pyskick evaluate {run} --metric {metric}`"
+        )
+    return [_stack(label, metric, [path]) for path in found]
+
+
+def _from_reproduce(label: str, folder: Path, method: str, metric: str) -> ErrorSet:
+    paths = []
+    while (path := eval_path(folder, method, len(paths), metric).with_suffix(".npz")).is_file():
+        paths.append(path)
+    if not paths:
+        names = sorted(
+            {
+                match.group(1)
+                for p in (folder / "eval").glob(f"*-{metric}.npz")
+                if (match := re.fullmatch(rf"(.+)-seed\d+-{metric}", p.stem))
+            }
+        )
+        listed = ", ".join(names) if names else "none"
+        raise ValueError(f"{folder} has no {metric} evaluation of {method} (methods: {listed})")
+    return _stack(label, metric, paths)
+
+
+def load_errors(spec: str | os.PathLike[str], metric: str) -> list[ErrorSet]:
+    """The candidate error sets that ``spec`` names for ``metric``.
+
+    A run folder may hold evaluations of several test sets (one :class:`ErrorSet` each; the
+    caller pairs them by digest); a file or a reproduce method gives exactly one.
+
+    Args:
+        spec: an evaluation file, a run folder or ``REPRODUCE_DIR:METHOD``.
+        metric: ``"avg"`` or ``"adv"``; an evaluation file of another metric is refused.
+
+    Raises:
+        ValueError: nothing evaluated there, a file of another metric, or seeds evaluated on
+            different samples.
+        FileNotFoundError: no such file or folder.
+    """
+    label = os.fspath(spec)
+    path = Path(label)
+    if path.is_file():
+        return [_from_file(label, path, metric)]
+    if path.is_dir():
+        if (path / SETTINGS_FILE).is_file():
+            raise ValueError(f"{label} is a reproduce folder: name a method as {label}:METHOD")
+        return _from_run(label, path, metric)
+    folder, sep, method = label.rpartition(":")
+    if sep and folder and method and (Path(folder) / SETTINGS_FILE).is_file():
+        return [_from_reproduce(label, Path(folder), method, metric)]
+    if sep and folder and Path(folder).is_dir():
+        raise ValueError(f"{folder} is not a reproduce folder (no {SETTINGS_FILE})")
+    raise FileNotFoundError(f"{label}: no such evaluation file, run folder or REPRODUCE_DIR:METHOD")
+
+
+def paired_sets(a: list[ErrorSet], b: list[ErrorSet]) -> tuple[ErrorSet, ErrorSet]:
+    """The one pair of error sets of ``a`` and ``b`` evaluated on the same test samples.
+
+    Raises:
+        ValueError: no common test set, or several (name the evaluation files instead).
+    """
+    common = [(x, y) for x in a for y in b if x.samples_sha256 == y.samples_sha256]
+    if not common:
+        raise ValueError(
+            f"{a[0].label} and {b[0].label} were evaluated on different test samples "
+            "(evaluate both on the same split of the same dataset)"
+        )
+    if len(common) > 1:
+        raise ValueError(
+            f"{a[0].label} and {b[0].label} share several evaluated test sets; name the "
+            "evaluation files (RUN/eval/*.npz) instead"
+        )
+    return common[0]

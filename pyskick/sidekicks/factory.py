@@ -1,0 +1,130 @@
+"""Building a registered sidekick by name (``--sidekick NAME``, ``TrainConfig.sidekick``)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any
+
+from pyskick.sidekicks.base import Sidekick
+from pyskick.sidekicks.options import OptionValue, resolve_options
+
+if TYPE_CHECKING:
+    from pyskick.data.spec import GridSpec
+    from pyskick.registry import Entry
+    from pyskick.training.config import TrainConfig
+
+
+def sidekick_entry(name: str, *, field: str | None = None) -> Entry:
+    """The registry entry of sidekick ``name``.
+
+    Raises:
+        UnknownNameError: (a ValueError) no such sidekick; lists the valid names.
+    """
+    from pyskick.plugins import lookup
+
+    return lookup("sidekick", name, field=field)
+
+
+def sidekick_options(
+    name: str,
+    given: Mapping[str, Any] | None = None,
+    *,
+    spec: GridSpec | None = None,
+    config: TrainConfig | None = None,
+) -> dict[str, OptionValue]:
+    """The resolved options of sidekick ``name``: ``given`` checked, defaults filled in.
+
+    Raises:
+        ValueError: an unknown sidekick, key or value (the message lists the valid options).
+    """
+    entry = sidekick_entry(name)
+    return resolve_options(
+        entry.options, given or {}, owner=f"sidekick {entry.name!r}", spec=spec, config=config
+    )
+
+
+def run_options(
+    name: str,
+    given: Mapping[str, Any] | None,
+    *,
+    spec: GridSpec | None,
+    config: TrainConfig | None,
+    recorded: Mapping[str, Any] | None = None,
+) -> dict[str, OptionValue]:
+    """The options a run of sidekick ``name`` uses.
+
+    A new run (``recorded`` None) resolves ``given`` with the defaults of this dataset and
+    config. A resumed run keeps the options it recorded when it started (so a longer
+    ``--epochs`` does not move a schedule that depends on it); options given again must agree
+    with them.
+
+    Raises:
+        ValueError: an unknown option or bad value, or a given option that differs from the
+            recorded one (naming both).
+    """
+    entry = sidekick_entry(name)
+    owner = f"sidekick {entry.name!r}"
+    if recorded is None:
+        return resolve_options(entry.options, given or {}, owner=owner, spec=spec, config=config)
+    merged = resolve_options(
+        entry.options, {**recorded, **(given or {})}, owner=owner, spec=spec, config=config
+    )
+    for key in given or {}:
+        if key in recorded and merged[key] != recorded[key]:
+            raise ValueError(
+                f"cannot resume: {owner} option {key} is {merged[key]!r} but the run used "
+                f"{recorded[key]!r}"
+            )
+    return merged
+
+
+def make_sidekick(
+    name: str,
+    *,
+    one_view: str | os.PathLike[str] | None,
+    spec: GridSpec | None,
+    config: TrainConfig | None,
+    options: Mapping[str, Any] | None = None,
+    field: str | None = None,
+) -> Sidekick:
+    """Call the registered factory of sidekick ``name`` with resolved options.
+
+    The factory gets ``one_view=``, ``spec=``, ``config=`` and ``options=`` (every declared
+    option, checked, defaults filled in from ``spec`` and ``config``). The result must be a
+    :class:`Sidekick`; its ``name`` is set to the registered name and its ``options`` to the
+    resolved options (what runs record and score caches are keyed by). It is not prepared.
+
+    Args:
+        name: a registered sidekick name or alias.
+        one_view: the one-view run (or checkpoint) that scores views.
+        spec: the dataset's geometry.
+        config: the run's config.
+        options: what the user set (strings from the command line are parsed).
+        field: what held the name, named in the error (e.g. ``"TrainConfig.sidekick"``).
+
+    Raises:
+        UnknownNameError: (a ValueError) no such sidekick; lists the valid names.
+        ValueError: an unknown option or a bad value.
+        TypeError: the factory did not return a :class:`Sidekick`.
+    """
+    entry = sidekick_entry(name, field=field)
+    resolved = resolve_options(
+        entry.options, options or {}, owner=f"sidekick {entry.name!r}", spec=spec, config=config
+    )
+    sidekick = entry.factory(
+        one_view=None if one_view is None else Path(one_view),
+        spec=spec,
+        config=config,
+        options=dict(resolved),
+    )
+    if not isinstance(sidekick, Sidekick):
+        raise TypeError(
+            f"sidekick {entry.name!r} (plugin {entry.plugin}) built a {type(sidekick).__name__}, "
+            "not a pyskick.sidekicks.Sidekick"
+        )
+    sidekick.name = entry.name
+    sidekick.options = MappingProxyType(dict(resolved))
+    return sidekick
