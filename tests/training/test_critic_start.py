@@ -42,7 +42,7 @@ def test_first_critic_loss_is_the_variance_of_the_returns(
     assert torch.allclose(rollout.values.detach(), returns.mean().expand_as(returns), atol=1e-7)
     # ... so the critic's first loss is coeff * (T - 1) * the returns' (population) variance,
     # not the square of a value head's spread (about 1 for an xavier output layer).
-    steps, B = returns.shape
+    steps = returns.shape[0]
     first = loss(rollout, **kwargs).critic
     variance = returns.var(unbiased=False)
     assert float(first) == pytest.approx(config.critic_coeff * steps * float(variance), rel=1e-4)
