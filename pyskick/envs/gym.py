@@ -29,7 +29,7 @@ from gymnasium.vector.utils import batch_space
 from torch import Tensor
 
 from pyskick.envs.actions import ActionGrid
-from pyskick.envs.lookaround import LookAroundEnv, Observation
+from pyskick.envs.lookaround import LookAroundEnv, Observation, StartZeroing
 from pyskick.envs.views import parse_channel_mean
 
 
@@ -217,8 +217,8 @@ class LookAroundGymEnv(gymnasium.Env[dict[str, Any], np.int64]):
         grids: ``[n, N, M, C, H, W]`` uint8 or float32 (0–255) viewgrids instead of a dataset.
         channel_mean: per-channel mean (0–255 scale); None takes the dataset's, or 0 for grids.
         reward_maps: ``[n, N, M]`` sidekick reward maps, one per viewgrid.
-        action_grid, wrap_azimuth, wrap_elevation, known_azimuth, reward_radius: as for
-            :class:`~pyskick.envs.lookaround.LookAroundEnv`.
+        action_grid, wrap_azimuth, wrap_elevation, known_azimuth, reward_radius,
+            start_zeroing: as for :class:`~pyskick.envs.lookaround.LookAroundEnv`.
         render_mode: must be None (nothing to render).
     """
 
@@ -239,6 +239,7 @@ class LookAroundGymEnv(gymnasium.Env[dict[str, Any], np.int64]):
         wrap_elevation: bool = False,
         known_azimuth: bool = False,
         reward_radius: int = 1,
+        start_zeroing: StartZeroing = "view",
         render_mode: str | None = None,
     ) -> None:
         if render_mode is not None:
@@ -252,6 +253,7 @@ class LookAroundGymEnv(gymnasium.Env[dict[str, Any], np.int64]):
             wrap_elevation=wrap_elevation,
             known_azimuth=known_azimuth,
             reward_radius=reward_radius,
+            start_zeroing=start_zeroing,
         )
         self.observation_space, self.action_space = self._episodes.spaces()
         if seed is not None:
@@ -353,6 +355,7 @@ class LookAroundVectorEnv(VectorEnv):
         wrap_elevation: bool = False,
         known_azimuth: bool = False,
         reward_radius: int = 1,
+        start_zeroing: StartZeroing = "view",
         device: torch.device | str = "cpu",
         render_mode: str | None = None,
     ) -> None:
@@ -369,6 +372,7 @@ class LookAroundVectorEnv(VectorEnv):
             wrap_elevation=wrap_elevation,
             known_azimuth=known_azimuth,
             reward_radius=reward_radius,
+            start_zeroing=start_zeroing,
         )
         self.num_envs = num_envs
         self.single_observation_space, self.single_action_space = self._episodes.spaces()

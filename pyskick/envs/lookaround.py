@@ -23,11 +23,12 @@ from pyskick.envs.topology import move_axis, neighbourhood
 from pyskick.envs.views import channel_mean_for, normalize_views, parse_channel_mean
 from pyskick.ops import rotate_viewgrid
 
-StartZeroing = Literal["neighbourhood", "view", "none"]
+StartZeroing = Literal["view", "neighbourhood", "none"]
 """What a sidekick's reward map loses at reset, because the agent already sees the start view:
-``"neighbourhood"`` (the start's whole reward-radius neighbourhood, as a visit would; pyskick's
-default), ``"view"`` (the start view only) or ``"none"`` (nothing: the authors' rule, under which
-returning to the start pays its reward, paper-reference §2.8)."""
+``"view"`` (the start view only; pyskick's default), ``"neighbourhood"`` (the start's whole
+reward-radius neighbourhood, as a visit would) or ``"none"`` (nothing: the authors' rule, under
+which returning to the start pays its reward, paper-reference §2.8). The default was chosen on
+validation (docs/reproduce.md, "The study")."""
 START_ZEROING: tuple[str, ...] = get_args(StartZeroing)
 
 
@@ -115,7 +116,7 @@ class LookAroundEnv:
         wrap_elevation: bool = False,
         known_azimuth: bool = False,
         reward_radius: int = 1,
-        start_zeroing: StartZeroing = "neighbourhood",
+        start_zeroing: StartZeroing = "view",
         channel_mean: Sequence[float] | Tensor | None = None,
     ) -> None:
         if start_zeroing not in START_ZEROING:

@@ -124,7 +124,7 @@ def make_env(
     channel_mean: Sequence[float] | None,
     *,
     reward_radius: int = 1,
-    start_zeroing: StartZeroing = "neighbourhood",
+    start_zeroing: StartZeroing = "view",
 ) -> LookAroundEnv:
     """The environment a policy of ``config`` runs in (paper defaults: 3 x 5 moves).
 

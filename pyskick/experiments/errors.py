@@ -58,19 +58,19 @@ def read_evaluation(path: Path) -> tuple[str, str, Tensor]:
         ValueError: not an evaluation file, or one without a record of its samples.
     """
     try:
-        with np.load(path) as data:
-            keys = set(data.files)
-            if not {"per_sample", "metric"} <= keys:
-                raise ValueError(f"{path} is not an evaluation file (no per_sample/metric)")
-            if "samples_sha256" not in keys:
-                raise ValueError(
-                    f"{path} does not record its test samples (written by an older pyskick); "
-                    "evaluate the run again"
-                )
-            per_sample = torch.from_numpy(np.asarray(data["per_sample"], dtype=np.float64))
-            return str(data["metric"]), str(data["samples_sha256"]), per_sample
-    except (OSError, EOFError) as exc:
-        raise ValueError(f"{path} is not a readable evaluation file ({exc})") from None
+        with np.load(path, allow_pickle=False) as data:
+            arrays = {key: np.asarray(data[key]) for key in data.files}
+    except (OSError, EOFError, ValueError):
+        raise ValueError(f"{path} is not a readable evaluation file") from None
+    if not {"per_sample", "metric"} <= set(arrays):
+        raise ValueError(f"{path} is not an evaluation file (no per_sample/metric)")
+    if "samples_sha256" not in arrays:
+        raise ValueError(
+            f"{path} does not record its test samples (written by an older pyskick); "
+            "evaluate the run again"
+        )
+    per_sample = torch.from_numpy(arrays["per_sample"].astype(np.float64))
+    return str(arrays["metric"]), str(arrays["samples_sha256"]), per_sample
 
 
 def _stack(label: str, metric: str, paths: list[Path]) -> ErrorSet:

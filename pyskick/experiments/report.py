@@ -49,6 +49,12 @@ PAIRED_NOTE = (
     "better), with the 95% interval and p-value across seeds (seed k of each method paired; "
     "'seeds') or, with one seed, across test samples ('samples': training noise unmeasured)."
 )
+LEARNING_NOTE = (
+    "Learning speed from the validation curves: the mean validation error over the epochs "
+    "(area under the curve ÷ epochs; lower = faster convergence), its paired gap to ltla across "
+    "seeds, and per seed the first epoch at which the method's validation error reaches ltla's "
+    "final one."
+)
 REFERENCES = ("ltla", "rnd-actions", ONE_VIEW)
 """Rows every other row is compared with, paired, when they are in the table."""
 RANDOM = "rnd-actions"
@@ -125,6 +131,9 @@ def build_table(
             )
             for metric in METRICS
         }
+    learning = learning_summary(out_dir, [m for m in methods if m != ONE_VIEW], seeds)
+    for row in rows:
+        row["learning"] = learning.get(row["method"])
     table: dict[str, Any] = {
         "unit": "final-step reconstruction MSE x1000 (lower is better)",
         "stderr": STDERR_NOTE,
@@ -133,7 +142,69 @@ def build_table(
         "rows": rows,
     }
     table["ordering"] = [asdict(check) for check in ordering_checks(table)]
+    table["claims"] = [asdict(claim) for claim in paper_claims(table)]
     return table
+
+
+def learning_summary(
+    out_dir: Path, methods: Sequence[str], seeds: int, *, reference: str = "ltla"
+) -> dict[str, dict[str, Any]]:
+    """How fast each trained method learns, from its validation curves (``metrics.jsonl``;
+    methods whose runs are gone are left out).
+
+    Per method: ``auc_x1000``, the area under the validation curve divided by the number of
+    epochs (the mean validation error over the epochs all its seeds ran, ×1000, averaged over
+    seeds: lower means faster convergence, the paper's Fig. 4); ``final_val_x1000``; and, with
+    ``reference`` (ltla) in the table, ``epochs_to_reference`` — per seed, the first epoch
+    (1-based) at which the method's validation error is at most the reference's *final*
+    validation error of the same seed (None if never; the reference's own row says when it
+    first got there) — and ``auc_vs_reference``, the paired
+    difference of the areas across seeds (reference − method ×1000, positive: the method
+    learns faster), as :func:`~pyskick.evaluation.compare.paired_seeds`.
+    """
+    from pyskick.evaluation.compare import paired_seeds
+    from pyskick.viz.curves import read_curve
+
+    curves = {}
+    for method in methods:
+        try:
+            curves[method] = [
+                read_curve(run_dir(out_dir, method, k), "val/rec_error") for k in range(seeds)
+            ]
+        except FileNotFoundError:  # the runs are gone (only the evaluations were kept)
+            continue
+    if not curves:
+        return {}
+    epochs = min(len(values) for runs in curves.values() for _, values in runs)
+    summary: dict[str, dict[str, Any]] = {}
+    for method, runs in curves.items():
+        areas = [sum(values[:epochs]) / epochs * 1000.0 for _, values in runs]
+        entry: dict[str, Any] = {
+            "epochs": epochs,
+            "auc_x1000": sum(areas) / len(areas),
+            "final_val_x1000": sum(values[epochs - 1] for _, values in runs) / len(runs) * 1e3,
+            "seed_auc_x1000": areas,
+        }
+        if reference in curves:
+            reached = []
+            for (_, values), (_, ref_values) in zip(runs, curves[reference], strict=True):
+                target = ref_values[epochs - 1]
+                hit = next((e + 1 for e in range(epochs) if values[e] <= target), None)
+                reached.append(hit)
+            entry["epochs_to_reference"] = reached
+        if reference in curves and method != reference:
+            ref_areas = [sum(v[:epochs]) / epochs * 1000.0 for _, v in curves[reference]]
+            stat = paired_seeds([r - a for r, a in zip(ref_areas, areas, strict=True)])
+            entry["auc_vs_reference"] = {
+                "reference": reference,
+                "diff_x1000": stat.diff_x1000,
+                "se_x1000": None if math.isnan(stat.se_x1000) else stat.se_x1000,
+                "ci95_x1000": [None if math.isnan(x) else x for x in stat.ci95_x1000],
+                "p": None if math.isnan(stat.p) else stat.p,
+                "n_seeds": stat.n,
+            }
+        summary[method] = entry
+    return summary
 
 
 def format_table(table: Mapping[str, Any]) -> str:
@@ -158,7 +229,47 @@ def format_table(table: Mapping[str, Any]) -> str:
     paired = _paired_lines(table)
     if paired:
         text += "\n\n" + "\n".join(paired) + f"\n\n{PAIRED_NOTE}"
+    learning = _learning_lines(table)
+    if learning:
+        text += "\n\n" + "\n".join(learning) + f"\n\n{LEARNING_NOTE}"
+    claims = table.get("claims") or []
+    if claims:
+        text += "\n\nThe paper's effects (paired 95% intervals):\n"
+        for claim in claims:
+            text += f"\n- **{claim['name']}: {'holds' if claim['holds'] else 'does not hold'}**"
+            text += "".join(f"\n  - {line}" for line in claim["evidence"])
     return text
+
+
+def _epoch(epoch: int | None) -> str:
+    return "never" if epoch is None else str(epoch)
+
+
+def _learning_lines(table: Mapping[str, Any]) -> list[str]:
+    rows = [row for row in table["rows"] if row.get("learning")]
+    if not rows:
+        return []
+    lines = [
+        "| method | mean val error over epochs ×1000 | vs ltla (paired, seeds) "
+        "| epochs to ltla's final val error | final val error ×1000 |",
+        "|---|---|---|---|---|",
+    ]
+    for row in rows:
+        entry = row["learning"]
+        versus = entry.get("auc_vs_reference")
+        reached = entry.get("epochs_to_reference")
+        lines.append(
+            f"| {row['method']} | {entry['auc_x1000']:.2f} | "
+            + ("-" if versus is None else _paired_cell({**versus, "kind": "seeds"}))
+            + " | "
+            + (
+                "-"
+                if reached is None
+                else ", ".join("never" if e is None else str(e) for e in reached)
+            )
+            + f" | {entry['final_val_x1000']:.2f} |"
+        )
+    return lines
 
 
 def _paired_lines(table: Mapping[str, Any]) -> list[str]:
@@ -275,6 +386,108 @@ def ordering_checks(table: Mapping[str, Any]) -> list[OrderingCheck]:
     return checks
 
 
+GAIN_RATIO_TARGET = 1.5
+"""The policy gain ratio on avg a convincing demo shows (the paper: 1.83 SUN360, 1.44 ModelNet
+Hard for ltla)."""
+SIDEKICK_METHODS = ("ours(rew)", "ours(demo)")
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One of the paper's effects, checked on the table and stated in words.
+
+    Attributes:
+        name: ``"learning works"``, ``"sidekicks beat ltla"`` or ``"sidekicks learn faster"``.
+        holds: whether every part of it holds.
+        evidence: one sentence per part, with the numbers.
+    """
+
+    name: str
+    holds: bool
+    evidence: list[str]
+
+
+def paper_claims(table: Mapping[str, Any]) -> list[Claim]:
+    """The paper's three effects, as far as the table's methods allow:
+
+    (a) **learning works**: ltla beats rnd-actions on avg and adv (paired 95 % interval above
+    zero) and its policy gain ratio on avg is at least :data:`GAIN_RATIO_TARGET`;
+    (b) **sidekicks beat ltla**: ours(rew) and ours(demo) beat ltla on avg and adv (paired 95 %
+    interval above zero);
+    (c) **sidekicks learn faster**: in every seed, ours(rew) and ours(demo) reach ltla's final
+    validation error in fewer epochs than ltla itself.
+
+    With one seed the intervals are across test samples only, and the evidence says so.
+    """
+    rows = {row["method"]: row for row in table["rows"]}
+    claims = []
+    if {"ltla", RANDOM} <= set(rows):
+        parts = [_gap_part(rows["ltla"], RANDOM, metric) for metric in METRICS]
+        ratio = rows["ltla"]["policy_gain_ratio"]["avg"]
+        ratio_holds = ratio is not None and ratio >= GAIN_RATIO_TARGET
+        parts.append(
+            (
+                ratio_holds,
+                f"ltla's policy gain ratio on avg is {_ratio_text(ratio)} "
+                f"({'at least' if ratio_holds else 'below'} {GAIN_RATIO_TARGET}; "
+                f"{PAPER_GAIN_RATIOS})",
+            )
+        )
+        claims.append(_claim("learning works", parts))
+    sidekicks = [name for name in SIDEKICK_METHODS if name in rows]
+    if "ltla" in rows and sidekicks:
+        parts = [_gap_part(rows[name], "ltla", m) for name in sidekicks for m in METRICS]
+        claims.append(_claim("sidekicks beat ltla", parts))
+        parts = [_speed_part(rows[name], rows["ltla"]) for name in sidekicks]
+        if all(part is not None for part in parts):
+            claims.append(_claim("sidekicks learn faster", parts))  # type: ignore[arg-type]
+    return claims
+
+
+def _claim(name: str, parts: list[tuple[bool, str]]) -> Claim:
+    return Claim(name, all(ok for ok, _ in parts), [text for _, text in parts])
+
+
+def _ratio_text(ratio: float | None) -> str:
+    return "undefined (rnd-actions did not beat one-view)" if ratio is None else f"{ratio:.2f}"
+
+
+def _gap_part(row: Mapping[str, Any], reference: str, metric: str) -> tuple[bool, str]:
+    entry = row["paired"][reference][metric]
+    lo, hi = entry["ci95_x1000"]
+    holds = lo is not None and lo > 0
+    where = "across seeds" if entry["kind"] == "seeds" else "across test samples, one seed"
+    interval = "" if lo is None else f", 95% CI [{lo:+.2f}, {hi:+.2f}]"
+    verdict = "beats" if holds else "does not clearly beat"
+    return holds, (
+        f"{row['method']} {verdict} {reference} on {metric}: gap {entry['diff_x1000']:+.2f} "
+        f"×1000{interval} ({where}, {entry['n_seeds']} seed{'s' if entry['n_seeds'] > 1 else ''})"
+    )
+
+
+def _speed_part(row: Mapping[str, Any], ltla: Mapping[str, Any]) -> tuple[bool, str] | None:
+    mine, theirs = row.get("learning"), ltla.get("learning")
+    if not mine or not theirs or "epochs_to_reference" not in mine:
+        return None
+    own = [e if e is not None else math.inf for e in mine["epochs_to_reference"]]
+    ref = theirs["epochs_to_reference"]
+    holds = all(a < b for a, b in zip(own, ref, strict=True))
+    shown = ", ".join(_epoch(e) for e in mine["epochs_to_reference"])
+    versus = mine.get("auc_vs_reference") or {}
+    lo, hi = versus.get("ci95_x1000", [None, None])
+    area = (
+        f"; mean validation error over epochs {versus['diff_x1000']:+.2f} ×1000 below ltla's"
+        + ("" if lo is None else f" (95% CI [{lo:+.2f}, {hi:+.2f}] across seeds)")
+        if versus
+        else ""
+    )
+    return holds, (
+        f"{row['method']} reaches ltla's final validation error at epoch {shown} (per seed) "
+        f"against ltla's {', '.join(_epoch(e) for e in ref)}"
+        f"{'' if holds else ' — not earlier in every seed'}{area}"
+    )
+
+
 def write_report(
     out_dir: Path,
     table: Mapping[str, Any],
@@ -289,9 +502,10 @@ def write_report(
 ) -> Path:
     """Draw the figures and write ``out_dir/index.html`` (one page, relative links to PNGs).
 
-    Figures (:mod:`pyskick.viz`): ``curves.png`` (validation error of seed 0 of every trained
-    method); per method ``figures/<method>/`` (episodes and policy heatmaps of seed 0 on
-    ``examples`` test viewgrids); ``figures/sidekick-maps/`` (the reward and coverage maps the
+    Figures (:mod:`pyskick.viz`): ``curves.png`` (validation error of every trained method,
+    the mean over its seeds with a band of ± one standard error); per method
+    ``figures/<method>/`` (episodes and policy heatmaps of seed 0 on ``examples`` test
+    viewgrids); ``figures/sidekick-maps/`` (the reward and coverage maps the
     sidekicks derive from the one-view model on the first ``examples`` test viewgrids). A
     folder is redrawn only when its run's ``best.pt`` changed. Without matplotlib the page says
     so and shows the table alone.
@@ -316,7 +530,11 @@ def write_report(
     try:
         from pyskick.viz import draw_sidekick_maps, plot_learning_curves, visualize_run
 
-        trained = {m: run_dir(out_dir, m, 0) for m in methods if m != ONE_VIEW}
+        trained = {
+            row["method"]: [run_dir(out_dir, row["method"], k) for k in range(row["seeds"])]
+            for row in table["rows"]
+            if row["method"] != ONE_VIEW
+        }
         if trained:
             curves = plot_learning_curves(trained, out_dir / "curves.png")
         device = resolve_device(device).type
@@ -419,6 +637,25 @@ def _html(
         for line in body:
             parts.append("<tr>" + "".join(f"<td>{esc(c)}</td>" for c in _md_cells(line)) + "</tr>")
         parts.append("</table>")
+    if table.get("claims"):
+        parts.append(
+            "<h2>The paper's effects</h2><p>Judged by paired 95% intervals (across seeds with "
+            "several seeds).</p><ul>"
+        )
+        for claim in table["claims"]:
+            cls = "" if claim["holds"] else ' class="fail"'
+            state = "holds" if claim["holds"] else "does not hold"
+            items = "".join(f"<li>{esc(text)}</li>" for text in claim["evidence"])
+            parts.append(f"<li{cls}><b>{esc(claim['name'])}: {state}</b><ul>{items}</ul></li>")
+        parts.append("</ul>")
+    learning = _learning_lines(table)
+    if learning:
+        parts.append(f"<h2>Learning speed</h2><p>{esc(LEARNING_NOTE)}</p><table>")
+        header, _, *body = learning
+        parts.append("<tr>" + "".join(f"<th>{esc(c)}</th>" for c in _md_cells(header)) + "</tr>")
+        for line in body:
+            parts.append("<tr>" + "".join(f"<td>{esc(c)}</td>" for c in _md_cells(line)) + "</tr>")
+        parts.append("</table>")
     parts.append(
         "<h2>Does the paper's ordering hold?</h2><p>The paper finds one-view worst, the "
         "learned policies better than random motions and the sidekick methods better than "
@@ -441,7 +678,8 @@ def _html(
         parts.append(f"<p>{esc(unavailable)}</p>")
     if curves is not None:
         parts.append(
-            "<h2>Learning curves</h2><p>Validation error of seed 0 of each trained method.</p>"
+            "<h2>Learning curves</h2><p>Validation error of each trained method: the mean over "
+            "its seeds, with a band of ± one standard error across seeds.</p>"
             f'<img src="{quote(curves.relative_to(out_dir).as_posix())}" alt="learning curves">'
         )
     if figures:

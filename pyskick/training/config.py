@@ -107,10 +107,10 @@ class TrainConfig:
     results)."""
     reward_radius: int = 1
     """Chebyshev radius zeroed in a sidekick's reward map around each visited view."""
-    start_zeroing: StartZeroing = "neighbourhood"
-    """What a sidekick's reward map loses at reset, the start view being seen:
-    "neighbourhood" (its reward-radius neighbourhood, like any visit), "view" (the start view
-    only) or "none" (nothing; the authors' rule). See docs/deviations.md E1."""
+    start_zeroing: StartZeroing = "view"
+    """What a sidekick's reward map loses at reset, the start view being seen: "view" (the
+    start view only), "neighbourhood" (its reward-radius neighbourhood, like any visit) or
+    "none" (nothing; the authors' rule). See docs/deviations.md E1."""
     seed: int = 123
     """Seed of the model initialisation, the shuffles, the starts and the action sampling."""
     deterministic: bool = False

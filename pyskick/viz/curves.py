@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import json
+import math
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+
+import torch
+from torch import Tensor
 
 from pyskick.viz._mpl import check_figure_path, pyplot, save_figure
 
@@ -40,13 +44,39 @@ def read_curve(run: Path, key: str) -> tuple[list[int], list[float]]:
     return steps, values
 
 
+def mean_curve(runs: Sequence[Path], key: str) -> tuple[list[int], Tensor, Tensor]:
+    """The epochs all ``runs`` share, and the mean and standard error across runs of ``key``.
+
+    Returns:
+        ``(epochs, mean [E], stderr [E])``; the standard error is 0 for a single run.
+
+    Raises:
+        ValueError: the runs share no epoch.
+    """
+    curves = [dict(zip(*read_curve(Path(run), key), strict=True)) for run in runs]
+    epochs = sorted(set.intersection(*(set(curve) for curve in curves)))
+    if not epochs:
+        raise ValueError(f"the runs {[str(r) for r in runs]} share no epoch")
+    values = torch.tensor([[curve[e] for e in epochs] for curve in curves], dtype=torch.float64)
+    stderr = (
+        values.std(0, unbiased=True) / math.sqrt(len(runs))
+        if len(runs) > 1
+        else torch.zeros(len(epochs), dtype=torch.float64)
+    )
+    return epochs, values.mean(0), stderr
+
+
 def plot_learning_curves(
-    runs: Mapping[str, Path], out: Path, *, key: str = "val/rec_error"
+    runs: Mapping[str, Path | Sequence[Path]], out: Path, *, key: str = "val/rec_error"
 ) -> Path:
-    """Plot ``key`` ×1000 against the epoch for each run, one line per run.
+    """Plot ``key`` ×1000 against the epoch, one line per label.
+
+    A label with several runs (the seeds of a method) is drawn as the mean over the runs with
+    a band of ± one standard error across them, over the epochs they all have.
 
     Args:
-        runs: legend label -> run folder (or its ``metrics.jsonl``); plotted in this order.
+        runs: legend label -> run folder (or its ``metrics.jsonl``), or a list of them;
+            plotted in this order.
         out: the figure file (``.png``, ``.pdf`` or ``.svg``), written atomically.
         key: the metric (default ``"val/rec_error"``, the validation MSE).
 
@@ -60,24 +90,39 @@ def plot_learning_curves(
     """
     out = check_figure_path(out)
     if not isinstance(runs, Mapping) or not runs:
-        raise ValueError("runs must be a non-empty mapping of label -> run folder")
+        raise ValueError("runs must be a non-empty mapping of label -> run folder(s)")
     curves = {}
-    for label, run in runs.items():
-        if not isinstance(run, str | os.PathLike):
-            raise TypeError(f"run {label!r} must be a path, got {type(run).__name__}")
-        curves[str(label)] = read_curve(Path(run), key)
+    for label, value in runs.items():
+        group = [value] if isinstance(value, str | os.PathLike) else list(value)
+        if not group or not all(isinstance(run, str | os.PathLike) for run in group):
+            raise TypeError(f"run {label!r} must be a path or a non-empty list of paths")
+        curves[str(label)] = (len(group), *mean_curve([Path(run) for run in group], key))
     plt = pyplot()
     from matplotlib.ticker import MaxNLocator
 
     fig, ax = plt.subplots(figsize=(7.5, 4.0), layout="constrained")
-    for i, (label, (steps, values)) in enumerate(curves.items()):
+    for i, (label, (count, steps, mean, stderr)) in enumerate(curves.items()):
         marker = "o" if len(steps) <= 30 else None
         style = ("-", "--", ":")[i // 10 % 3]  # the colour cycle has 10 colours
-        y = [v * 1000.0 for v in values]
-        ax.plot(steps, y, marker=marker, markersize=3, linestyle=style, label=label)
+        y = (mean * 1000.0).tolist()
+        shown = label if count == 1 else f"{label} ({count} seeds)"
+        (line,) = ax.plot(steps, y, marker=marker, markersize=3, linestyle=style, label=shown)
+        if count > 1:
+            band = (stderr * 1000.0).tolist()
+            ax.fill_between(
+                steps,
+                [v - b for v, b in zip(y, band, strict=True)],
+                [v + b for v, b in zip(y, band, strict=True)],
+                color=line.get_color(),
+                alpha=0.18,
+                linewidth=0,
+            )
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("epoch")
-    ax.set_ylabel("validation error ×1000" if key == "val/rec_error" else f"{key} ×1000")
+    ylabel = "validation error ×1000" if key == "val/rec_error" else f"{key} ×1000"
+    if any(count > 1 for count, *_ in curves.values()):
+        ylabel += " (mean ± SE over seeds)"
+    ax.set_ylabel(ylabel)
     ax.grid(alpha=0.3)
     # Beside the axes: inside, it hides whichever curves run along its corner.
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)

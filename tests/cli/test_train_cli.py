@@ -174,3 +174,45 @@ def test_demo_writes_a_table(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     code, again, _ = run(args, capsys)
     assert code == 0
     assert again == stdout
+
+
+def test_sidekick_options_are_recorded_and_kept_on_resume(
+    scenes: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    one, rew = tmp_path / "one", tmp_path / "rew"
+    base = ["--dataset", str(scenes), *FAST]
+    assert run(["pretrain", *base, "--out", str(one)], capsys)[0] == 0
+    toml = tmp_path / "rew.toml"
+    toml.write_text('start_zeroing = "view"\n\n[sidekick]\nname = "rew"\nscale = 0.05\n')
+    args = ["train", *base, "--init", str(one), "--config", str(toml), "--out", str(rew)]
+    code, _, err = run([*args, "--sidekick-option", "decay_every=3"], capsys)
+    assert code == 0, err
+    recorded = json.loads((rew / "config.json").read_text())
+    assert recorded["sidekick"] == "rew"
+    assert recorded["start_zeroing"] == "view"
+    # The file's option, the command line's, and every other option at its default.
+    assert recorded["sidekick_options"] == {
+        "scale": 0.05, "decay_every": 3, "decay_factor": 2.0, "k": 4, "radius": 1,
+    }  # fmt: skip
+    assert (
+        load_checkpoint(rew / "latest.pt")["config"]["sidekick_options"]
+        == (recorded["sidekick_options"])
+    )
+    before = {p.name: p.stat().st_mtime_ns for p in rew.iterdir()}
+    # Resuming with another value is refused before anything is written.
+    resume = [a if a != "1" else "2" for a in args] + ["--resume"]
+    code, _, err = run([*resume, "--sidekick-option", "decay_every=5"], capsys)
+    assert code == 2
+    assert "cannot resume: sidekick 'rew' option decay_every is 5 but the run used 3" in err
+    assert {p.name: p.stat().st_mtime_ns for p in rew.iterdir()} == before
+    # An unknown option names the valid ones, also before anything is written.
+    code, _, err = run([*args[:-1], str(tmp_path / "x"), "--sidekick-option", "nms=2"], capsys)
+    assert code == 2
+    assert "sidekick 'rew' has no option 'nms'; valid options: scale, decay_every" in err
+    assert not (tmp_path / "x").exists()
+    # The same options again (or none) continue the run, keeping the recorded ones.
+    code, _, err = run([*resume, "--sidekick-option", "decay_every=3"], capsys)
+    assert code == 0, err
+    state = load_checkpoint(rew / "latest.pt")
+    assert state["epoch"] == 1
+    assert state["config"]["sidekick_options"] == recorded["sidekick_options"]

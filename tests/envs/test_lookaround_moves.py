@@ -207,6 +207,7 @@ def reference_episode(
     wrap_elevation: bool,
     wrap_azimuth: bool,
     action_grid: ActionGrid,
+    start_zeroing: str = "view",
 ) -> tuple[list[int], list[list[int]], list[float], list[list[float]]]:
     """One episode with plain Python loops: positions, proprio, collected rewards, final map."""
     rewards = [row[:] for row in rewards]
@@ -222,7 +223,10 @@ def reference_episode(
                     rewards[i][j] = 0.0
 
     n, m = divmod(start, n_azim)
-    spend(n, m)
+    if start_zeroing == "neighbourhood":
+        spend(n, m)
+    elif start_zeroing == "view":
+        rewards[n][m] = 0.0
     positions, proprio, collected = [start], [[0, 0, n]], []
     for action in actions:
         d_elev = action // action_grid.azimuth - action_grid.elevation // 2
@@ -273,6 +277,7 @@ def episodes(draw: st.DrawFn) -> dict:
             )
         ),
         "radius": draw(st.integers(0, 3)),
+        "start_zeroing": draw(st.sampled_from(["view", "neighbourhood", "none"])),
         "wrap_elevation": draw(st.booleans()),
         "wrap_azimuth": draw(st.booleans()),
     }
@@ -288,6 +293,7 @@ def test_batched_episodes_match_a_python_reference(case: dict) -> None:
         wrap_elevation=case["wrap_elevation"],
         wrap_azimuth=case["wrap_azimuth"],
         reward_radius=case["radius"],
+        start_zeroing=case["start_zeroing"],
     )
     obs = env.reset(
         grids(B, case["n_elev"], case["n_azim"]),
@@ -312,6 +318,7 @@ def test_batched_episodes_match_a_python_reference(case: dict) -> None:
             case["wrap_elevation"],
             case["wrap_azimuth"],
             case["action_grid"],
+            case["start_zeroing"],
         )
         assert [int(p[b]) for p in positions] == expected[0]
         assert [p[b].tolist() for p in proprio] == expected[1]

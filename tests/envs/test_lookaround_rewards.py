@@ -29,7 +29,7 @@ def window(ms: list[int], rows: list[int]) -> set[tuple[int, int]]:
 
 
 def test_a_move_collects_the_raw_reward_and_zeroes_the_3x3_window() -> None:
-    env = LookAroundEnv(reward_radius=1)
+    env = LookAroundEnv(reward_radius=1, start_zeroing="neighbourhood")
     maps = ramp() * 10  # raw 0–255-like values: no scaling inside the env
     env.reset(grids(), starts=torch.tensor([1 * M + 2]), reward_maps=maps)
     reward = env.step(torch.tensor([GRID.index(1, 2)])).reward  # to (2, 4)
@@ -42,19 +42,19 @@ def test_a_move_collects_the_raw_reward_and_zeroes_the_3x3_window() -> None:
 
 
 def test_zeroing_wraps_across_the_azimuth_seam() -> None:
-    env = LookAroundEnv(reward_radius=1)
+    env = LookAroundEnv(reward_radius=1, start_zeroing="neighbourhood")
     env.reset(grids(), starts=torch.tensor([2 * M + 1]), reward_maps=ramp())
     assert zeroed(env) == window([0, 1, 2], [1, 2, 3])
     env.step(torch.tensor([GRID.index(0, -1)]))  # to (2, 0): also zeroes azimuth M - 1
     assert zeroed(env) == window([M - 1, 0, 1, 2], [1, 2, 3])
 
-    wide = LookAroundEnv(reward_radius=2)
+    wide = LookAroundEnv(reward_radius=2, start_zeroing="neighbourhood")
     wide.reset(grids(), starts=torch.tensor([1 * M + M - 1]), reward_maps=ramp())
     assert zeroed(wide) == window([M - 3, M - 2, M - 1, 0, 1], [0, 1, 2, 3])
 
 
 def test_zeroing_does_not_cross_elevation_borders() -> None:
-    env = LookAroundEnv(reward_radius=1)
+    env = LookAroundEnv(reward_radius=1, start_zeroing="neighbourhood")
     env.reset(grids(), starts=torch.tensor([0 * M + 4]), reward_maps=ramp())
     assert zeroed(env) == window([3, 4, 5], [0, 1])  # row N - 1 keeps its rewards
     env.reset(grids(), starts=torch.tensor([(N - 1) * M + 4]), reward_maps=ramp())
@@ -62,13 +62,13 @@ def test_zeroing_does_not_cross_elevation_borders() -> None:
 
 
 def test_with_wrapping_elevation_the_zeroing_wraps_too() -> None:
-    env = LookAroundEnv(reward_radius=1, wrap_elevation=True)
+    env = LookAroundEnv(reward_radius=1, wrap_elevation=True, start_zeroing="neighbourhood")
     env.reset(grids(), starts=torch.tensor([0 * M + 4]), reward_maps=ramp())
     assert zeroed(env) == window([3, 4, 5], [N - 1, 0, 1])
 
 
 def test_the_start_view_never_pays_and_revisits_collect_nothing() -> None:
-    env = LookAroundEnv(T=6, reward_radius=1)
+    env = LookAroundEnv(T=6, reward_radius=1)  # the default rule: the start view is spent
     maps = ramp()
     env.reset(grids(), starts=torch.tensor([1 * M + 1]), reward_maps=maps)
     assert float(env.reward_map[0, 1, 1]) == 0.0
@@ -126,3 +126,35 @@ def test_neighbourhood_matrix() -> None:
 def test_invalid_reward_maps_are_refused(maps: torch.Tensor, error: type, match: str) -> None:
     with pytest.raises(error, match=match):
         LookAroundEnv().reset(grids(), reward_maps=maps)
+
+
+@pytest.mark.parametrize(
+    ("rule", "spent"),
+    [
+        ("neighbourhood", window([1, 2, 3], [0, 1, 2])),
+        ("view", {(1, 2)}),
+        ("none", set()),
+    ],
+)
+def test_start_zeroing_rules(rule: str, spent: set[tuple[int, int]]) -> None:
+    env = LookAroundEnv(T=3, reward_radius=1, start_zeroing=rule)
+    maps = ramp()
+    env.reset(grids(), starts=torch.tensor([1 * M + 2]), reward_maps=maps)
+    assert zeroed(env) == spent
+    # A move to a neighbour of the start pays unless the rule spent it.
+    reward = float(env.step(torch.tensor([GRID.index(0, 1)])).reward[0])  # to (1, 3)
+    assert reward == (0.0 if rule == "neighbourhood" else float(maps[0, 1, 3]))
+    # Returning to the start pays only under the authors' rule (nothing spent at reset)...
+    back = float(env.step(torch.tensor([GRID.index(0, -1)])).reward[0])
+    # ... except that the visit to (1, 3) zeroed its own neighbourhood, the start included.
+    assert back == 0.0
+    again = LookAroundEnv(T=2, reward_radius=0, start_zeroing=rule)
+    again.reset(grids(), starts=torch.tensor([1 * M + 2]), reward_maps=maps)
+    stay = float(again.step(torch.tensor([GRID.index(0, 0)])).reward[0])
+    assert stay == (float(maps[0, 1, 2]) if rule == "none" else 0.0)
+
+
+def test_unknown_start_zeroing_is_refused() -> None:
+    assert LookAroundEnv().start_zeroing == "view"
+    with pytest.raises(ValueError, match="start_zeroing must be one of view, neighbourhood, none"):
+        LookAroundEnv(start_zeroing="all")

@@ -141,3 +141,51 @@ def test_demo_unknown_method_generates_nothing(
     assert code == 2
     assert "unknown method 'nope'" in err
     assert not out.exists()
+
+
+def test_demo_bad_sidekick_option_generates_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "demo"
+    code, _, err = run(["demo", "--out", str(out), "--sidekick-option", "decay=2"], capsys)
+    assert code == 2
+    assert "no selected sidekick has option 'decay'" in err
+    assert not out.exists()
+    code, _, err = run(["demo", "--out", str(out), "--full", "--methods", "ltla"], capsys)
+    assert code == 2
+    assert "--methods or --full" in err
+
+
+def test_demo_runs_the_sidekick_comparison_with_seeds(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "demo"
+    args = ["demo", "--out", str(out), "--num", "40", "--pretrain-epochs", "1", "--epochs", "2",
+            "--seeds", "2", "--batch-size", "8"]  # fmt: skip
+    code, stdout, err = run(args, capsys)
+    assert code == 0, err
+    table = json.loads((out / "table.json").read_text())
+    methods = [row["method"] for row in table["rows"]]
+    assert methods == ["one-view", "rnd-actions", "ltla", "ours(rew)", "ours(demo)"]
+    assert [row["seeds"] for row in table["rows"]] == [1, 2, 2, 2, 2]
+    rew = table["rows"][3]
+    assert rew["paired"]["ltla"]["avg"]["kind"] == "seeds"
+    assert rew["paired"]["ltla"]["avg"]["n_seeds"] == 2
+    assert set(rew["policy_gain_ratio"]) == {"avg", "adv"}
+    assert rew["learning"]["epochs"] == 2
+    assert [claim["name"] for claim in table["claims"]] == [
+        "learning works", "sidekicks beat ltla", "sidekicks learn faster",
+    ]  # fmt: skip
+    # The defaults of a 2-epoch run, recorded: the bonus halves after epoch 1, T_sup anneals
+    # every epoch; the start view's reward is spent at reset.
+    config = json.loads((out / "ours(rew)" / "seed-1" / "config.json").read_text())
+    assert config["sidekick_options"]["decay_every"] == 1
+    assert config["start_zeroing"] == "view"
+    demo = json.loads((out / "ours(demo)" / "seed-0" / "config.json").read_text())
+    assert demo["sidekick_options"] == {"hybrid_schedule": 1}
+    assert "The paper's effects" in stdout
+    page = (out / "index.html").read_text()
+    assert "<h2>The paper's effects</h2>" in page
+    assert "<h2>Learning speed</h2>" in page
+    assert (out / "curves.png").is_file()
+    assert "reproduce: done in" in err

@@ -159,3 +159,96 @@ def test_ordering_verdicts(tmp_path: Path) -> None:
     # one-view: 6 methods; rnd-actions: ltla + 3 ours; ltla: 3 ours; both metrics.
     assert len(ordering_checks(table)) == 2 * (6 + 4 + 3)
     assert table["ordering"] == [asdict(c) for c in ordering_checks(table)]
+
+
+def test_learning_speed_from_the_validation_curves(tmp_path: Path) -> None:
+    from pyskick.experiments.layout import run_dir
+    from pyskick.experiments.report import learning_summary
+    from pyskick.training.loggers import JsonlLogger
+
+    curves = {
+        "ltla": [[0.020, 0.016, 0.014, 0.012], [0.021, 0.017, 0.013, 0.013]],
+        "ours(rew)": [[0.016, 0.013, 0.012, 0.011], [0.015, 0.014, 0.012, 0.012]],
+        "rnd-actions": [[0.022, 0.021, 0.020, 0.019], [0.023, 0.020, 0.019, 0.019]],
+    }
+    for method, seeds in curves.items():
+        for k, values in enumerate(seeds):
+            logger = JsonlLogger(run_dir(tmp_path, method, k) / "metrics.jsonl")
+            for epoch, value in enumerate(values):
+                logger.write({"val/rec_error": value}, epoch)
+            logger.close()
+    summary = learning_summary(tmp_path, list(curves), 2)
+    rew = summary["ours(rew)"]
+    assert rew["epochs"] == 4
+    areas = [sum(v) / 4 * 1000 for v in curves["ours(rew)"]]
+    assert rew["seed_auc_x1000"] == pytest.approx(areas)
+    assert rew["auc_x1000"] == pytest.approx(sum(areas) / 2)
+    assert rew["final_val_x1000"] == pytest.approx(11.5)
+    # ltla ends at 12 and 13: ours(rew) is there at epochs 3 (0.012) and 2 (0.014 > 0.013: 3).
+    assert rew["epochs_to_reference"] == [3, 3]
+    assert summary["ltla"]["epochs_to_reference"] == [4, 3]  # ltla's own first arrival
+    assert summary["rnd-actions"]["epochs_to_reference"] == [None, None]
+    ltla_areas = [sum(v) / 4 * 1000 for v in curves["ltla"]]
+    gaps = [a - b for a, b in zip(ltla_areas, areas, strict=True)]
+    versus = rew["auc_vs_reference"]
+    assert versus["diff_x1000"] == pytest.approx(sum(gaps) / 2)
+    assert versus["n_seeds"] == 2
+    assert "auc_vs_reference" not in summary["ltla"]
+    # Without runs (evaluations only) there is nothing to summarise.
+    assert learning_summary(tmp_path / "elsewhere", ["ltla"], 2) == {}
+
+
+def test_the_paper_claims_in_words(tmp_path: Path) -> None:
+    from pyskick.experiments.layout import run_dir
+    from pyskick.experiments.report import paper_claims
+    from pyskick.training.loggers import JsonlLogger
+
+    g = torch.Generator().manual_seed(4)
+    difficulty = 0.012 + 0.006 * torch.rand(40, generator=g, dtype=torch.float64)
+
+    def method(offset: float) -> list[torch.Tensor]:
+        return [
+            difficulty - offset + 1e-5 * k + 1e-4 * torch.randn(40, generator=g) for k in range(3)
+        ]
+
+    curves = {
+        "rnd-actions": [0.020, 0.018, 0.017, 0.016],
+        "ltla": [0.019, 0.016, 0.014, 0.013],
+        "ours(rew)": [0.016, 0.013, 0.012, 0.0115],
+        "ours(demo)": [0.018, 0.015, 0.014, 0.0128],  # reaches 0.013 only at its last epoch
+    }
+    for name, values in curves.items():
+        for k in range(3):
+            logger = JsonlLogger(run_dir(tmp_path, name, k) / "metrics.jsonl")
+            for epoch, value in enumerate(values):
+                logger.write({"val/rec_error": value}, epoch)
+            logger.close()
+    table = _table(
+        tmp_path,
+        {
+            "one-view": [difficulty + 0.004],
+            "rnd-actions": method(0.0),  # 4 ×1e-3 better than one-view
+            "ltla": method(0.001),  # 5: gain ratio 1.25
+            "ours(rew)": method(0.0015),
+            "ours(demo)": method(0.0012),
+        },
+    )
+    claims = {claim.name: claim for claim in paper_claims(table)}
+    learning = claims["learning works"]
+    assert not learning.holds  # ltla beats random, but the ratio is below 1.5
+    assert learning.evidence[0].startswith("ltla beats rnd-actions on avg: gap +")
+    assert "(across seeds, 3 seeds)" in learning.evidence[0]
+    ratio = table["rows"][2]["policy_gain_ratio"]["avg"]
+    assert ratio == pytest.approx(1.25, abs=0.02)
+    assert f"ltla's policy gain ratio on avg is {ratio:.2f} (below 1.5" in learning.evidence[2]
+    assert claims["sidekicks beat ltla"].holds
+    assert len(claims["sidekicks beat ltla"].evidence) == 4  # two sidekicks, two metrics
+    faster = claims["sidekicks learn faster"]
+    assert not faster.holds  # ours(demo) gets there no earlier than ltla
+    assert faster.evidence[0].startswith(
+        "ours(rew) reaches ltla's final validation error at epoch 2, 2, 2 (per seed) against "
+        "ltla's 4, 4, 4"
+    )
+    assert "not earlier in every seed" in faster.evidence[1]
+    assert table["claims"] == [asdict(claim) for claim in paper_claims(table)]
+    assert "**learning works: does not hold**" in format_table(table)

@@ -106,15 +106,15 @@ def test_assignments() -> None:
 def test_defaults_scale_with_the_run() -> None:
     short = TrainConfig(epochs=12)
     paper = TrainConfig(epochs=1000)
-    assert decay_every_default(SPEC, short) == 3
-    assert decay_every_default(SPEC, paper) == 250
+    assert decay_every_default(SPEC, short) == 6
+    assert decay_every_default(SPEC, paper) == 500
     assert decay_every_default(SPEC, TrainConfig(epochs=1)) == 1
     assert hybrid_schedule_default(SPEC, paper) == 50
     assert hybrid_schedule_default(SPEC, TrainConfig(epochs=3)) == 1
     rew = sidekick_options("rew", {}, spec=SPEC, config=short)
     assert rew == {
         "scale": 255e-4,
-        "decay_every": 3,
+        "decay_every": 6,
         "decay_factor": DECAY_FACTOR,
         "k": 4,
         "radius": 1,
@@ -172,7 +172,7 @@ def test_make_sidekick_checks_what_the_factory_builds(monkeypatch: pytest.Monkey
 
 def test_a_resumed_run_keeps_its_recorded_options() -> None:
     recorded = {"scale": 0.01, "decay_every": 3, "decay_factor": 2.0, "k": 4, "radius": 1}
-    longer = TrainConfig(epochs=40)  # its own default decay_every would be 10
+    longer = TrainConfig(epochs=40)  # its own default decay_every would be 20
     assert run_options("rew", {}, spec=SPEC, config=longer, recorded=recorded) == recorded
     assert (
         run_options("rew", {"decay_every": "3"}, spec=SPEC, config=longer, recorded=recorded)
@@ -184,7 +184,7 @@ def test_a_resumed_run_keeps_its_recorded_options() -> None:
     partial = {key: value for key, value in recorded.items() if key != "radius"}
     assert run_options("rew", {}, spec=SPEC, config=longer, recorded=partial)["radius"] == 1
     # A new run resolves the defaults of its config.
-    assert run_options("rew", {}, spec=SPEC, config=longer)["decay_every"] == 10
+    assert run_options("rew", {}, spec=SPEC, config=longer)["decay_every"] == 20
 
 
 def test_options_that_change_scores_change_the_cache_key(one_view_ckpt: Path) -> None:

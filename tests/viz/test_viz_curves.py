@@ -65,3 +65,30 @@ def test_missing_matplotlib_is_one_line(tmp_path, monkeypatch):
     with pytest.raises(ImportError, match=r"pip install 'pyskick\[viz\]'"):
         plot_learning_curves({"x": run}, tmp_path / "c.png")
     assert not (tmp_path / "c.png").exists()
+
+
+def test_seeds_are_drawn_as_a_mean_with_a_band(tmp_path, assert_real_png):
+    from pyskick.viz.curves import mean_curve
+
+    seeds = [
+        _log(tmp_path / "s0", [0.05, 0.04, 0.03]),
+        _log(tmp_path / "s1", [0.07, 0.05, 0.04, 0.035]),  # one epoch more: not shared
+        _log(tmp_path / "s2", [0.06, 0.03, 0.02]),
+    ]
+    epochs, mean, stderr = mean_curve(seeds, "val/rec_error")
+    assert epochs == [0, 1, 2]
+    assert mean.tolist() == pytest.approx([0.06, 0.04, 0.03])
+    # Epoch 0: values 0.05, 0.07, 0.06 -> sd 0.01, se 0.01 / sqrt(3).
+    assert float(stderr[0]) == pytest.approx(0.01 / math.sqrt(3))
+    one = mean_curve(seeds[:1], "val/rec_error")
+    assert one[2].tolist() == [0.0, 0.0, 0.0]
+    out = plot_learning_curves({"ltla": seeds, "one": seeds[0]}, tmp_path / "band.svg")
+    text = out.read_text()
+    assert "ltla (3 seeds)" in text  # the legend says how many seeds the band summarises
+    assert_real_png(plot_learning_curves({"ltla": seeds}, tmp_path / "band.png"))
+    with pytest.raises(TypeError, match="non-empty list of paths"):
+        plot_learning_curves({"ltla": []}, tmp_path / "x.png")
+    apart = _log(tmp_path / "apart", [])
+    (apart / "metrics.jsonl").write_text('{"step": 7, "val/rec_error": 0.1}\n')
+    with pytest.raises(ValueError, match="share no epoch"):
+        mean_curve([seeds[0], apart], "val/rec_error")

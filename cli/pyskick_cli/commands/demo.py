@@ -1,9 +1,11 @@
-"""``pyskick demo``: ``pyskick reproduce`` on the embedded default, sized for a laptop CPU.
+"""``pyskick demo``: ``pyskick reproduce`` on the embedded default, sized for 2 CPU cores.
 
-It generates a synthetic-scenes dataset into the output folder and runs every Table 1 method
-whose plugins are installed, one seed, with the ``cpu-demo`` preset. The defaults take about
-12 minutes on 2 CPU cores (docs/reproduce.md has the measured costs). Rerunning continues
-where it stopped and skips what is finished.
+It generates a synthetic-scenes dataset into the output folder and runs, with the ``cpu-demo``
+preset and several seeds, the methods that show the paper's effects: one-view, rnd-actions,
+ltla, ours(rew) and ours(demo) (``--full``: every Table 1 method whose plugins are installed).
+The report (``index.html``, ``table.md``) says in words whether each effect holds, judged by
+paired intervals across seeds. The defaults take about 12 minutes on 2 CPU cores
+(docs/reproduce.md has the measured costs). Rerunning continues where it stopped.
 """
 
 from __future__ import annotations
@@ -14,9 +16,13 @@ from pathlib import Path
 
 import click
 
-from pyskick_cli.commands.reproduce import parse_methods, run_table
+from pyskick_cli.commands.reproduce import SIDEKICK_OPTION_HELP, parse_methods, run_table
+from pyskick_cli.options import parse_sidekick_options
 
 DATA_SEED = 123
+DEMO_METHODS = ("rnd-actions", "ltla", "ours(rew)", "ours(demo)")
+"""The methods of the demo besides one-view: random motions, the learned policy, and the
+two sidekicks (docs/reproduce.md, "The demo")."""
 
 
 @click.command()
@@ -32,12 +38,16 @@ DATA_SEED = 123
     help="Synthetic scenes to generate (80% train, 10% val, 10% test).",
 )  # fmt: skip
 @click.option(
-    "--pretrain-epochs", type=click.IntRange(min=1), default=6, show_default=True,
+    "--pretrain-epochs", type=click.IntRange(min=1), default=30, show_default=True,
     help="Epochs of one-view pretraining.",
 )  # fmt: skip
 @click.option(
-    "--epochs", type=click.IntRange(min=1), default=4, show_default=True,
+    "--epochs", type=click.IntRange(min=1), default=10, show_default=True,
     help="Epochs of policy training of every method.",
+)  # fmt: skip
+@click.option(
+    "--seeds", type=click.IntRange(min=1), default=3, show_default=True,
+    help="Training seeds per method (seed k of every method: same data order and starts).",
 )  # fmt: skip
 @click.option(
     "--batch-size", type=click.IntRange(min=1), default=32, show_default=True,
@@ -46,20 +56,41 @@ DATA_SEED = 123
 @click.option(
     "--methods",
     default=None,
-    help="Comma-separated Table 1 rows (default: every method whose plugins are installed).",
+    help="Comma-separated Table 1 rows (default: " + ", ".join(DEMO_METHODS) + ").",
 )
+@click.option(
+    "--full",
+    is_flag=True,
+    help="Every Table 1 method whose plugins are installed (about 3x longer).",
+)
+@click.option(
+    "--sidekick-option", "sidekick_option", multiple=True, metavar="KEY=VALUE",
+    help=SIDEKICK_OPTION_HELP,
+)  # fmt: skip
 def demo(
-    out: Path, num: int, pretrain_epochs: int, epochs: int, batch_size: int, methods: str | None
+    out: Path,
+    num: int,
+    pretrain_epochs: int,
+    epochs: int,
+    seeds: int,
+    batch_size: int,
+    methods: str | None,
+    full: bool,
+    sidekick_option: tuple[str, ...],
 ) -> None:
-    """Reproduce Table 1 on synthetic scenes (cpu-demo preset, every installed method) and
-    print the table and where the report is."""
+    """Show the paper's effects on synthetic scenes: train one-view, rnd-actions, ltla,
+    ours(rew) and ours(demo) with several seeds (cpu-demo preset), compare them paired, and
+    print the table, the verdicts and where the report is."""
     from pyskick.data.builtin import make_builtin
     from pyskick.experiments import available_methods, check_available, select_methods
     from pyskick.experiments.layout import SETTINGS_FILE
     from pyskick.experiments.methods import METHODS
+    from pyskick.experiments.reproduce import split_sidekick_options
     from pyskick.plugins import get_registries
 
     started = time.perf_counter()
+    if full and methods is not None:
+        raise click.BadParameter("give --methods or --full, not both", param_hint="--full")
     data_path = out / f"synthetic-scenes-n{num}-s{DATA_SEED}.h5"
     record = out / SETTINGS_FILE
     if record.is_file():  # refuse before generating data that the folder's runs did not use
@@ -70,18 +101,24 @@ def demo(
                 "use another --out or the same --num"
             )
     chosen = parse_methods(methods)
-    if chosen is None:
+    if full:
         chosen = [m.name for m in available_methods(get_registries())]
         skipped = [m.name for m in METHODS if m.name not in chosen]
         if skipped:
             click.echo(f"demo: skipping {', '.join(skipped)} (plugins not installed)", err=True)
+    elif chosen is None:
+        chosen = list(DEMO_METHODS)
     # An unknown name, or one whose plugin is missing, fails before the data are generated.
-    check_available(select_methods(chosen), get_registries())
+    selected = select_methods(chosen)
+    check_available(selected, get_registries())
+    options = parse_sidekick_options(sidekick_option)
+    split_sidekick_options(options, [m.sidekick for m in selected if m.trained])
     if not data_path.exists():
         click.echo(f"demo: generating {num} synthetic scenes", err=True)
         out.mkdir(parents=True, exist_ok=True)
         make_builtin("synthetic-scenes", data_path, num, DATA_SEED)
     run_table(
         data_path, out, methods=chosen, started=started, preset="cpu-demo", epochs=epochs,
-        pretrain_epochs=pretrain_epochs, batch_size=batch_size, device="cpu",
+        pretrain_epochs=pretrain_epochs, batch_size=batch_size, seeds=seeds, device="cpu",
+        sidekick_options=options,
     )  # fmt: skip

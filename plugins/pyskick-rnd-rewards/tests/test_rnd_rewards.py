@@ -139,7 +139,7 @@ def test_factory_follows_the_rew_presets() -> None:
         assert (sidekick.name, sidekick.seed, sidekick.k, sidekick.radius) == (
             "rnd-rewards", 11, k, radius,
         )  # fmt: skip
-        assert sidekick.decay_every == 2  # a quarter of 8 epochs
+        assert sidekick.decay_every == 4  # half of 8 epochs
     halved = make_sidekick(
         "rnd-rewards", one_view=None, spec=SUN360, config=config, options={"decay_every": "1"}
     )
