@@ -33,7 +33,7 @@ import torch
 
 from pyskick._io import write_json, write_text
 from pyskick.data.spec import GridSpec
-from pyskick.evaluation.compare import compare_errors, policy_gain_ratio
+from pyskick.evaluation.compare import PairedStat, compare_errors, policy_gain_ratio
 from pyskick.evaluation.evaluate import METRICS
 from pyskick.evaluation.stats import improvement_pct, summarize
 from pyskick.experiments.layout import eval_path, run_dir
@@ -52,8 +52,8 @@ PAIRED_NOTE = (
 LEARNING_NOTE = (
     "Learning speed from the validation curves: the mean validation error over the epochs "
     "(area under the curve ÷ epochs; lower = faster convergence), its paired gap to ltla across "
-    "seeds, and per seed the first epoch at which the method's validation error reaches ltla's "
-    "final one."
+    "seeds, the paired gap of the validation error at the first, middle and last epoch, and per "
+    "seed the first epoch at which the method's validation error reaches ltla's final one."
 )
 REFERENCES = ("ltla", "rnd-actions", ONE_VIEW)
 """Rows every other row is compared with, paired, when they are in the table."""
@@ -160,7 +160,8 @@ def learning_summary(
     validation error of the same seed (None if never; the reference's own row says when it
     first got there) — and ``auc_vs_reference``, the paired
     difference of the areas across seeds (reference − method ×1000, positive: the method
-    learns faster), as :func:`~pyskick.evaluation.compare.paired_seeds`.
+    learns faster), and ``gap_at_epoch``, the same paired gap of the validation error at the
+    first, middle and last epoch, as :func:`~pyskick.evaluation.compare.paired_seeds`.
     """
     from pyskick.evaluation.compare import paired_seeds
     from pyskick.viz.curves import read_curve
@@ -193,16 +194,21 @@ def learning_summary(
                 reached.append(hit)
             entry["epochs_to_reference"] = reached
         if reference in curves and method != reference:
+            entry["gap_at_epoch"] = {
+                str(epoch): _stat_dict(
+                    paired_seeds(
+                        [
+                            (ref[epoch - 1] - mine[epoch - 1]) * 1000.0
+                            for (_, mine), (_, ref) in zip(runs, curves[reference], strict=True)
+                        ]
+                    ),
+                    reference,
+                )
+                for epoch in sorted({1, (epochs + 1) // 2, epochs})
+            }
             ref_areas = [sum(v[:epochs]) / epochs * 1000.0 for _, v in curves[reference]]
             stat = paired_seeds([r - a for r, a in zip(ref_areas, areas, strict=True)])
-            entry["auc_vs_reference"] = {
-                "reference": reference,
-                "diff_x1000": stat.diff_x1000,
-                "se_x1000": None if math.isnan(stat.se_x1000) else stat.se_x1000,
-                "ci95_x1000": [None if math.isnan(x) else x for x in stat.ci95_x1000],
-                "p": None if math.isnan(stat.p) else stat.p,
-                "n_seeds": stat.n,
-            }
+            entry["auc_vs_reference"] = _stat_dict(stat, reference)
         summary[method] = entry
     return summary
 
@@ -222,8 +228,9 @@ def format_table(table: Mapping[str, Any]) -> str:
         cells.append(_ratio_cell(row.get("policy_gain_ratio")))
         lines.append("| " + " | ".join(cells) + " |")
     n_test = table["settings"]["n_test"]
+    split = table["settings"].get("eval_split", "test")
     text = (
-        "\n".join(lines) + f"\n\n{n_test} test viewgrids. {STDERR_NOTE} Gain ratio: % "
+        "\n".join(lines) + f"\n\n{n_test} {split} viewgrids. {STDERR_NOTE} Gain ratio: % "
         f"better than one-view ÷ rnd-actions' ({PAPER_GAIN_RATIOS})."
     )
     paired = _paired_lines(table)
@@ -241,6 +248,18 @@ def format_table(table: Mapping[str, Any]) -> str:
     return text
 
 
+def _stat_dict(stat: PairedStat, reference: str) -> dict[str, Any]:
+    """A paired statistic across seeds as JSON (NaN -> None)."""
+    return {
+        "reference": reference,
+        "diff_x1000": stat.diff_x1000,
+        "se_x1000": None if math.isnan(stat.se_x1000) else stat.se_x1000,
+        "ci95_x1000": [None if math.isnan(x) else x for x in stat.ci95_x1000],
+        "p": None if math.isnan(stat.p) else stat.p,
+        "n_seeds": stat.n,
+    }
+
+
 def _epoch(epoch: int | None) -> str:
     return "never" if epoch is None else str(epoch)
 
@@ -249,26 +268,34 @@ def _learning_lines(table: Mapping[str, Any]) -> list[str]:
     rows = [row for row in table["rows"] if row.get("learning")]
     if not rows:
         return []
+    epochs = next(
+        (
+            list(row["learning"]["gap_at_epoch"])
+            for row in rows
+            if "gap_at_epoch" in row["learning"]
+        ),
+        [],
+    )
     lines = [
         "| method | mean val error over epochs ×1000 | vs ltla (paired, seeds) "
-        "| epochs to ltla's final val error | final val error ×1000 |",
-        "|---|---|---|---|---|",
+        + "".join(f"| val gap to ltla, epoch {e} " for e in epochs)
+        + "| epochs to ltla's final val error | final val error ×1000 |",
+        "|---|---|---|" + "---|" * len(epochs) + "---|---|",
     ]
     for row in rows:
         entry = row["learning"]
         versus = entry.get("auc_vs_reference")
         reached = entry.get("epochs_to_reference")
-        lines.append(
-            f"| {row['method']} | {entry['auc_x1000']:.2f} | "
-            + ("-" if versus is None else _paired_cell({**versus, "kind": "seeds"}))
-            + " | "
-            + (
-                "-"
-                if reached is None
-                else ", ".join("never" if e is None else str(e) for e in reached)
-            )
-            + f" | {entry['final_val_x1000']:.2f} |"
-        )
+        gaps = entry.get("gap_at_epoch", {})
+        cells = [
+            row["method"],
+            f"{entry['auc_x1000']:.2f}",
+            "-" if versus is None else _paired_cell({**versus, "kind": "seeds"}),
+            *("-" if e not in gaps else _paired_cell({**gaps[e], "kind": "seeds"}) for e in epochs),
+            "-" if reached is None else ", ".join(_epoch(e) for e in reached),
+            f"{entry['final_val_x1000']:.2f}",
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
     return lines
 
 
@@ -617,7 +644,8 @@ def _html(
         "<p>"
         + ", ".join(f"{esc(str(k))}: <code>{esc(str(v))}</code>" for k, v in settings.items())
         + "</p>",
-        f"<h2>Reconstruction error ×1000 (lower is better)</h2><p>{esc(STDERR_NOTE)} Gain "
+        f"<h2>Reconstruction error ×1000 on the {esc(settings.get('eval_split', 'test'))} split "
+        f"(lower is better)</h2><p>{esc(STDERR_NOTE)} Gain "
         f"ratio: % better than one-view ÷ rnd-actions' ({esc(PAPER_GAIN_RATIOS)}).</p>",
         "<table><tr><th>method</th><th>seeds</th><th>avg ×1000</th><th>avg % better</th>"
         "<th>adv ×1000</th><th>adv % better</th><th>gain ratio avg / adv</th></tr>",

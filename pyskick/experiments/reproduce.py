@@ -52,6 +52,7 @@ _FIXED_SETTINGS = (
     "pretrain_epochs",
     "batch_size",
     "n_test",
+    "eval_split",
     "seed",
     "sidekick_options",
     "train_config",
@@ -89,6 +90,7 @@ def reproduce(
     methods: Sequence[str] | None = None,
     seeds: int = 3,
     num_test: int | None = None,
+    eval_split: str = "test",
     device: str | None = None,
     sidekick_options: Mapping[str, Any] | None = None,
     report: bool = True,
@@ -109,7 +111,9 @@ def reproduce(
         methods: Table 1 names to run (``one-view`` is always added); None: all of them.
         seeds: training seeds per method (seed index k trains and evaluates with the config's
             seed + k).
-        num_test: evaluate on the first this many test viewgrids (None: all).
+        num_test: evaluate on the first this many viewgrids of ``eval_split`` (None: all).
+        eval_split: the split the table is computed on: ``"test"`` (the paper's), or
+            ``"val"`` to choose settings without looking at the test split (a study).
         device: ``"auto"``, ``"cpu"`` or ``"cuda"`` (not part of the recorded settings).
         sidekick_options: options of the methods' sidekicks: ``"KEY": value`` sets KEY of
             every selected sidekick that declares it, ``"NAME.KEY": value`` of sidekick NAME
@@ -148,10 +152,16 @@ def reproduce(
         raise FileNotFoundError(f"dataset file {path} does not exist")
     source = ViewgridFile(path)
     spec = source.spec
-    available = source.num_samples("test")
+    if eval_split not in ("test", "val"):
+        raise ValueError(f"eval_split must be 'test' or 'val', got {eval_split!r}")
+    if eval_split not in source.splits:
+        raise ValueError(f"{path} has no {eval_split} split")
+    available = source.num_samples(eval_split)
     n_test = available if num_test is None else num_test
     if n_test > available:
-        raise ValueError(f"num_test {n_test} exceeds the {available} test viewgrids of {path}")
+        raise ValueError(
+            f"num_test {n_test} exceeds the {available} {eval_split} viewgrids of {path}"
+        )
     if preset is None:
         preset = "paper-modelnet" if spec.preset == "modelnet-hard" else "paper-sun360"
     overrides = {"epochs": epochs, "pretrain_epochs": pretrain_epochs, "batch_size": batch_size}
@@ -183,6 +193,7 @@ def reproduce(
         "epochs": train_config.epochs,
         "batch_size": train_config.batch_size,
         "n_test": n_test,
+        "eval_split": eval_split,
         "seed": train_config.seed,
         "sidekick_options": {name: dict(opts) for name, opts in sorted(given_options.items())},
         "train_config": {
@@ -196,7 +207,7 @@ def reproduce(
     write_json(out / SETTINGS_FILE, settings)
 
     data = TrainData.from_file(path)
-    test = source.split("test").load(list(range(n_test)))
+    test = source.split(eval_split).load(list(range(n_test)))
     one_view = run_dir(out, ONE_VIEW, 0)
     _pretrain(train_config, one_view, data, out, say)
     for method in chosen:

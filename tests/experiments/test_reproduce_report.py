@@ -194,6 +194,10 @@ def test_learning_speed_from_the_validation_curves(tmp_path: Path) -> None:
     assert versus["diff_x1000"] == pytest.approx(sum(gaps) / 2)
     assert versus["n_seeds"] == 2
     assert "auc_vs_reference" not in summary["ltla"]
+    # Paired gaps at the first, middle and last epoch.
+    assert list(rew["gap_at_epoch"]) == ["1", "2", "4"]
+    first = [(a[0] - b[0]) * 1000 for a, b in zip(curves["ltla"], curves["ours(rew)"], strict=True)]
+    assert rew["gap_at_epoch"]["1"]["diff_x1000"] == pytest.approx(sum(first) / 2)
     # Without runs (evaluations only) there is nothing to summarise.
     assert learning_summary(tmp_path / "elsewhere", ["ltla"], 2) == {}
 

@@ -190,3 +190,22 @@ def test_eval_files_hold_the_per_sample_errors(finished: Path) -> None:
     assert float(saved["mean_x1000"]) == pytest.approx(
         float(torch.from_numpy(saved["per_sample"]).mean()) * 1000
     )
+
+
+def test_a_study_on_the_validation_split(scenes: Path, tmp_path: Path) -> None:
+    out = tmp_path / "study"
+    result = reproduce(scenes, out, methods=["ltla"], report=False, eval_split="val", **FAST)
+    assert result.table["settings"]["eval_split"] == "val"
+    source = ViewgridFile(scenes)
+    val = source.split("val").load()
+    direct = evaluate(
+        out / "ltla" / "seed-0", val, "avg", channel_mean=source.spec.channel_mean, seed=123
+    )
+    ltla = result.table["rows"][1]
+    assert ltla["n_test"] == val.shape[0]
+    assert ltla["avg"]["mean_x1000"] == pytest.approx(direct.summary.mean_x1000, rel=1e-9)
+    assert "4 val viewgrids" in (out / "table.md").read_text()
+    with pytest.raises(ValueError, match="holds results of eval_split 'val', not 'test'"):
+        reproduce(scenes, out, methods=["ltla"], report=False, **FAST)
+    with pytest.raises(ValueError, match="eval_split must be 'test' or 'val'"):
+        reproduce(scenes, tmp_path / "x", methods=["ltla"], eval_split="train", **FAST)

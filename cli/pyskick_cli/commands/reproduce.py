@@ -97,6 +97,14 @@ def run_table(
     "--num-test", type=click.IntRange(min=1), default=None,
     help="Evaluate on the first N test viewgrids (default: all).",
 )  # fmt: skip
+@click.option(
+    "--eval-split",
+    type=click.Choice(["test", "val"]),
+    default="test",
+    show_default=True,
+    help="Split the table is computed on: test (the paper's), or val to compare settings "
+    "without looking at the test split.",
+)
 @device_option
 @click.option(
     "--sidekick-option",
@@ -117,6 +125,7 @@ def reproduce(
     methods: str | None,
     seeds: int,
     num_test: int | None,
+    eval_split: str,
     device: str | None,
     sidekick_option: tuple[str, ...],
     no_report: bool,
@@ -131,6 +140,7 @@ def reproduce(
     run_table(
         resolve_dataset_path(dataset), out, methods=parse_methods(methods), started=started,
         preset=preset, config=config_path, epochs=epochs, pretrain_epochs=pretrain_epochs,
-        batch_size=batch_size, seeds=seeds, num_test=num_test, device=device, report=not no_report,
+        batch_size=batch_size, seeds=seeds, num_test=num_test, eval_split=eval_split,
+        device=device, report=not no_report,
         sidekick_options=parse_sidekick_options(sidekick_option),
     )  # fmt: skip
