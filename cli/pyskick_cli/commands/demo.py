@@ -4,8 +4,9 @@ It generates a synthetic-scenes dataset into the output folder and runs, with th
 preset and several seeds, the methods that show the paper's effects: one-view, rnd-actions,
 ltla, ours(rew) and ours(demo) (``--full``: every Table 1 method whose plugins are installed).
 The report (``index.html``, ``table.md``) says in words whether each effect holds, judged by
-paired intervals across seeds. The defaults take about 12 minutes on 2 CPU cores
-(docs/reproduce.md has the measured costs). Rerunning continues where it stopped.
+paired intervals across seeds. The defaults take about 13 minutes on 2 CPU cores
+(docs/reproduce.md has the measured costs; 4 seeds are what fits in 15 minutes). Rerunning
+continues where it stopped.
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ two sidekicks (docs/reproduce.md, "The demo")."""
     help="Epochs of policy training of every method.",
 )  # fmt: skip
 @click.option(
-    "--seeds", type=click.IntRange(min=1), default=3, show_default=True,
+    "--seeds", type=click.IntRange(min=1), default=4, show_default=True,
     help="Training seeds per method (seed k of every method: same data order and starts).",
 )  # fmt: skip
 @click.option(
@@ -79,8 +80,8 @@ def demo(
     sidekick_option: tuple[str, ...],
 ) -> None:
     """Show the paper's effects on synthetic scenes: train one-view, rnd-actions, ltla,
-    ours(rew) and ours(demo) with several seeds (cpu-demo preset), compare them paired, and
-    print the table, the verdicts and where the report is."""
+    ours(rew) and ours(demo) with 4 seeds (cpu-demo preset), compare them paired, and print
+    the table, the verdicts and where the report is."""
     from pyskick.data.builtin import make_builtin
     from pyskick.experiments import available_methods, check_available, select_methods
     from pyskick.experiments.layout import SETTINGS_FILE
