@@ -144,6 +144,12 @@ def recorded_config(run_dir: Path) -> dict[str, Any] | None:
     return json.loads(record.read_text()) if record.is_file() else None
 
 
+def recorded_sidekick(run_dir: Path) -> str | None:
+    """The sidekick a training run recorded in ``config.json`` (None for another folder)."""
+    saved = recorded_config(run_dir)
+    return saved.get("sidekick") if saved and saved.get("stage") == "train" else None
+
+
 def resolve_run_options(config: Any, spec: Any, resume_dir: Path | None) -> dict[str, Any]:
     """The sidekick options of a run: resolved for a new run, the recorded ones when resuming
     (``resume_dir``); given options are checked against them.
@@ -157,13 +163,20 @@ def resolve_run_options(config: Any, spec: Any, resume_dir: Path | None) -> dict
     recorded = None
     saved = recorded_config(resume_dir) if resume_dir is not None else None
     if saved is not None and saved.get("stage") == "train":
-        if saved.get("sidekick", "none") != config.sidekick:
+        if "sidekick_options" not in saved and config.sidekick != "none":
             raise click.BadParameter(
-                f"cannot resume: the run used sidekick {saved.get('sidekick', 'none')!r}, "
-                f"not {config.sidekick!r}",
+                f"{resume_dir} was started by a pyskick without sidekick options; resume it "
+                "with that version",
+                param_hint="--resume",
+            )
+        saved = {"sidekick": "none", "sidekick_options": {}, **saved}
+        used = registered("sidekick", saved["sidekick"], "--sidekick").name
+        if registered("sidekick", config.sidekick, "--sidekick").name != used:
+            raise click.BadParameter(
+                f"cannot resume: the run used sidekick {used!r}, not {config.sidekick!r}",
                 param_hint="--sidekick",
             )
-        recorded = saved.get("sidekick_options", {})
+        recorded = saved["sidekick_options"]
     try:
         return run_options(
             config.sidekick, config.sidekick_options, spec=spec, config=config, recorded=recorded

@@ -206,6 +206,8 @@ class Comparison:
         unpaired_se_x1000: ``sqrt(se_A² + se_B²)`` of the seed-averaged errors, ignoring the
             pairing (shown for contrast only; never used for a verdict).
         seed_diffs_x1000: each seed's paired mean difference.
+        single_run: ``"reference"`` or ``"candidate"`` when that side is one run paired with
+            every seed of the other (its own training noise is then not measured), else None.
     """
 
     metric: str
@@ -219,6 +221,7 @@ class Comparison:
     samples_se_x1000: float
     unpaired_se_x1000: float
     seed_diffs_x1000: tuple[float, ...]
+    single_run: str | None = None
 
     @property
     def excludes_zero(self) -> bool:
@@ -239,6 +242,11 @@ class Comparison:
             text = f"no clear difference between {reference} and {candidate} ({gap}; CI includes 0)"
         if self.kind == "samples":
             text += "; one training run each: training noise is not measured"
+        elif self.single_run is not None:
+            single = reference if self.single_run == "reference" else candidate
+            text += (
+                f"; {single} is one run paired with every seed: its training noise is not measured"
+            )
         return text
 
     def to_dict(self) -> dict[str, Any]:
@@ -282,6 +290,11 @@ def compare_errors(
             f"seeds do not pair: {a.shape[0]} and {b.shape[0]} runs (use the same seeds)"
         )
     K = max(a.shape[0], b.shape[0])
+    single = None
+    if K > 1 and a.shape[0] == 1:
+        single = "reference"
+    elif K > 1 and b.shape[0] == 1:
+        single = "candidate"
     a, b = a.expand(K, -1), b.expand(K, -1)
     for name, x in (("reference", a), ("candidate", b)):
         if x.numel() == 0 or not bool(torch.isfinite(x).all()):
@@ -310,6 +323,7 @@ def compare_errors(
         samples_se_x1000=within.se_x1000,
         unpaired_se_x1000=unpaired,
         seed_diffs_x1000=tuple(seed_diffs),
+        single_run=single,
     )
 
 

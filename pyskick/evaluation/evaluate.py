@@ -19,7 +19,7 @@ import dataclasses
 import hashlib
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, get_args
@@ -79,20 +79,24 @@ class EvalResult:
             out["improvement_pct"] = self.improvement_pct
         return out
 
-    def save(self, path: str | os.PathLike[str]) -> Path:
+    def save(
+        self, path: str | os.PathLike[str], *, extra: Mapping[str, str | int | float] | None = None
+    ) -> Path:
         """Write the per-sample arrays and the summary to a ``.npz`` file, atomically.
 
-        Keys: ``per_sample [n]``, ``per_start [n, S]``, ``starts [S]``, and one scalar per
-        entry of :meth:`to_dict`.
+        Keys: ``per_sample [n]``, ``per_start [n, S]``, ``starts [S]``, one scalar per entry of
+        :meth:`to_dict`, and one per entry of ``extra`` (e.g. the evaluated checkpoint's
+        ``checkpoint_sha256``).
         """
         path = Path(path)
+        scalars = {**self.to_dict(), **(extra or {})}
         with atomic_path(path) as tmp, tmp.open("wb") as handle:
             np.savez(
                 handle,
                 per_sample=self.per_sample.numpy(),
                 per_start=self.per_start.numpy(),
                 starts=self.starts.numpy(),
-                **{key: np.asarray(value) for key, value in self.to_dict().items()},
+                **{key: np.asarray(value) for key, value in scalars.items()},
             )
         return path
 
@@ -103,7 +107,7 @@ def samples_digest(grids: Tensor) -> str:
     computed on different samples."""
     data = grids.detach().contiguous().cpu()
     digest = hashlib.sha256(f"{data.dtype} {list(data.shape)}".encode())
-    digest.update(data.numpy().tobytes())
+    digest.update(memoryview(data.numpy()))  # no copy of the (contiguous) bytes
     return digest.hexdigest()
 
 

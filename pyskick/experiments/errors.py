@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import re
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -57,10 +58,16 @@ def read_evaluation(path: Path) -> tuple[str, str, Tensor]:
     Raises:
         ValueError: not an evaluation file, or one without a record of its samples.
     """
+    arrays = _load(path)
+    per_sample = torch.from_numpy(arrays["per_sample"].astype(np.float64))
+    return str(arrays["metric"]), str(arrays["samples_sha256"]), per_sample
+
+
+def _load(path: Path) -> dict[str, np.ndarray]:
     try:
         with np.load(path, allow_pickle=False) as data:
             arrays = {key: np.asarray(data[key]) for key in data.files}
-    except (OSError, EOFError, ValueError):
+    except (OSError, EOFError, ValueError, KeyError, zipfile.BadZipFile):
         raise ValueError(f"{path} is not a readable evaluation file") from None
     if not {"per_sample", "metric"} <= set(arrays):
         raise ValueError(f"{path} is not an evaluation file (no per_sample/metric)")
@@ -69,8 +76,19 @@ def read_evaluation(path: Path) -> tuple[str, str, Tensor]:
             f"{path} does not record its test samples (written by an older pyskick); "
             "evaluate the run again"
         )
-    per_sample = torch.from_numpy(arrays["per_sample"].astype(np.float64))
-    return str(arrays["metric"]), str(arrays["samples_sha256"]), per_sample
+    return arrays
+
+
+def _check_current(run: Path, path: Path) -> None:
+    """Refuse a run folder's evaluation of a ``best.pt`` the run no longer has."""
+    from pyskick.sidekicks.base import checkpoint_digest
+
+    recorded = _load(path).get("checkpoint_sha256")
+    best = run / "best.pt"
+    if recorded is not None and best.is_file() and str(recorded) != checkpoint_digest(best):
+        raise ValueError(
+            f"{path} evaluated an earlier best.pt of {run}; run `pyskick evaluate {run}` again"
+        )
 
 
 def _stack(label: str, metric: str, paths: list[Path]) -> ErrorSet:
@@ -102,6 +120,8 @@ def _from_run(label: str, run: Path, metric: str) -> list[ErrorSet]:
         raise ValueError(
             f"{label} has no {metric} evaluation: run `pyskick evaluate {run} --metric {metric}`"
         )
+    for path in found:
+        _check_current(run, path)
     return [_stack(label, metric, [path]) for path in found]
 
 

@@ -133,6 +133,7 @@ def reproduce(
     from pyskick.plugins import get_registries
     from pyskick.sidekicks.reward import NMS_PRESETS
     from pyskick.training import TrainData, load_config
+    from pyskick.training.config import config_preset
     from pyskick.training.one_view_cache import file_digest
 
     start = time.perf_counter()
@@ -144,7 +145,7 @@ def reproduce(
             raise ValueError(f"{name} must be positive, got {value}")
     chosen = select_methods(methods)
     check_available(chosen, get_registries())
-    given_options = split_sidekick_options(
+    given_options, given_record = split_sidekick_options(
         sidekick_options or {}, [m.sidekick for m in chosen if m.trained]
     )
     path = Path(dataset)
@@ -162,6 +163,8 @@ def reproduce(
         raise ValueError(
             f"num_test {n_test} exceeds the {available} {eval_split} viewgrids of {path}"
         )
+    if preset is None:  # as `pyskick train`: the config file's, else the dataset's paper preset
+        preset = config_preset(config) if config is not None else None
     if preset is None:
         preset = "paper-modelnet" if spec.preset == "modelnet-hard" else "paper-sun360"
     overrides = {"epochs": epochs, "pretrain_epochs": pretrain_epochs, "batch_size": batch_size}
@@ -195,7 +198,7 @@ def reproduce(
         "n_test": n_test,
         "eval_split": eval_split,
         "seed": train_config.seed,
-        "sidekick_options": {name: dict(opts) for name, opts in sorted(given_options.items())},
+        "sidekick_options": given_record,
         "train_config": {
             key: value
             for key, value in train_config.to_dict().items()
@@ -203,6 +206,15 @@ def reproduce(
         },
     }
     check_settings(out, settings)
+    # Every run of a sidekick in this folder uses the options resolved for its first run, so
+    # that seeds or methods added later (or with more --epochs) share one schedule.
+    previous = out / SETTINGS_FILE
+    resolved: dict[str, dict[str, Any]] = (
+        json.loads(previous.read_text()).get("resolved_sidekick_options", {})
+        if previous.is_file()
+        else {}
+    )
+    settings["resolved_sidekick_options"] = resolved
     out.mkdir(parents=True, exist_ok=True)
     write_json(out / SETTINGS_FILE, settings)
 
@@ -214,7 +226,7 @@ def reproduce(
         if not method.trained:
             continue
         for k in range(seeds):
-            _train(method, k, train_config, one_view, data, spec, out, say, given_options)
+            _train(method, k, train_config, one_view, data, spec, out, say, given_options, settings)
 
     for method in chosen:
         for k in range(1 if not method.trained else seeds):
@@ -318,10 +330,14 @@ def _pretrain(config: TrainConfig, run: Path, data: TrainData, out: Path, say: L
 
 def split_sidekick_options(
     given: Mapping[str, Any], sidekicks: Sequence[str]
-) -> dict[str, dict[str, Any]]:
+) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
     """``{"KEY": v, "NAME.KEY": w}`` as options per sidekick of ``sidekicks``: a plain KEY goes
     to every sidekick that declares it, ``NAME.KEY`` to NAME only (and wins). Values are parsed
     and checked (``"5"`` becomes 5).
+
+    Returns:
+        ``(per sidekick, as given with parsed values)``; the second is what a folder records
+        (it does not change when other methods are selected).
 
     Raises:
         ValueError: a key that no selected sidekick declares, a NAME not selected, or a bad
@@ -331,6 +347,7 @@ def split_sidekick_options(
 
     declared = {name: {o.name: o for o in sidekick_entry(name).options} for name in set(sidekicks)}
     out: dict[str, dict[str, Any]] = {}
+    record: dict[str, Any] = {}
     for key, value in given.items():
         name, dot, option = key.rpartition(".")
         if dot:
@@ -356,12 +373,13 @@ def split_sidekick_options(
                     )
                     + ")"
                 )
+        name_key = option if dot else key
         for target in targets:
-            name_key = option if dot else key
+            parsed = declared[target][name_key].parse(value, f"sidekick {target!r}")
+            record[key] = parsed
             if dot or name_key not in out.get(target, {}):
-                parsed = declared[target][name_key].parse(value, f"sidekick {target!r}")
                 out.setdefault(target, {})[name_key] = parsed
-    return out
+    return out, dict(sorted(record.items()))
 
 
 def _train(
@@ -374,6 +392,7 @@ def _train(
     out: Path,
     say: Log,
     given_options: Mapping[str, Mapping[str, Any]],
+    settings: dict[str, Any],
 ) -> None:
     from pyskick.sidekicks.factory import make_sidekick, run_options
     from pyskick.training import train
@@ -386,9 +405,13 @@ def _train(
     done = epochs_done(run)
     if done >= config.epochs:
         return
-    # A run continues with the options it started with (recorded in its checkpoint).
+    # A run continues with the options it started with (recorded in its checkpoint); a new
+    # one takes those of the folder's first run of this sidekick.
+    resolved = settings["resolved_sidekick_options"]
     recorded = (
-        load_checkpoint(run / "latest.pt")["config"].get("sidekick_options", {}) if done else None
+        load_checkpoint(run / "latest.pt")["config"].get("sidekick_options", {})
+        if done
+        else resolved.get(method.sidekick)
     )
     options = run_options(
         method.sidekick,
@@ -397,6 +420,9 @@ def _train(
         config=config,
         recorded=recorded,
     )
+    if method.sidekick not in resolved:
+        resolved[method.sidekick] = options
+        write_json(out / SETTINGS_FILE, settings)
     config = config.replace(sidekick_options=options)
     # Built only when there is training to do: a sidekick scores the training set on prepare.
     sidekick = make_sidekick(

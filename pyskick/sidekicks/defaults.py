@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
 from pyskick.sidekicks.options import SidekickOption
@@ -45,12 +46,13 @@ def _epochs(config: TrainConfig | None) -> int:
 
 def decay_every_default(_spec: GridSpec | None, config: TrainConfig | None) -> int:
     """Epochs between decays of the reward bonus: half the run, at least 1."""
-    return max(1, round(_epochs(config) * DECAY_EVERY_FRACTION))
+    # Rounded up: a 5-epoch run decays once, after epoch 3, not twice.
+    return max(1, math.ceil(_epochs(config) * DECAY_EVERY_FRACTION))
 
 
 def hybrid_schedule_default(_spec: GridSpec | None, config: TrainConfig | None) -> int:
     """Epochs between decrements of T_sup: 5 % of the run, at least 1."""
-    return max(1, round(_epochs(config) * HYBRID_FRACTION))
+    return max(1, math.ceil(_epochs(config) * HYBRID_FRACTION))
 
 
 def _nms(spec: GridSpec | None) -> tuple[int, int]:

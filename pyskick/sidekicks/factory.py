@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from pyskick.sidekicks.base import Sidekick
@@ -126,5 +125,5 @@ def make_sidekick(
             "not a pyskick.sidekicks.Sidekick"
         )
     sidekick.name = entry.name
-    sidekick.options = MappingProxyType(dict(resolved))
+    sidekick.options = dict(resolved)  # a dict: sidekicks are deep-copied (actors)
     return sidekick

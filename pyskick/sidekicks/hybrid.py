@@ -33,6 +33,8 @@ class HybridSupervision(Sidekick, ABC):
         if hybrid_schedule < 1:
             raise ValueError(f"hybrid_schedule must be >= 1 epoch, got {hybrid_schedule}")
         self.hybrid_schedule = hybrid_schedule
+        # What a run records (make_sidekick stamps the same, plus a subclass's other options).
+        self.options: dict[str, Any] = {"hybrid_schedule": hybrid_schedule}
         self.T: int | None = None
         self.T_sup: int | None = None
         self._restored = False

@@ -86,6 +86,14 @@ class RewardSidekick(Sidekick):
         self.decay_every, self.decay_factor = decay_every, decay_factor
         self.batch_size = batch_size
         self.maps: Tensor | None = None
+        # What a run records (make_sidekick stamps the same resolved values).
+        self.options: dict[str, Any] = {
+            "scale": scale,
+            "decay_every": decay_every,
+            "decay_factor": decay_factor,
+            "k": k,
+            "radius": radius,
+        }
 
     def score_options(self, T: int) -> dict[str, Any]:
         """The one-view model's checkpoint digest, the input normalisation and the NMS

@@ -31,6 +31,25 @@ _CHOICES: dict[str, tuple[str, ...]] = {
 _POSITIVE_INTS = ("T", "epochs", "pretrain_epochs", "batch_size", "eval_batch_size")
 # Names resolved in the plugin registry when a run starts (plugins may add more).
 _REGISTERED_NAMES = ("critic", "actor", "sidekick")
+TRAIN_ONLY_FIELDS = (
+    "T",
+    "epochs",
+    "critic",
+    "critic_coeff",
+    "actor",
+    "lambda_entropy",
+    "reward_scale",
+    "supervised_scale",
+    "sidekick",
+    "sidekick_options",
+    "fix_decode",
+    "frozen_batchnorm",
+    "reward_radius",
+    "start_zeroing",
+    "eval_batch_size",
+)
+"""Fields that only matter after pretraining: the one-view cache keys a pretraining by the
+others (their defaults in the cached run), and a resumed pretraining ignores them."""
 # Fields of older configs that moved; from_dict drops them from configs that predate the move.
 _MOVED = {"hybrid_schedule": "the demonstrating sidekicks' option hybrid_schedule"}
 _NON_NEGATIVE_INTS = ("seed", "reward_radius")
@@ -186,8 +205,10 @@ class TrainConfig:
             raise TypeError(f"TrainConfig.from_dict needs a mapping, got {type(data).__name__}")
         names = [f.name for f in dataclasses.fields(cls)]
         if "sidekick_options" not in data:
-            # Written before the sidekick options existed: drop the fields that moved there.
+            # Written before the sidekick options existed: drop the fields that moved there,
+            # and keep the start rule of that time.
             data = {key: value for key, value in data.items() if key not in _MOVED}
+            data.setdefault("start_zeroing", "neighbourhood")
         moved = sorted(set(data) & set(_MOVED))
         if moved:
             raise ValueError(f"TrainConfig.{moved[0]} is now {_MOVED[moved[0]]}")
@@ -288,6 +309,18 @@ def load_config(
             values["sidekick_options"] = options
     values.pop("preset", None)
     return base.replace(**values) if values else base
+
+
+def config_preset(path: str | os.PathLike[str]) -> str | None:
+    """The ``preset`` a config file names (None if it names none).
+
+    Raises:
+        FileNotFoundError, ValueError: as :func:`load_config`.
+    """
+    value = _read_toml(Path(path)).get("preset")
+    if value is not None and not isinstance(value, str):
+        raise TypeError(f"preset must be a string, got {value!r}")
+    return value
 
 
 def _read_toml(path: Path) -> dict[str, Any]:

@@ -20,26 +20,9 @@ import sys
 from pathlib import Path
 
 from pyskick import __version__
-from pyskick.training.config import TrainConfig
+from pyskick.training.config import TRAIN_ONLY_FIELDS, TrainConfig
 from pyskick.training.data import TrainData
 from pyskick.training.trainer import pretrain
-
-# Fields that only matter after pretraining; the cached run uses their defaults.
-TRAIN_ONLY_FIELDS = (
-    "T",
-    "epochs",
-    "critic",
-    "critic_coeff",
-    "actor",
-    "lambda_entropy",
-    "reward_scale",
-    "supervised_scale",
-    "fix_decode",
-    "frozen_batchnorm",
-    "reward_radius",
-    "start_zeroing",
-    "eval_batch_size",
-)
 
 
 def cache_root() -> Path:

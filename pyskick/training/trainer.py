@@ -49,7 +49,7 @@ from pyskick.training.checkpoint import (
     restore_rng_state,
     save_checkpoint,
 )
-from pyskick.training.config import TrainConfig
+from pyskick.training.config import TRAIN_ONLY_FIELDS, TrainConfig
 from pyskick.training.data import TrainData
 from pyskick.training.distributed import (
     DistContext,
@@ -190,6 +190,10 @@ class Trainer:
             )
         if sidekick is not None and stage == "train":
             config = config.replace(sidekick=sidekick.name, sidekick_options=dict(sidekick.options))
+            if sidekick.reward_radius is not None:
+                # The environment zeroes rewards around visited views as the maps assume (set
+                # before a resumed run's config is compared with the recorded one).
+                config = config.replace(reward_radius=sidekick.reward_radius)
         self.run_dir = Path(out_dir)
         latest = self.run_dir / "latest.pt"
         if not resume and latest.exists():
@@ -202,7 +206,9 @@ class Trainer:
                 raise ValueError(
                     f"cannot resume a {resume_state.get('stage')!r} run as a {stage!r} run"
                 )
-            config = _resumed_config(resume_state, config, stage)
+            # Without a sidekick object the run rebuilds its own: its radius is the recorded one.
+            inherited = ("reward_radius",) if sidekick is None else ()
+            config = _resumed_config(resume_state, config, stage, inherited)
         if stage == "pretrain":
             # One glimpse, no actions: the actor, critic and sidekick settings are moot.
             config = config.replace(T=1, critic="average", sidekick="none", sidekick_options={})
@@ -229,9 +235,8 @@ class Trainer:
                 field="TrainConfig.sidekick",
             )
             config = config.replace(sidekick_options=dict(sidekick.options))
-        if sidekick is not None and sidekick.reward_radius is not None:
-            # The environment zeroes rewards around visited views as the sidekick's maps assume.
-            config = config.replace(reward_radius=sidekick.reward_radius)
+            if sidekick.reward_radius is not None:
+                config = config.replace(reward_radius=sidekick.reward_radius)
         self.config = config
         self.stage = stage
         self.data = data
@@ -668,13 +673,18 @@ def _model_config(config: TrainConfig, data: TrainData) -> ModelConfig:
         raise ValueError(f"the data's viewgrids do not fit model {config.model!r}: {exc}") from None
 
 
-def _resumed_config(state: dict[str, Any], config: TrainConfig, stage: Stage) -> TrainConfig:
-    """The saved config with only the resumable fields taken from ``config``."""
+def _resumed_config(
+    state: dict[str, Any], config: TrainConfig, stage: Stage, inherited: tuple[str, ...] = ()
+) -> TrainConfig:
+    """The saved config with only the resumable fields taken from ``config``; ``inherited``
+    fields are the saved ones, whatever ``config`` says."""
     saved = TrainConfig.from_dict(state["config"])
-    ignored = ("T", "critic") if stage == "pretrain" else ()
+    ignored = TRAIN_ONLY_FIELDS if stage == "pretrain" else inherited
     for name, value in config.to_dict().items():
         if name in _RESUMABLE_CHANGES or name in ignored:
             continue
+        if (name == "sidekick_options" and not value) or (name == "sidekick" and value == "none"):
+            continue  # not given: the run keeps the sidekick and options it recorded
         if getattr(saved, name) != value:
             raise ValueError(
                 f"cannot resume: config field {name} is {value!r} but the run used "

@@ -36,7 +36,8 @@ def read_curve(run: Path, key: str) -> tuple[list[int], list[float]]:
         except json.JSONDecodeError as exc:
             raise ValueError(f"{path}:{number} is not JSON ({exc.msg})") from None
         value = record.get(key) if isinstance(record, dict) else None
-        if isinstance(value, int | float) and "step" in record:
+        finite = isinstance(value, int | float) and math.isfinite(value)
+        if finite and "step" in record:
             steps.append(int(record["step"]))
             values.append(float(value))
     if not values:

@@ -159,3 +159,27 @@ def test_reproduce_methods_pair_seed_by_seed(
     code, _, err = run(["compare", str(folder), f"{folder}:ltla"], capsys)
     assert code == 2
     assert "is a reproduce folder: name a method" in err
+
+
+def test_stale_and_other_actor_evaluations_are_not_compared(
+    runs: tuple[Path, Path, Path], capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    import shutil
+
+    one, ltla, _ = runs
+    copy = tmp_path / "ltla"
+    shutil.copytree(ltla, copy)
+    shutil.rmtree(copy / "eval", ignore_errors=True)
+    # Another actor evaluates another method: nothing is recorded in the run folder.
+    code, _, err = run(["evaluate", str(copy), "--actor", "random", "--device", "cpu"], capsys)
+    assert code == 0, err
+    assert not (copy / "eval").exists()
+    assert run(["evaluate", str(copy), "--device", "cpu"], capsys)[0] == 0
+    assert run(["evaluate", str(one), "--device", "cpu"], capsys)[0] == 0
+    assert run(["compare", str(one), str(copy), "--metric", "avg"], capsys)[0] == 0
+    # The run's best.pt changes (trained further): its recorded evaluation is stale.
+    shutil.copy(copy / "latest.pt", copy / "best.pt")
+    (copy / "best.pt").write_bytes((copy / "best.pt").read_bytes() + b"\0")
+    code, _, err = run(["compare", str(one), str(copy), "--metric", "avg"], capsys)
+    assert code == 2
+    assert "evaluated an earlier best.pt" in err

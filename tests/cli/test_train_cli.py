@@ -210,9 +210,19 @@ def test_sidekick_options_are_recorded_and_kept_on_resume(
     assert code == 2
     assert "sidekick 'rew' has no option 'nms'; valid options: scale, decay_every" in err
     assert not (tmp_path / "x").exists()
-    # The same options again (or none) continue the run, keeping the recorded ones.
+    # The same options again continue the run, keeping the recorded ones.
     code, _, err = run([*resume, "--sidekick-option", "decay_every=3"], capsys)
     assert code == 0, err
     state = load_checkpoint(rew / "latest.pt")
     assert state["epoch"] == 1
+    assert state["config"]["sidekick_options"] == recorded["sidekick_options"]
+    # Without the config file or --sidekick, a resume continues the run's own sidekick and
+    # options.
+    bare = ["train", *base[:-6], "--epochs", "3", "--batch-size", "8", "--device", "cpu",
+            "--out", str(rew), "--resume"]  # fmt: skip
+    code, _, err = run(bare, capsys)
+    assert code == 0, err
+    state = load_checkpoint(rew / "latest.pt")
+    assert state["epoch"] == 2
+    assert state["config"]["sidekick"] == "rew"
     assert state["config"]["sidekick_options"] == recorded["sidekick_options"]

@@ -109,6 +109,7 @@ def test_defaults_scale_with_the_run() -> None:
     assert decay_every_default(SPEC, short) == 6
     assert decay_every_default(SPEC, paper) == 500
     assert decay_every_default(SPEC, TrainConfig(epochs=1)) == 1
+    assert decay_every_default(SPEC, TrainConfig(epochs=5)) == 3  # decays once, after epoch 3
     assert hybrid_schedule_default(SPEC, paper) == 50
     assert hybrid_schedule_default(SPEC, TrainConfig(epochs=3)) == 1
     rew = sidekick_options("rew", {}, spec=SPEC, config=short)
@@ -222,7 +223,9 @@ def test_train_config_records_the_options() -> None:
 def test_configs_from_before_the_options_drop_the_moved_field() -> None:
     old = {**TrainConfig().to_dict(), "hybrid_schedule": 7}
     del old["sidekick_options"]
-    assert TrainConfig.from_dict(old) == TrainConfig()
+    del old["start_zeroing"]
+    # Such a run zeroed the start's neighbourhood (the rule of that time) and keeps it.
+    assert TrainConfig.from_dict(old) == TrainConfig(start_zeroing="neighbourhood")
     with pytest.raises(ValueError, match="hybrid_schedule is now the demonstrating sidekicks"):
         TrainConfig().replace(hybrid_schedule=7)
 
@@ -257,7 +260,7 @@ def test_toml_sidekick_table(tmp_path: Path) -> None:
 
 def test_reproduce_splits_options_by_sidekick() -> None:
     sidekicks = ["none", "rew", "demo", "rnd-rewards"]
-    split = split_sidekick_options(
+    split, record = split_sidekick_options(
         {"decay_every": "3", "rew.decay_every": "5", "hybrid_schedule": "2"}, sidekicks
     )
     assert split == {
@@ -265,6 +268,9 @@ def test_reproduce_splits_options_by_sidekick() -> None:
         "rnd-rewards": {"decay_every": 3},
         "demo": {"hybrid_schedule": 2},
     }
+    # What a folder records is what was given (parsed), whatever methods are selected.
+    assert record == {"decay_every": 3, "hybrid_schedule": 2, "rew.decay_every": 5}
+    assert split_sidekick_options({"decay_every": "3"}, ["rew"])[1] == {"decay_every": 3}
     with pytest.raises(ValueError, match="no selected sidekick has option 'foo'"):
         split_sidekick_options({"foo": "1"}, sidekicks)
     with pytest.raises(ValueError, match="no selected method uses sidekick 'expert-clone'"):
@@ -283,3 +289,19 @@ def test_declared_reward_options_match_the_sidekick_arguments() -> None:
         assert option.name in parameters
     assert resolve_options(REWARD_OPTIONS, {}, owner="x", spec=None, config=None)["k"] == 4
     assert issubclass(RewardSidekick, Sidekick)
+
+
+def test_sidekick_settings_do_not_split_the_one_view_cache(tmp_path: Path) -> None:
+    # Every sidekick (and its options, the start rule) starts from the same cached one-view
+    # model: they only matter after pretraining.
+    from pyskick.training.one_view_cache import cache_key, pretrain_config
+
+    dataset = tmp_path / "d.h5"
+    dataset.write_bytes(b"bytes of a dataset")
+    base = TrainConfig(epochs=10)
+    rew = base.replace(
+        sidekick="rew", sidekick_options={"k": 3}, start_zeroing="none", reward_radius=2
+    )
+    assert cache_key(dataset, rew) == cache_key(dataset, base)
+    assert pretrain_config(rew) == pretrain_config(base)
+    assert cache_key(dataset, base.replace(pretrain_epochs=7)) != cache_key(dataset, base)

@@ -179,3 +179,35 @@ def test_train_data_is_checked(tiny_data):
     with pytest.raises(ValueError, match="non-empty"):
         TrainData(tiny_data.train[:0], tiny_data.val, (120.0,))
     assert tiny_data.grid_shape == (3, 4, 1, 16)
+
+
+def test_a_sidekicks_reward_radius_and_options_survive_resume(
+    tmp_path, pretrained, tiny_config, tiny_data
+):
+    # A radius-2 reward sidekick (ModelNet-like): its radius sets the config before a resumed
+    # run is compared with the recorded one; resumed without the object, the run rebuilds it
+    # from the recorded name and options, and ends where an uninterrupted run ends.
+    from pyskick_rnd_rewards.sidekick import RandomRewardSidekick
+
+    config = tiny_config.replace(epochs=3)
+
+    def sidekick():
+        return RandomRewardSidekick(seed=config.seed, k=2, radius=2, decay_every=1)
+
+    full = Trainer(config, tmp_path / "full", tiny_data, stage="train", init=pretrained,
+                   sidekick=sidekick())  # fmt: skip
+    full.fit()
+    assert full.config.reward_radius == 2
+    assert full.config.sidekick == "rnd-rewards"
+    assert full.config.sidekick_options["decay_every"] == 1
+    cut = tmp_path / "cut"
+    train(config.replace(epochs=1), cut, tiny_data, init=pretrained, sidekick=sidekick())
+    train(config.replace(epochs=2), cut, tiny_data, resume=True, sidekick=sidekick())
+    resumed = Trainer(config, cut, tiny_data, stage="train", resume=True)
+    assert resumed.config.reward_radius == 2
+    assert resumed.sidekick.options == full.sidekick.options
+    resumed.fit()
+    a, b = full.state_dict(2), resumed.state_dict(2)
+    for key in a["model"]:
+        assert torch.equal(a["model"][key], b["model"][key]), key
+    assert a["sidekick"] == b["sidekick"]

@@ -113,7 +113,7 @@ def demo(
     selected = select_methods(chosen)
     check_available(selected, get_registries())
     options = parse_sidekick_options(sidekick_option)
-    split_sidekick_options(options, [m.sidekick for m in selected if m.trained])
+    split_sidekick_options(options, [m.sidekick for m in selected if m.trained])  # checks only
     if not data_path.exists():
         click.echo(f"demo: generating {num} synthetic scenes", err=True)
         out.mkdir(parents=True, exist_ok=True)

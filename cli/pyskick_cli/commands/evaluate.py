@@ -72,11 +72,12 @@ def evaluate(
     Errors are final-step MSEs (after T glimpses, observed views pasted, greedy actions),
     reported ×1000 with std and standard error like the paper's Table 1. A run folder keeps
     the per-sample errors in RUN/eval/<split>-<metric>-<samples digest>.npz for
-    `pyskick compare`.
+    `pyskick compare` (not with --actor, which evaluates another method).
     """
     from pyskick.data import ViewgridFile
     from pyskick.evaluation import evaluate as run_evaluate
     from pyskick.experiments.errors import run_eval_file
+    from pyskick.sidekicks.base import checkpoint_digest
 
     if actor is not None:
         registered("actor", actor, "--actor")
@@ -98,10 +99,14 @@ def evaluate(
     result = run_evaluate(run, grids, metric, actor=actor, baseline=baseline, **options)
     if save is not None:
         result.save(save)
-    if run.is_dir():
-        # Recorded in the run folder, keyed by the test samples, for `pyskick compare`.
+    if run.is_dir() and actor is None:
+        # Recorded in the run folder, keyed by the samples, for `pyskick compare` (not with
+        # another actor: that is another method's evaluation).
         assert result.samples_sha256 is not None
-        result.save(run_eval_file(run, split, metric, result.samples_sha256))
+        result.save(
+            run_eval_file(run, split, metric, result.samples_sha256),
+            extra={"checkpoint_sha256": checkpoint_digest(run)},
+        )
     report = {"run": str(run), "split": split, "n_samples": result.summary.n_samples}
     report.update(result.to_dict())
     if as_json:

@@ -13,6 +13,7 @@ from pyskick_cli.options import (
     parse_sidekick_options,
     record_run_dataset,
     recorded_init,
+    recorded_sidekick,
     registered,
     resolve_dataset_path,
     resolve_run_options,
@@ -173,6 +174,9 @@ def train(
         device=device, T=T, critic=critic, actor=actor, sidekick=sidekick,
         sidekick_options=parse_sidekick_options(sidekick_option),
     )  # fmt: skip
+    if resume and sidekick is None and config.sidekick == "none":
+        # Not given again: a resumed run continues with its own sidekick.
+        config = config.replace(sidekick=recorded_sidekick(out_dir) or "none")
     # A config file's names too, before any work.
     _check_names(config.critic, config.actor)
     registered("sidekick", config.sidekick, "--sidekick")

@@ -77,6 +77,7 @@ class ExpertCloneSidekick(HybridSupervision):
         self.channel_mean = tuple(float(x) for x in channel_mean)
         self.settings = settings
         self.batch_size = batch_size
+        self.options = dict({"hybrid_schedule": hybrid_schedule, "expert_epochs": settings.epochs})
         self.history: list[ExpertEpoch] = []
         """The expert's training curve, when this process trained it (not from a cache)."""
         self.expert_trajectories: Tensor | None = None
