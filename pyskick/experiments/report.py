@@ -329,6 +329,23 @@ def _paired_cell(entry: Mapping[str, Any]) -> str:
     return f"{entry['diff_x1000']:+.2f} [{lo:+.2f}, {hi:+.2f}] p={entry['p']:.2g} ({entry['kind']})"
 
 
+def _html_table(title: str, note: str, lines: list[str]) -> list[str]:
+    """A section with an HTML table made from Markdown table ``lines`` (none: no section)."""
+    if not lines:
+        return []
+    header, _, *body = lines
+    esc = html.escape
+    return [
+        f"<h2>{esc(title)}</h2><p>{esc(note)}</p><table>",
+        "<tr>" + "".join(f"<th>{esc(c)}</th>" for c in _md_cells(header)) + "</tr>",
+        *(
+            "<tr>" + "".join(f"<td>{esc(c)}</td>" for c in _md_cells(line)) + "</tr>"
+            for line in body
+        ),
+        "</table>",
+    ]
+
+
 def _md_cells(line: str) -> list[str]:
     return [cell.strip() for cell in line.strip().strip("|").split("|")]
 
@@ -676,14 +693,7 @@ def _html(
         cells.append(_ratio_cell(row.get("policy_gain_ratio")))
         parts.append("<tr>" + "".join(f"<td>{esc(c)}</td>" for c in cells) + "</tr>")
     parts.append("</table>")
-    paired = _paired_lines(table)
-    if paired:
-        parts.append(f"<h2>Paired gaps</h2><p>{esc(PAIRED_NOTE)}</p><table>")
-        header, _, *body = paired
-        parts.append("<tr>" + "".join(f"<th>{esc(c)}</th>" for c in _md_cells(header)) + "</tr>")
-        for line in body:
-            parts.append("<tr>" + "".join(f"<td>{esc(c)}</td>" for c in _md_cells(line)) + "</tr>")
-        parts.append("</table>")
+    parts += _html_table("Paired gaps", PAIRED_NOTE, _paired_lines(table))
     if table.get("claims"):
         parts.append(
             "<h2>The paper's effects</h2><p>Judged by paired 95% intervals (across seeds with "
@@ -695,14 +705,7 @@ def _html(
             items = "".join(f"<li>{esc(text)}</li>" for text in claim["evidence"])
             parts.append(f"<li{cls}><b>{esc(claim['name'])}: {state}</b><ul>{items}</ul></li>")
         parts.append("</ul>")
-    learning = _learning_lines(table)
-    if learning:
-        parts.append(f"<h2>Learning speed</h2><p>{esc(LEARNING_NOTE)}</p><table>")
-        header, _, *body = learning
-        parts.append("<tr>" + "".join(f"<th>{esc(c)}</th>" for c in _md_cells(header)) + "</tr>")
-        for line in body:
-            parts.append("<tr>" + "".join(f"<td>{esc(c)}</td>" for c in _md_cells(line)) + "</tr>")
-        parts.append("</table>")
+    parts += _html_table("Learning speed", LEARNING_NOTE, _learning_lines(table))
     parts.append(
         "<h2>Does the paper's ordering hold?</h2><p>The paper finds one-view worst, the "
         "learned policies better than random motions and the sidekick methods better than "
