@@ -9,7 +9,7 @@ are built, and receives a ``register(name, factory, *, aliases=(), options=())``
 - ``factory``: a callable building the object; its docstring's first line is the summary shown
   by ``pyskick plugins``;
 - ``aliases``: other accepted names;
-- ``options`` (sidekicks only): the :class:`~pyskick.sidekicks.options.SidekickOption` users
+- ``options`` (sidekicks only): the :class:`~pyskick.options.SidekickOption` users
   may set with ``--sidekick-option KEY=VALUE``.
 
 A name may be registered once per kind: a second registration is an error naming both plugins.
@@ -57,7 +57,7 @@ def pyskick_register_sidekicks(register: Register) -> None:
     and stamps the registered name and the options on it.
 
     :param register: ``register(name, factory, *, aliases=(), options=())``; ``options`` is a
-        list of :class:`~pyskick.sidekicks.options.SidekickOption`.
+        list of :class:`~pyskick.options.SidekickOption`.
     """
 
 

@@ -36,7 +36,7 @@ class Entry:
         plugin: the name of the plugin that registered it.
         aliases: other accepted names.
         options: the options a sidekick accepts
-            (:class:`~pyskick.sidekicks.options.SidekickOption`; empty for other kinds).
+            (:class:`~pyskick.options.SidekickOption`; empty for other kinds).
     """
 
     kind: str
@@ -71,7 +71,7 @@ class Registry:
         plugin: str,
     ) -> None:
         """Add ``name`` (and ``aliases``) for ``factory``, registered by ``plugin``; a sidekick
-        may declare ``options`` (:class:`~pyskick.sidekicks.options.SidekickOption`)."""
+        may declare ``options`` (:class:`~pyskick.options.SidekickOption`)."""
         if not isinstance(name, str) or not name or name != name.strip():
             raise ValueError(f"plugin {plugin!r}: invalid {self.kind} name {name!r}")
         if not callable(factory):
@@ -86,7 +86,7 @@ class Registry:
         owner = f"plugin {plugin!r}: {self.kind} {name!r}"
         if options and self.kind != "sidekick":
             raise TypeError(f"{owner}: only sidekicks declare options")
-        from pyskick.sidekicks.options import check_declarations
+        from pyskick.options import check_declarations
 
         declared = check_declarations(options, owner)
         entry = Entry(self.kind, name, factory, plugin, tuple(aliases), declared)

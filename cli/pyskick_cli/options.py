@@ -130,7 +130,7 @@ def parse_sidekick_options(values: tuple[str, ...]) -> dict[str, str]:
     Raises:
         click.BadParameter: an item that is not KEY=VALUE, or a key given twice.
     """
-    from pyskick.sidekicks.options import parse_assignments
+    from pyskick.options import parse_assignments
 
     try:
         return parse_assignments(values)

@@ -2,7 +2,7 @@
 
 A sidekick factory is called as ``factory(one_view=PATH, spec=GridSpec, config=TrainConfig,
 options=dict)`` with the one-view run the policy starts from, the dataset's geometry, the run's
-config and the sidekick's resolved options (:mod:`pyskick.sidekicks.options`), and returns a
+config and the sidekick's resolved options (:mod:`pyskick.options`), and returns a
 :class:`pyskick.sidekicks.Sidekick`.
 """
 

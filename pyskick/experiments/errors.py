@@ -36,14 +36,12 @@ class ErrorSet:
         metric: ``"avg"`` or ``"adv"``.
         errors: ``[K, n]`` float64 per-sample errors (row k: seed k).
         samples_sha256: digest of the evaluated test samples.
-        sources: the files the rows came from.
     """
 
     label: str
     metric: str
     errors: Tensor
     samples_sha256: str
-    sources: tuple[Path, ...]
 
 
 def run_eval_file(run: Path, split: str, metric: str, samples_sha256: str) -> Path:
@@ -52,18 +50,8 @@ def run_eval_file(run: Path, split: str, metric: str, samples_sha256: str) -> Pa
     return run / "eval" / f"{split}-{metric}-{samples_sha256[:12]}.npz"
 
 
-def read_evaluation(path: Path) -> tuple[str, str, Tensor]:
-    """``(metric, samples_sha256, per_sample [n])`` of an evaluation ``.npz``.
-
-    Raises:
-        ValueError: not an evaluation file, or one without a record of its samples.
-    """
-    arrays = _load(path)
-    per_sample = torch.from_numpy(arrays["per_sample"].astype(np.float64))
-    return str(arrays["metric"]), str(arrays["samples_sha256"]), per_sample
-
-
 def _load(path: Path) -> dict[str, np.ndarray]:
+    """The arrays of an evaluation ``.npz``, checked to be one that can be paired."""
     try:
         with np.load(path, allow_pickle=False) as data:
             arrays = {key: np.asarray(data[key]) for key in data.files}
@@ -79,39 +67,34 @@ def _load(path: Path) -> dict[str, np.ndarray]:
     return arrays
 
 
-def _check_current(run: Path, path: Path) -> None:
-    """Refuse a run folder's evaluation of a ``best.pt`` the run no longer has."""
+def _stack(label: str, metric: str, paths: list[Path], *, run: Path | None = None) -> ErrorSet:
+    """The evaluations ``paths`` (one per seed) as one set; with ``run``, each must be of the
+    run's current ``best.pt``."""
     from pyskick.sidekicks.base import checkpoint_digest
 
-    recorded = _load(path).get("checkpoint_sha256")
-    best = run / "best.pt"
-    if recorded is not None and best.is_file() and str(recorded) != checkpoint_digest(best):
-        raise ValueError(
-            f"{path} evaluated an earlier best.pt of {run}; run `pyskick evaluate {run}` again"
-        )
-
-
-def _stack(label: str, metric: str, paths: list[Path]) -> ErrorSet:
+    best = None if run is None or not (run / "best.pt").is_file() else run / "best.pt"
     rows, digests = [], set()
     for path in paths:
-        found_metric, digest, per_sample = read_evaluation(path)
-        if found_metric != metric:
-            raise ValueError(f"{path} is an evaluation of metric {found_metric}, not {metric}")
-        rows.append(per_sample)
-        digests.add(digest)
+        arrays = _load(path)
+        if str(arrays["metric"]) != metric:
+            raise ValueError(f"{path} is an evaluation of metric {arrays['metric']}, not {metric}")
+        recorded = arrays.get("checkpoint_sha256")
+        if best is not None and recorded is not None and str(recorded) != checkpoint_digest(best):
+            raise ValueError(
+                f"{path} evaluated an earlier best.pt of {run}; run `pyskick evaluate {run}` again"
+            )
+        rows.append(torch.from_numpy(arrays["per_sample"].astype(np.float64)))
+        digests.add(str(arrays["samples_sha256"]))
     if len(digests) != 1 or len({row.numel() for row in rows}) != 1:
         raise ValueError(f"the seeds of {label} were evaluated on different test samples")
-    return ErrorSet(label, metric, torch.stack(rows), digests.pop(), tuple(paths))
+    return ErrorSet(label, metric, torch.stack(rows), digests.pop())
 
 
-def _from_file(label: str, path: Path, metric: str | None) -> ErrorSet:
+def _from_file(label: str, path: Path, metric: str) -> ErrorSet:
     npz = path.with_suffix(".npz") if path.suffix == ".json" else path
     if not npz.is_file():
         raise ValueError(f"{label}: no evaluation file {npz}")
-    found_metric, _, _ = read_evaluation(npz)
-    if metric is not None and found_metric != metric:
-        raise ValueError(f"{label} is an evaluation of metric {found_metric}, not {metric}")
-    return _stack(label, found_metric, [npz])
+    return _stack(label, metric, [npz])
 
 
 def _from_run(label: str, run: Path, metric: str) -> list[ErrorSet]:
@@ -120,9 +103,7 @@ def _from_run(label: str, run: Path, metric: str) -> list[ErrorSet]:
         raise ValueError(
             f"{label} has no {metric} evaluation: run `pyskick evaluate {run} --metric {metric}`"
         )
-    for path in found:
-        _check_current(run, path)
-    return [_stack(label, metric, [path]) for path in found]
+    return [_stack(label, metric, [path], run=run) for path in found]
 
 
 def _from_reproduce(label: str, folder: Path, method: str, metric: str) -> ErrorSet:

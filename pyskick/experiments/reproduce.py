@@ -396,7 +396,6 @@ def _train(
 ) -> None:
     from pyskick.sidekicks.factory import make_sidekick, run_options
     from pyskick.training import train
-    from pyskick.training.checkpoint import load_checkpoint
 
     run = run_dir(out, method.name, k)
     config = config.replace(
@@ -409,7 +408,7 @@ def _train(
     # one takes those of the folder's first run of this sidekick.
     resolved = settings["resolved_sidekick_options"]
     recorded = (
-        load_checkpoint(run / "latest.pt")["config"].get("sidekick_options", {})
+        json.loads((run / "config.json").read_text()).get("sidekick_options", {})
         if done
         else resolved.get(method.sidekick)
     )

@@ -1,6 +1,6 @@
 """Sidekicks: helpers that shape or demonstrate the policy's training (paper §3.2–3.3).
 
-The classes load lazily, so that the torch-free parts (:mod:`pyskick.sidekicks.options`,
+The classes load lazily, so that the torch-free parts (:mod:`pyskick.options`,
 :mod:`pyskick.sidekicks.defaults`) can be imported by plugin registration, which every
 ``pyskick`` command runs, without importing torch.
 """
@@ -11,19 +11,19 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from pyskick.options import SidekickOption
     from pyskick.sidekicks.base import Demonstrations, NoSidekick, Sidekick
-    from pyskick.sidekicks.factory import make_sidekick, sidekick_options
+    from pyskick.sidekicks.factory import make_sidekick, run_options
     from pyskick.sidekicks.hybrid import HybridSupervision
-    from pyskick.sidekicks.options import SidekickOption
 
 _EXPORTS = {
     "Demonstrations": "pyskick.sidekicks.base",
     "NoSidekick": "pyskick.sidekicks.base",
     "Sidekick": "pyskick.sidekicks.base",
     "HybridSupervision": "pyskick.sidekicks.hybrid",
-    "SidekickOption": "pyskick.sidekicks.options",
+    "SidekickOption": "pyskick.options",
     "make_sidekick": "pyskick.sidekicks.factory",
-    "sidekick_options": "pyskick.sidekicks.factory",
+    "run_options": "pyskick.sidekicks.factory",
 }
 
 __all__ = [
@@ -33,7 +33,7 @@ __all__ = [
     "Sidekick",
     "SidekickOption",
     "make_sidekick",
-    "sidekick_options",
+    "run_options",
 ]
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-from pyskick.sidekicks.options import SidekickOption
+from pyskick.options import SidekickOption
 
 if TYPE_CHECKING:
     from pyskick.data.spec import GridSpec

@@ -7,8 +7,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pyskick.options import OptionValue, resolve_options
 from pyskick.sidekicks.base import Sidekick
-from pyskick.sidekicks.options import OptionValue, resolve_options
 
 if TYPE_CHECKING:
     from pyskick.data.spec import GridSpec
@@ -27,30 +27,12 @@ def sidekick_entry(name: str, *, field: str | None = None) -> Entry:
     return lookup("sidekick", name, field=field)
 
 
-def sidekick_options(
+def run_options(
     name: str,
     given: Mapping[str, Any] | None = None,
     *,
     spec: GridSpec | None = None,
     config: TrainConfig | None = None,
-) -> dict[str, OptionValue]:
-    """The resolved options of sidekick ``name``: ``given`` checked, defaults filled in.
-
-    Raises:
-        ValueError: an unknown sidekick, key or value (the message lists the valid options).
-    """
-    entry = sidekick_entry(name)
-    return resolve_options(
-        entry.options, given or {}, owner=f"sidekick {entry.name!r}", spec=spec, config=config
-    )
-
-
-def run_options(
-    name: str,
-    given: Mapping[str, Any] | None,
-    *,
-    spec: GridSpec | None,
-    config: TrainConfig | None,
     recorded: Mapping[str, Any] | None = None,
 ) -> dict[str, OptionValue]:
     """The options a run of sidekick ``name`` uses.

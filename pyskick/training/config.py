@@ -109,7 +109,7 @@ class TrainConfig:
     sidekick_options: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     """The sidekick's options (``--sidekick-option KEY=VALUE``, the ``[sidekick]`` TOML
     table): what was given before the run starts, every declared option with its default
-    resolved once the run started (:mod:`pyskick.sidekicks.options`)."""
+    resolved once the run started (:mod:`pyskick.options`)."""
     memorize: bool = False
     """Paste observed views into the reconstruction during training too (evaluation always
     pastes)."""

@@ -206,8 +206,13 @@ class Trainer:
                 raise ValueError(
                     f"cannot resume a {resume_state.get('stage')!r} run as a {stage!r} run"
                 )
-            # Without a sidekick object the run rebuilds its own: its radius is the recorded one.
-            inherited = ("reward_radius",) if sidekick is None else ()
+            # Without a sidekick object the run rebuilds its own: the recorded radius, and the
+            # recorded sidekick and options unless others were given.
+            inherited: tuple[str, ...] = ()
+            if sidekick is None:
+                inherited = ("reward_radius",)
+                inherited += ("sidekick",) if config.sidekick == "none" else ()
+                inherited += ("sidekick_options",) if not config.sidekick_options else ()
             config = _resumed_config(resume_state, config, stage, inherited)
         if stage == "pretrain":
             # One glimpse, no actions: the actor, critic and sidekick settings are moot.
@@ -683,8 +688,6 @@ def _resumed_config(
     for name, value in config.to_dict().items():
         if name in _RESUMABLE_CHANGES or name in ignored:
             continue
-        if (name == "sidekick_options" and not value) or (name == "sidekick" and value == "none"):
-            continue  # not given: the run keeps the sidekick and options it recorded
         if getattr(saved, name) != value:
             raise ValueError(
                 f"cannot resume: config field {name} is {value!r} but the run used "

@@ -9,6 +9,7 @@ import pytest
 
 from pyskick.data.spec import GridSpec
 from pyskick.experiments.reproduce import split_sidekick_options
+from pyskick.options import parse_assignments, resolve_options
 from pyskick.registry import Registry
 from pyskick.sidekicks import NoSidekick, Sidekick, SidekickOption, make_sidekick
 from pyskick.sidekicks.defaults import (
@@ -18,8 +19,7 @@ from pyskick.sidekicks.defaults import (
     hybrid_schedule_default,
 )
 from pyskick.sidekicks.demo import DemoSidekick
-from pyskick.sidekicks.factory import run_options, sidekick_options
-from pyskick.sidekicks.options import parse_assignments, resolve_options
+from pyskick.sidekicks.factory import run_options
 from pyskick.sidekicks.reward import RewardSidekick
 from pyskick.sidekicks.scores import score_key
 from pyskick.training.config import TrainConfig, load_config
@@ -112,7 +112,7 @@ def test_defaults_scale_with_the_run() -> None:
     assert decay_every_default(SPEC, TrainConfig(epochs=5)) == 3  # decays once, after epoch 3
     assert hybrid_schedule_default(SPEC, paper) == 50
     assert hybrid_schedule_default(SPEC, TrainConfig(epochs=3)) == 1
-    rew = sidekick_options("rew", {}, spec=SPEC, config=short)
+    rew = run_options("rew", {}, spec=SPEC, config=short)
     assert rew == {
         "scale": 255e-4,
         "decay_every": 6,
@@ -121,18 +121,18 @@ def test_defaults_scale_with_the_run() -> None:
         "radius": 1,
     }
     # NMS follows the dataset preset (ModelNet Hard: 5 peaks, radius 2).
-    modelnet = sidekick_options("rew", {"k": "3"}, spec=MODELNET, config=short)
+    modelnet = run_options("rew", {"k": "3"}, spec=MODELNET, config=short)
     assert (modelnet["k"], modelnet["radius"]) == (3, 2)
-    assert sidekick_options("demo", {}, spec=SPEC, config=paper) == {"hybrid_schedule": 50}
-    assert sidekick_options("none", {}) == {}
+    assert run_options("demo", {}, spec=SPEC, config=paper) == {"hybrid_schedule": 50}
+    assert run_options("none", {}) == {}
 
 
 def test_unknown_options_list_the_valid_ones() -> None:
     with pytest.raises(ValueError, match="sidekick 'rew' has no option 'decay'") as info:
-        sidekick_options("rew", {"decay": "2"}, spec=SPEC, config=TrainConfig())
+        run_options("rew", {"decay": "2"}, spec=SPEC, config=TrainConfig())
     assert "valid options: scale, decay_every, decay_factor, k, radius" in str(info.value)
     with pytest.raises(ValueError, match="valid options: none: it takes no options"):
-        sidekick_options("none", {"k": "1"})
+        run_options("none", {"k": "1"})
 
 
 def test_make_sidekick_stamps_name_and_options(one_view_ckpt: Path) -> None:

@@ -1,5 +1,8 @@
 """Sidekick options: what each sidekick lets a user set, declared once, validated once.
 
+A bottom-layer module (no pyskick imports): the registry, the config and plugins' hook
+modules read it without importing torch or the sidekick classes.
+
 A sidekick declares its options when it registers (``register(name, factory,
 options=[SidekickOption(...), ...])``); users set them with ``--sidekick-option KEY=VALUE``
 (``train``, ``score``, ``reproduce``) or a ``[sidekick]`` table in the ``--config`` TOML;
