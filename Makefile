@@ -9,7 +9,7 @@ PIP := $(PY) -m pip --disable-pip-version-check
 TORCH_SPEC ?= torch==2.13.0
 PLUGIN_DIRS := $(patsubst %/pyproject.toml,%,$(wildcard plugins/*/pyproject.toml))
 
-.PHONY: setup test demo bench lint clean
+.PHONY: setup test demo bench lint clean sanitize sanitize-check
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -26,6 +26,44 @@ setup: $(PY)
 test: setup
 	$(VENV)/bin/ruff check .
 	$(PY) -m pytest
+
+# The CPU kernels built with AddressSanitizer + UndefinedBehaviorSanitizer into build/sanitize
+# (the normal install in $(VENV) is left alone), then the ops tests, hypothesis cases included,
+# run against that build: any memory error or undefined behaviour aborts the run. Python is not
+# sanitized, so the ASan runtime is preloaded (libstdc++ with it, or ASan cannot intercept
+# C++ throws) and leak checking is off (the interpreter never frees everything). GCC only.
+SANITIZE_DIR ?= build/sanitize
+SANITIZE_CXX ?= g++
+SANITIZE_TESTS ?= tests/ops tests/reliability/test_kernel_inputs.py
+# No GPU: the sanitized build has no CUDA kernels (the tests would demand them on a GPU machine)
+# and ASan's shadow memory clashes with the CUDA driver's mappings (protect_shadow_gap=0).
+SANITIZE_ENV = CUDA_VISIBLE_DEVICES= \
+  PYSKICK_NATIVE_LIBRARY="$(abspath $(SANITIZE_DIR))/_C$$($(PY) -c \
+    'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')" \
+  LD_PRELOAD="$$($(SANITIZE_CXX) -print-file-name=libasan.so) \
+    $$($(SANITIZE_CXX) -print-file-name=libstdc++.so)" \
+  ASAN_OPTIONS=detect_leaks=0:protect_shadow_gap=0 \
+  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+
+# -print-file-name prints the bare name when the compiler has no such library (and a missing
+# compiler prints nothing): fail here in one line rather than in the preloads below.
+sanitize-check:
+	@asan="$$($(SANITIZE_CXX) -print-file-name=libasan.so 2>/dev/null)"; \
+	if [ "$${asan#/}" = "$$asan" ] || [ ! -e "$$asan" ]; then \
+	  echo "make sanitize: '$(SANITIZE_CXX)' has no AddressSanitizer runtime (libasan.so); install GCC's libasan (Debian/Ubuntu: apt-get install libasan8) or set SANITIZE_CXX to a g++ that has it" >&2; \
+	  exit 1; \
+	fi
+
+sanitize: sanitize-check setup
+	cmake -S . -B $(SANITIZE_DIR) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	  -DCMAKE_CXX_COMPILER=$(SANITIZE_CXX) -DPYSKICK_SANITIZE=ON -DPYSKICK_WITH_CUDA=OFF \
+	  -DPython_EXECUTABLE=$(abspath $(PY)) -Dpybind11_DIR="$$($(PY) -m pybind11 --cmakedir)" \
+	  -DSKBUILD_PROJECT_NAME=pyskick \
+	  -DSKBUILD_PROJECT_VERSION="$$($(PY) -c 'import pyskick; print(pyskick.__version__)')"
+	cmake --build $(SANITIZE_DIR) --parallel
+	$(SANITIZE_ENV) $(PY) -c "from pyskick.ops import build_info; \
+	  assert build_info().get('sanitizers'), 'not the sanitized build: %s' % build_info()"
+	$(SANITIZE_ENV) $(PY) -m pytest -p no:cacheprovider --capture=sys $(SANITIZE_TESTS)
 
 lint: setup
 	$(VENV)/bin/ruff check .

@@ -60,6 +60,11 @@ py::dict build_info() {
   info["cuda_version"] = py::none();
   info["cuda_architectures"] = py::none();
 #endif
+#ifdef PYSKICK_SANITIZE
+  info["sanitizers"] = "address,undefined";  // `make sanitize`'s build, not for production
+#else
+  info["sanitizers"] = py::none();
+#endif
   return info;
 }
 
@@ -116,13 +121,14 @@ PYBIND11_MODULE(_C, m) {
       [](uintptr_t recon, uintptr_t grid, uintptr_t out, int64_t B, int64_t N, int64_t M,
          int64_t D) {
         check_sizes("coverage_matrix", {B, N, M, D});
-        if (B * N * M == 0) return;
+        if (B * N * M == 0) return true;
         check_pointer("coverage_matrix", "recon", recon, D);
         check_pointer("coverage_matrix", "grid", grid, D);
         check_pointer("coverage_matrix", "out", out, 1);
         py::gil_scoped_release release;
-        pyskick::coverage_matrix_cpu(ptr<const float>(recon), ptr<const float>(grid),
-                                     ptr<float>(out), B, N, M, D);
+        // False: a squared error was not finite; the wrapper names the non-finite input.
+        return pyskick::coverage_matrix_cpu(ptr<const float>(recon), ptr<const float>(grid),
+                                            ptr<float>(out), B, N, M, D);
       },
       py::arg("recon"), py::arg("grid"), py::arg("out"), py::arg("B"), py::arg("N"), py::arg("M"),
       py::arg("D"));

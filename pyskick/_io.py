@@ -8,11 +8,16 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+
+_SUFFIX = ".tmp"
+# mkstemp's names: the prefix, 8 characters of this alphabet, the suffix.
+_RANDOM = "[a-z0-9_]{8}"
 
 
 def _default_mode() -> int:
@@ -31,7 +36,7 @@ def atomic_path(path: str | os.PathLike[str], *, fsync: bool = False) -> Iterato
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=_SUFFIX, dir=path.parent)
     os.close(fd)
     tmp = Path(name)
     try:
@@ -55,3 +60,39 @@ def write_text(path: str | os.PathLike[str], text: str) -> Path:
 def write_json(path: str | os.PathLike[str], payload: Any) -> Path:
     """Write ``payload`` as indented JSON (with a final newline) atomically."""
     return write_text(path, json.dumps(payload, indent=2) + "\n")
+
+
+def temporaries(path: str | os.PathLike[str]) -> list[Path]:
+    """The temporaries :func:`atomic_path` made for ``path`` that are still there: a writer
+    killed (SIGKILL, power loss) before its rename leaves one behind."""
+    path = Path(path)
+    if not path.parent.is_dir():
+        return []
+    pattern = re.compile(rf"\.{re.escape(path.name)}\.{_RANDOM}{re.escape(_SUFFIX)}")
+    return sorted(p for p in path.parent.iterdir() if pattern.fullmatch(p.name))
+
+
+def remove_temporaries(path: str | os.PathLike[str]) -> list[Path]:
+    """Remove :func:`temporaries` of ``path``; only call it while no other process can be
+    writing ``path`` (e.g. holding the run folder's lock). Returns what was removed."""
+    found = temporaries(path)
+    for tmp in found:
+        tmp.unlink(missing_ok=True)
+    return found
+
+
+def check_writable_folder(folder: str | os.PathLike[str]) -> None:
+    """Refuse an output folder that cannot be written, before any work: the folder, or the
+    nearest existing folder it would be created in, must be a writable folder.
+
+    Raises:
+        ValueError: one line naming the folder that is in the way.
+    """
+    folder = Path(folder)
+    existing = folder
+    while not existing.exists() and not existing.is_symlink() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        raise ValueError(f"cannot create folder {folder}: {existing} is not a folder")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise ValueError(f"cannot write in folder {existing}: permission denied")

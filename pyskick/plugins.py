@@ -3,13 +3,16 @@
 Order: hook specifications; external plugins from entry points of group ``"pyskick"`` (unless
 ``PYSKICK_DISABLE_PLUGIN_AUTOLOAD`` is set; ``PYSKICK_LOAD_PLUGINS=a,b`` loads only those);
 then the built-in modules of :data:`DEFAULT_PLUGINS`; then ``check_pending()``, which rejects
-hook implementations that match no specification (typos). A plugin that fails to import is
-recorded with its error and skipped, so ``pyskick --help`` and ``pyskick plugins`` still work.
+hook implementations that match no specification (typos). A plugin that fails to import, or
+implements a hook that is not in :mod:`pyskick.hookspecs` (a misspelled name), is recorded with
+its error and skipped, so ``pyskick --help``, ``info``, ``plugins`` and every other command still
+work.
 ``PYSKICK_TRACE_PLUGINS=1`` prints every hook call to stderr.
 """
 
 from __future__ import annotations
 
+import difflib
 import functools
 import importlib
 import importlib.metadata
@@ -79,12 +82,48 @@ def _load_entry_points(host: PluginHost) -> None:
         try:
             plugin = ep.load()
             host.pm.register(plugin, name=ep.name)
+            _refuse_unknown_hooks(host.pm, plugin, ep.name)
         except Exception as exc:  # a broken plugin must not break the CLI
             host.failures[ep.name] = f"{type(exc).__name__}: {exc}"
             continue
         host.plugins[ep.name] = PluginInfo(
             ep.name, dist.name if dist else None, dist.version if dist else None, builtin=False
         )
+
+
+def _refuse_unknown_hooks(pm: pluggy.PluginManager, plugin: object, name: str) -> None:
+    """Unregister ``plugin`` and raise if it implements a hook that has no specification.
+
+    The specifications are all added before any plugin, so a hook without one is a typo; left
+    registered it would make ``check_pending()`` fail for every command.
+
+    Raises:
+        pluggy.PluginValidationError: naming the plugin, the unknown hook and the closest
+            real hook name.
+    """
+    unknown = sorted(
+        caller.name
+        for caller in pm.get_hookcallers(plugin) or []
+        if not caller.has_spec()
+        and any(impl.plugin is plugin and not impl.optionalhook for impl in caller.get_hookimpls())
+    )
+    if not unknown:
+        return
+    pm.unregister(plugin)
+    specs = sorted(
+        hook
+        for hook, caller in vars(pm.hook).items()
+        if not hook.startswith("_") and caller.has_spec()
+    )
+    details = []
+    for hook in unknown:
+        close = difflib.get_close_matches(hook, specs, n=1)
+        hint = f"did you mean {close[0]!r}?" if close else f"the hooks are {', '.join(specs)}"
+        details.append(f"{hook!r} ({hint})")
+    noun = "hook" if len(unknown) == 1 else "hooks"
+    raise pluggy.PluginValidationError(
+        plugin, f"plugin {name} implements unknown {noun} {', '.join(details)}"
+    )
 
 
 def _trace(host: PluginHost) -> None:

@@ -83,7 +83,10 @@ def main(argv: list[str] | None = None) -> None:
         click.echo("Aborted!", err=True)
         sys.exit(EXIT_FAILURE)
     except click.ClickException as exc:  # UsageError/BadParameter: 2, ClickException: 1
-        exc.show()
+        # One line like every other error; the usage block is a pointer to --help.
+        ctx = getattr(exc, "ctx", None)
+        hint = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
+        click.echo(f"Error: {exc.format_message()}{hint}", err=True)
         sys.exit(exc.exit_code)
     except (ValueError, TypeError, FileNotFoundError) as exc:
         if debug:

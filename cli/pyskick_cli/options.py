@@ -65,17 +65,17 @@ def check_run_dataset(run_dir: Path, dataset: Path, *, resume: bool) -> None:
 
 def record_run_dataset(run_dir: Path, dataset: Path, *, init: Path | None = None) -> None:
     """Write ``RUN/dataset.json`` (path and SHA-256 of the data file, the one-view run it
-    started from) on rank 0."""
-    from pyskick._io import write_json
+    started from) on rank 0, under the run folder's lock."""
+    from pyskick.run_dir import RunDir
     from pyskick.training.one_view_cache import file_digest
 
     if int(os.environ.get("RANK", "0")) != 0:
         return
-    run_dir.mkdir(parents=True, exist_ok=True)
     payload = {"path": str(dataset.resolve()), "sha256": file_digest(dataset)}
     if init is not None:
         payload["init"] = str(Path(init).resolve())
-    write_json(run_dir / DATASET_RECORD, payload)
+    with RunDir(run_dir).locked() as run:  # re-entrant: `pyskick train` holds it already
+        run.write_record(DATASET_RECORD, payload)
 
 
 def recorded_init(run_dir: Path) -> Path | None:

@@ -1,5 +1,6 @@
 // CPU kernel of coverage_matrix: one pass over recon, parallel over (b, source).
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 #include "common/checks.h"
@@ -32,11 +33,12 @@ double squared_error(const float* x, const float* y, std::int64_t D) {
 
 }  // namespace
 
-void coverage_matrix_cpu(const float* recon, const float* grid, float* out, std::int64_t B,
+bool coverage_matrix_cpu(const float* recon, const float* grid, float* out, std::int64_t B,
                          std::int64_t N, std::int64_t M, std::int64_t D) {
   const std::int64_t V = N * M;
+  std::int64_t non_finite = 0;
   // Pass 1: raw utilities u[b, s, t] written into out.
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) reduction(+ : non_finite)
   for (std::int64_t bs = 0; bs < B * V; ++bs) {
     const std::int64_t b = bs / V;
     const std::int64_t j = (bs % V) % M;  // start azimuth of source s
@@ -47,6 +49,7 @@ void coverage_matrix_cpu(const float* recon, const float* grid, float* out, std:
       for (std::int64_t m = 0; m < M; ++m) {
         const std::int64_t slot = n * M + wrap_index(m - j, M);
         const double err = squared_error(rec + slot * D, tru + (n * M + m) * D, D);
+        non_finite += !std::isfinite(err);
         u[n * M + m] = static_cast<float>(1.0 / (1000.0 * err + 1e-8));
       }
     }
@@ -68,6 +71,7 @@ void coverage_matrix_cpu(const float* recon, const float* grid, float* out, std:
       col[s * V] = static_cast<float>((static_cast<double>(col[s * V]) - lo) / range);
     }
   }
+  return non_finite == 0;
 }
 
 }  // namespace pyskick

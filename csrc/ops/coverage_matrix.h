@@ -14,7 +14,10 @@ namespace pyskick {
 //        out = (u - min_s u) / (max_s u - min_s u + 1e-8)   (min/max over sources, per target)
 // Per-view sums accumulate in float32 over 8 interleaved lanes (d mod 8) that are added in
 // double, so the order is fixed and independent of the thread count.
-void coverage_matrix_cpu(const float* recon, const float* grid, float* out, std::int64_t B,
+// Returns false when some err is not finite: every recon and grid value enters some err, so a
+// NaN or infinite input always shows (as can an overflow of huge finite values); the caller
+// then finds which input is to blame. The check costs nothing on the hot path.
+bool coverage_matrix_cpu(const float* recon, const float* grid, float* out, std::int64_t B,
                          std::int64_t N, std::int64_t M, std::int64_t D);
 
 #ifdef PYSKICK_WITH_CUDA

@@ -3,7 +3,13 @@
 from __future__ import annotations
 
 from pyskick.data.builtin import BUILTIN_DATASETS
-from pyskick.data.hdf5 import ViewgridFile, ViewgridSplit, resolve_dataset, write_viewgrids
+from pyskick.data.hdf5 import (
+    ViewgridFile,
+    ViewgridFileError,
+    ViewgridSplit,
+    resolve_dataset,
+    write_viewgrids,
+)
 from pyskick.data.spec import MODELNET_HARD, SUN360, GridSpec
 
 __all__ = [
@@ -12,6 +18,7 @@ __all__ = [
     "SUN360",
     "GridSpec",
     "ViewgridFile",
+    "ViewgridFileError",
     "ViewgridSplit",
     "resolve_dataset",
     "write_viewgrids",

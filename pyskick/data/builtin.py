@@ -35,14 +35,19 @@ def cache_file_name(name: str, generate: Generator, num: int, seed: int) -> str:
     return f"{name}-v{version}-n{num}-s{seed}.h5"
 
 
-def make_builtin(
-    name: str, path: str | Path, num: int | None = None, seed: int | None = None
-) -> Path:
-    """Generate built-in dataset ``name`` into ``path`` (defaults: its registered size and seed)."""
+def check_builtin_name(name: str) -> None:
+    """Raise ValueError (listing the valid names) unless ``name`` is a built-in dataset."""
     if name not in BUILTIN_DATASETS:
         raise ValueError(
             f"unknown dataset {name!r}; built-in datasets: {', '.join(sorted(BUILTIN_DATASETS))}"
         )
+
+
+def make_builtin(
+    name: str, path: str | Path, num: int | None = None, seed: int | None = None
+) -> Path:
+    """Generate built-in dataset ``name`` into ``path`` (defaults: its registered size and seed)."""
+    check_builtin_name(name)
     generate, default_num, default_seed = BUILTIN_DATASETS[name]
     generate(
         Path(path), default_num if num is None else num, default_seed if seed is None else seed

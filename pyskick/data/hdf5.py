@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Mapping, Sequence
+import re
+import sys
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -36,12 +39,32 @@ SPEC_ATTRS = (
 SHAPE_PRESETS = {(4, 8, 3): "sun360", (5, 9, 1): "modelnet-hard"}
 # Optional group of per-sample names (source files), one string dataset per split.
 NAMES_GROUP = "sample_names"
-# Float files are scanned this many samples at a time when checked on open.
-_SCAN_CHUNK = 256
+# Values of non-uint8 files are checked on open in reads of at most this many bytes.
+_SCAN_BYTES = 32 * 2**20
+# Overrides the memory a single read may allocate (default: the memory available).
+READ_LIMIT_ENV = "PYSKICK_MAX_READ_BYTES"
+# HDF5 decompresses a whole chunk for any read that touches it, so chunks are refused above
+# this size (or one viewgrid, when that is larger): a small file of huge compressed chunks would
+# otherwise make every partial read decompress gigabytes.
+_MAX_CHUNK_BYTES = _SCAN_BYTES
+# Where the memory controller of this process's cgroup is mounted (v2, or v1 under memory/).
+_CGROUP_ROOT = Path("/sys/fs/cgroup")
+# h5py/HDF5 errors of a damaged file (MemoryError: a chunk or read too large for this machine).
+_H5_ERRORS = (OSError, KeyError, RuntimeError, TypeError, ValueError, MemoryError)
+
+
+class ViewgridFileError(ValueError):
+    """A viewgrid file that cannot be used: not HDF5, damaged, malformed or too large to read.
+
+    The message is one line naming the file (and the split, when one is at fault). It is a
+    ``ValueError``, so the CLI reports it as bad input (exit 2).
+    """
 
 
 def _attr_value(value: Any) -> Any:
     """HDF5 attribute -> plain Python value."""
+    if isinstance(value, h5py.Empty):
+        return None
     if isinstance(value, bytes):
         return value.decode("utf-8")
     if isinstance(value, np.ndarray):
@@ -58,7 +81,7 @@ def _spec_from_attrs(path: Path, attrs: Mapping[str, Any], shape: tuple[int, ...
     if not present:
         preset = SHAPE_PRESETS.get((n, m, c))
         if preset is None:
-            raise ValueError(
+            raise ViewgridFileError(
                 f"{path}: views of shape N={n}, M={m}, C={c} match no known preset (SUN360 is "
                 "4x8x3, ModelNet Hard 5x9x1); add the root attributes "
                 f"{', '.join(SPEC_ATTRS)} to describe the grid"
@@ -67,7 +90,7 @@ def _spec_from_attrs(path: Path, attrs: Mapping[str, Any], shape: tuple[int, ...
         return GridSpec(**{**base.__dict__, "view_size": h})
     missing = [a for a in SPEC_ATTRS if a not in attrs]
     if missing:
-        raise ValueError(f"{path}: incomplete grid attributes, add {', '.join(missing)}")
+        raise ViewgridFileError(f"{path}: incomplete grid attributes, add {', '.join(missing)}")
     try:
         spec = GridSpec(
             n_elevations=int(attrs["n_elevations"]),
@@ -80,82 +103,350 @@ def _spec_from_attrs(path: Path, attrs: Mapping[str, Any], shape: tuple[int, ...
             channel_mean=tuple(float(x) for x in attrs["channel_mean"]),
             preset=str(attrs.get("preset", "custom")),
         )
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"{path}: invalid grid attributes: {exc}") from None
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise ViewgridFileError(f"{path}: invalid grid attributes: {exc}") from None
     if (spec.n_elevations, spec.n_azimuths) != (n, m):
-        raise ValueError(
+        raise ViewgridFileError(
             f"{path}: attributes say {spec.n_elevations}x{spec.n_azimuths} views but the splits "
             f"hold {n}x{m}; fix n_elevations/n_azimuths or the data"
         )
     return spec
 
 
+def _brief(exc: BaseException) -> str:
+    """One line of an h5py/OS error (a KeyError's text without its quotes)."""
+    text = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
+    text = " ".join(str(text).split()) or type(exc).__name__
+    return text if len(text) <= 300 else text[:297] + "..."
+
+
+def _size(nbytes: int) -> str:
+    """``1536`` -> ``"1.5 KiB"``."""
+    value = float(nbytes)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
+        if value < 1024 or unit == "PiB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    raise AssertionError("unreachable")
+
+
+def _stat_value(path: Path, *keys: str) -> int:
+    """The first of ``keys`` found in a cgroup ``memory.stat`` file (0 when none is)."""
+    try:
+        values = dict(line.split()[:2] for line in path.read_text().splitlines() if line.strip())
+    except (OSError, ValueError):
+        return 0
+    for key in keys:
+        try:
+            return int(values[key])
+        except (KeyError, ValueError):
+            continue
+    return 0
+
+
+def _cgroup_available(root: Path = _CGROUP_ROOT) -> int | None:
+    """Bytes a cgroup memory limit leaves to this process's group, or None without a limit.
+
+    The usage counts the page cache, which the kernel reclaims on demand: what the limit leaves
+    is measured against the working set, the usage minus the inactive file pages (as container
+    runtimes do). cgroup v2 (``memory.max``) first, then v1 (``memory/memory.limit_in_bytes``,
+    whose "no limit" is a huge number that the caller's ``min`` with MemAvailable absorbs).
+    """
+    for limit_file, usage_file, stat_file, keys in (
+        ("memory.max", "memory.current", "memory.stat", ("inactive_file",)),
+        (
+            "memory/memory.limit_in_bytes",
+            "memory/memory.usage_in_bytes",
+            "memory/memory.stat",
+            ("total_inactive_file", "inactive_file"),
+        ),
+    ):
+        try:
+            text = (root / limit_file).read_text().strip()
+        except OSError:
+            continue
+        if text == "max":
+            return None
+        try:
+            limit = int(text)
+            used = int((root / usage_file).read_text())
+        except (OSError, ValueError):
+            return None
+        working_set = max(used - _stat_value(root / stat_file, *keys), 0)
+        return max(limit - working_set, 0)
+    return None
+
+
+def _available_memory(cgroup: Path = _CGROUP_ROOT) -> int:
+    """Bytes of memory available now (Linux: MemAvailable, capped by a cgroup limit)."""
+    available: int | None = None
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                available = int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    if available is None:
+        try:
+            available = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        except (OSError, ValueError, AttributeError):
+            return sys.maxsize
+    left = _cgroup_available(cgroup)
+    return available if left is None else min(available, left)
+
+
+def read_limit() -> int:
+    """The most bytes one read of viewgrids may allocate.
+
+    ``$PYSKICK_MAX_READ_BYTES`` when set, else the memory available now. Reads that would need
+    more are refused before anything is allocated.
+
+    Raises:
+        ValueError: the variable is not a positive integer.
+    """
+    text = os.environ.get(READ_LIMIT_ENV, "").strip()
+    if not text:
+        return _available_memory()
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise ValueError(f"{READ_LIMIT_ENV} must be a positive number of bytes, got {text!r}")
+    return value
+
+
+def _slabs(
+    shape: tuple[int, ...], chunks: tuple[int, ...], itemsize: int, max_bytes: int
+) -> Iterator[tuple[slice, ...]]:
+    """Slices covering an array of ``shape`` in order, each made of whole ``chunks`` and of at
+    most about ``max_bytes`` (one chunk when a chunk is larger).
+
+    Rows of chunks are grouped along the first axis; a row larger than ``max_bytes`` is cut
+    along its next axis, and so on, so a huge declared sample never needs one huge read. Whole
+    chunks, because HDF5 decompresses a whole chunk for every read that touches it: a read of
+    part of a chunk would decompress it again for each part.
+    """
+    if not shape:
+        yield ()
+        return
+    row = math.prod(shape[1:]) * itemsize * chunks[0]
+    if row <= max_bytes or len(shape) == 1:
+        step = chunks[0] * max(1, max_bytes // max(row, 1))
+        for start in range(0, shape[0], step):
+            yield (slice(start, min(start + step, shape[0])),)
+        return
+    for start in range(0, shape[0], chunks[0]):
+        stop = min(start + chunks[0], shape[0])
+        for rest in _slabs(shape[1:], chunks[1:], itemsize * (stop - start), max_bytes):
+            yield (slice(start, stop), *rest)
+
+
 def _check_values(path: Path, name: str, ds: h5py.Dataset) -> None:
-    """Check that a non-uint8 split holds finite values in [0, 255] (one pass over the data)."""
-    for start in range(0, ds.shape[0], _SCAN_CHUNK):
-        block = ds[start : start + _SCAN_CHUNK]
+    """Check that a non-uint8 split holds finite values in [0, 255], in bounded reads."""
+    chunks = ds.chunks or (1,) * ds.ndim  # contiguous data reads any slab at the same cost
+    for where in _slabs(ds.shape, chunks, ds.dtype.itemsize, _SCAN_BYTES):
+        block = ds[where]
+        first = where[0].start
         if np.issubdtype(block.dtype, np.floating) and not np.isfinite(block).all():
-            bad = int(np.argwhere(~np.isfinite(block))[0][0]) + start
-            raise ValueError(
+            bad = int(np.argwhere(~np.isfinite(block))[0][0]) + first
+            raise ViewgridFileError(
                 f"{path}: split {name!r} holds non-finite values (first in sample {bad}); "
                 "remove or repair those samples"
             )
         lo, hi = block.min(), block.max()
         if lo < 0 or hi > 255:
-            raise ValueError(
+            raise ViewgridFileError(
                 f"{path}: split {name!r} holds values in [{lo}, {hi}], expected pixel "
                 "intensities in [0, 255]; rescale the data to 0-255"
             )
 
 
+def _open_split(path: Path, f: h5py.File, name: str) -> h5py.Dataset:
+    """The dataset behind a split name, following soft and external links."""
+    where = f"{path}: split {name!r}"
+    link = f.get(name, getlink=True)
+    if isinstance(link, h5py.SoftLink | h5py.ExternalLink):
+        external = isinstance(link, h5py.ExternalLink)
+        target = (
+            f"an external link to {link.filename}:{link.path}"
+            if external
+            else f"a soft link to {link.path}"
+        )
+        try:
+            obj = f.get(name)
+        except (OSError, KeyError, RuntimeError, ValueError) as exc:
+            raise ViewgridFileError(
+                f"{where} is {target}, which cannot be opened ({_brief(exc)})"
+            ) from None
+        if obj is None:
+            raise ViewgridFileError(f"{where} is {target}, which does not exist")
+    else:
+        obj = f[name]
+    if not isinstance(obj, h5py.Dataset):
+        kind = "a group" if isinstance(obj, h5py.Group) else type(obj).__name__
+        raise ViewgridFileError(f"{where} must be a dataset, found {kind}")
+    return obj
+
+
+def _holding_file_size(ds: h5py.Dataset) -> int | None:
+    """Size of the file that holds ``ds`` (another one behind an external link)."""
+    try:
+        return Path(ds.file.filename).stat().st_size
+    except (OSError, ValueError):
+        return None
+
+
+def _check_storage(path: Path, name: str, ds: h5py.Dataset) -> None:
+    """Refuse a split that declares more data than the file stores (before any read).
+
+    Contiguous data must be stored whole, inside the file; chunked data must have every chunk
+    its shape declares (a missing chunk would read as zeros: a truncated or never-written split,
+    or a forged shape), each of at most :data:`_MAX_CHUNK_BYTES` or one viewgrid. Compressed
+    chunks still decode to at most ~1000x their stored size, so the work of a full read stays
+    bounded by the file's size.
+    """
+    where = f"{path}: split {name!r}"
+    declared = math.prod(ds.shape) * ds.dtype.itemsize
+    shape = "x".join(str(s) for s in ds.shape)
+    dcpl = ds.id.get_create_plist()
+    layout = dcpl.get_layout()
+    if layout == h5py.h5d.VIRTUAL or dcpl.get_external_count() > 0:
+        raise ViewgridFileError(
+            f"{where} keeps its data outside the file (a virtual or external dataset); copy it "
+            "into the file"
+        )
+    if layout == h5py.h5d.CONTIGUOUS:
+        stored = ds.id.get_storage_size()
+        offset = ds.id.get_offset()
+        size = _holding_file_size(ds)
+        end = None if offset is None else offset + stored
+        if size is not None and end is not None and end > size:
+            stored = max(size - offset, 0)
+        if stored != declared or (declared and offset is None):
+            raise ViewgridFileError(
+                f"{where} declares {shape} {ds.dtype} ({_size(declared)}) but the file holds "
+                f"{_size(stored)} of it; the file is truncated or the split was never written"
+            )
+    elif layout == h5py.h5d.CHUNKED:
+        chunks = ds.chunks or ds.shape
+        chunk_bytes = math.prod(chunks) * ds.dtype.itemsize
+        limit = max(_MAX_CHUNK_BYTES, math.prod(ds.shape[1:]) * ds.dtype.itemsize)
+        if chunk_bytes > limit:
+            raise ViewgridFileError(
+                f"{where} is stored in chunks of {'x'.join(str(c) for c in chunks)} "
+                f"{ds.dtype} ({_size(chunk_bytes)}), more than the {_size(limit)} allowed (HDF5 "
+                "decompresses a whole chunk for every read); rewrite it with chunks of one "
+                "viewgrid"
+            )
+        wanted = math.prod(-(-s // c) for s, c in zip(ds.shape, chunks, strict=True))
+        stored = ds.id.get_num_chunks()
+        if stored < wanted:
+            raise ViewgridFileError(
+                f"{where} declares {shape} {ds.dtype} ({_size(declared)}) in {wanted} chunks "
+                f"but the file stores {stored}; the file is truncated, the split was never "
+                "fully written, or its shape is wrong"
+            )
+
+
+def _check_split(path: Path, f: h5py.File, name: str) -> h5py.Dataset:
+    """Validate one split's dataset (shape, dtype, storage, values) without reading it whole."""
+    where = f"{path}: split {name!r}"
+    ds = _open_split(path, f, name)
+    if ds.shape is None or ds.ndim != 6:
+        raise ViewgridFileError(
+            f"{where} has shape {ds.shape}, expected 6 dimensions [n, N, M, C, H, W]"
+        )
+    kind = ds.dtype.kind
+    if kind not in "uif" or ds.dtype.itemsize > 8:
+        raise ViewgridFileError(
+            f"{where} has dtype {ds.dtype}, expected uint8 pixel intensities "
+            "(or a float/integer array with values in [0, 255])"
+        )
+    if ds.shape[0] == 0:
+        raise ViewgridFileError(f"{where} is empty; every split needs samples")
+    if min(ds.shape[1:]) == 0:
+        raise ViewgridFileError(f"{where} has viewgrids of shape {ds.shape[1:]} with no pixels")
+    if ds.shape[4] != ds.shape[5]:
+        raise ViewgridFileError(f"{where} has non-square views {ds.shape[4:]}")
+    _check_storage(path, name, ds)
+    return ds
+
+
+def _read_attrs(path: Path, f: h5py.File) -> dict[str, Any]:
+    """Root attributes as plain Python values."""
+    attrs: dict[str, Any] = {}
+    for key in f.attrs:
+        try:
+            attrs[key] = _attr_value(f.attrs[key])
+        except (OSError, KeyError, RuntimeError, TypeError, ValueError) as exc:
+            raise ViewgridFileError(
+                f"{path}: root attribute {key!r} cannot be read ({_brief(exc)})"
+            ) from None
+    return attrs
+
+
 def _validate(path: Path, f: h5py.File) -> tuple[GridSpec, tuple[str, ...], dict[str, Any]]:
-    """Validate an open file; returns its spec, splits and root attributes."""
+    """Validate an open file; returns its spec, splits and root attributes.
+
+    An h5py/OS error outside a split (the root group's links or attributes damaged) is left to
+    the caller, which names the file.
+    """
     missing = [s for s in REQUIRED_SPLITS if s not in f]
     if missing:
-        raise ValueError(
+        raise ViewgridFileError(
             f"{path}: missing split(s) {', '.join(missing)}; a viewgrid file needs datasets "
             f"{', '.join(REQUIRED_SPLITS)} (and optionally {', '.join(OPTIONAL_SPLITS)})"
         )
     splits = tuple(s for s in SPLITS if s in f)
     shape: tuple[int, ...] | None = None
     for name in splits:
-        ds = f[name]
-        if not isinstance(ds, h5py.Dataset):
-            raise ValueError(f"{path}: {name!r} must be a dataset, found a group")
-        if ds.ndim != 6:
-            raise ValueError(
-                f"{path}: split {name!r} has shape {ds.shape}, expected 6 dimensions "
-                "[n, N, M, C, H, W]"
-            )
-        kind = ds.dtype.kind
-        if kind not in "uif":
-            raise ValueError(
-                f"{path}: split {name!r} has dtype {ds.dtype}, expected uint8 pixel intensities "
-                "(or a float/integer array with values in [0, 255])"
-            )
-        if ds.shape[0] == 0:
-            raise ValueError(f"{path}: split {name!r} is empty; every split needs samples")
-        if ds.shape[4] != ds.shape[5]:
-            raise ValueError(f"{path}: split {name!r} has non-square views {ds.shape[4:]}")
-        if shape is None:
-            shape = ds.shape[1:]
-        elif ds.shape[1:] != shape:
-            raise ValueError(
-                f"{path}: split {name!r} has viewgrids of shape {ds.shape[1:]} but "
-                f"{splits[0]!r} has {shape}; all splits need the same [N, M, C, H, W]"
-            )
-        if ds.dtype != np.uint8:
-            _check_values(path, name, ds)
+        try:
+            ds = _check_split(path, f, name)
+            if shape is None:
+                shape = ds.shape[1:]
+            elif ds.shape[1:] != shape:
+                raise ViewgridFileError(
+                    f"{path}: split {name!r} has viewgrids of shape {ds.shape[1:]} but "
+                    f"{splits[0]!r} has {shape}; all splits need the same [N, M, C, H, W]"
+                )
+            if ds.dtype != np.uint8:
+                _check_values(path, name, ds)
+        except ViewgridFileError:
+            raise
+        except _H5_ERRORS as exc:
+            raise ViewgridFileError(
+                f"{path}: split {name!r} cannot be read ({_brief(exc)}); the file is damaged"
+            ) from exc
     assert shape is not None
-    attrs = {k: _attr_value(v) for k, v in f.attrs.items()}
+    attrs = _read_attrs(path, f)
     return _spec_from_attrs(path, attrs, shape), splits, attrs
+
+
+@contextmanager
+def _reading(path: Path, split: str) -> Iterator[None]:
+    """Turn an h5py/OS error of a read (a damaged chunk found mid-epoch) into one line."""
+    try:
+        yield
+    except ViewgridFileError:
+        raise
+    except MemoryError as exc:
+        raise ViewgridFileError(
+            f"{path}: split {split!r}: out of memory reading it ({_brief(exc)}); set "
+            f"{READ_LIMIT_ENV} to the memory this machine can spare"
+        ) from exc
+    except (OSError, KeyError, RuntimeError) as exc:
+        raise ViewgridFileError(
+            f"{path}: split {split!r} cannot be read ({_brief(exc)}); the file is damaged"
+        ) from exc
 
 
 class ViewgridFile:
     """A validated, read-only viewgrid HDF5 file.
 
     The h5py handle is opened lazily in each process (keyed on the process id), so the object can
-    be pickled into DataLoader workers and used after a fork.
+    be pickled into DataLoader workers and used after a fork. Every problem with the file, on
+    open or on a later read, raises :class:`ViewgridFileError` (one line naming file and split).
 
     Attributes:
         path: the file.
@@ -171,10 +462,21 @@ class ViewgridFile:
         try:
             f = h5py.File(self.path, "r")
         except OSError as exc:
-            raise ValueError(f"{self.path}: not a readable HDF5 file ({exc})") from None
+            raise ViewgridFileError(
+                f"{self.path}: not a readable HDF5 file ({_brief(exc)})"
+            ) from None
         with f:
-            self.spec, self.splits, self.attrs = _validate(self.path, f)
-            self._lengths = {s: int(f[s].shape[0]) for s in self.splits}
+            try:
+                self.spec, self.splits, self.attrs = _validate(self.path, f)
+                self._lengths = {s: int(f[s].shape[0]) for s in self.splits}
+                self._dtypes = {s: f[s].dtype for s in self.splits}
+                self._chunk_rows = {s: (f[s].chunks or (1,))[0] for s in self.splits}
+            except ViewgridFileError:
+                raise
+            except _H5_ERRORS as exc:
+                raise ViewgridFileError(
+                    f"{self.path}: cannot be read ({_brief(exc)}); the file is damaged"
+                ) from exc
         self._handle: h5py.File | None = None
         self._pid: int | None = None
 
@@ -189,10 +491,12 @@ class ViewgridFile:
 
     def dataset(self, split: str) -> h5py.Dataset:
         """The h5py dataset of a split, opening this process's handle if needed."""
-        if self._handle is None or self._pid != os.getpid():
-            self._handle = h5py.File(self.path, "r")
-            self._pid = os.getpid()
-        return self._handle[split]
+        self._check_split(split)
+        with _reading(self.path, split):
+            if self._handle is None or self._pid != os.getpid():
+                self._handle = h5py.File(self.path, "r")
+                self._pid = os.getpid()
+            return self._handle[split]
 
     def close(self) -> None:
         """Close this process's handle (it reopens on the next read)."""
@@ -210,12 +514,36 @@ class ViewgridFile:
         self._check_split(split)
         key = f"{NAMES_GROUP}/{split}"
         handle = self.dataset(split).file
-        return [_attr_value(v) for v in handle[key][()]] if key in handle else None
+        with _reading(self.path, key):
+            return [_attr_value(v) for v in handle[key][()]] if key in handle else None
 
     def split(self, name: str) -> ViewgridSplit:
         """A map-style torch Dataset over one split."""
         self._check_split(name)
         return ViewgridSplit(self, name)
+
+    def check_read(self, split: str, count: int, *, gathered: int = 0) -> None:
+        """Refuse to read ``count`` viewgrids of a split when they need more than
+        :func:`read_limit` bytes at once: the raw data with its uint8 conversion (none for uint8
+        data), then the uint8 data with the ``gathered`` viewgrids of a copy that reorders or
+        repeats them (the raw data is freed by then).
+
+        Raises:
+            ViewgridFileError: naming the file, the split, the bytes needed and the limit.
+        """
+        self._check_split(split)
+        dtype = self._dtypes[split]
+        converted = count * (dtype.itemsize + (0 if dtype == np.uint8 else 1))
+        gathering = count + gathered if gathered else 0
+        needed = max(converted, gathering) * math.prod(self.spec.view_shape)
+        count = max(count, gathered)  # the viewgrids asked for, as the message says
+        limit = read_limit()
+        if needed > limit:
+            raise ViewgridFileError(
+                f"{self.path}: split {split!r}: reading {count} viewgrids needs "
+                f"{_size(needed)}, more than the {_size(limit)} of memory available (set "
+                f"{READ_LIMIT_ENV} to change the limit)"
+            )
 
     def _check_split(self, name: str) -> None:
         if name not in self.splits:
@@ -223,16 +551,24 @@ class ViewgridFile:
 
 
 def _to_uint8(block: np.ndarray) -> np.ndarray:
-    """Validated pixel data of any numeric dtype -> uint8 (floats rounded to nearest)."""
+    """Validated pixel data of any numeric dtype -> uint8 (floats rounded to nearest).
+
+    A float block (freshly read, owned here) is rounded in place: the only new array is the
+    uint8 one, as :meth:`ViewgridFile.check_read` counts.
+    """
     if block.dtype == np.uint8:
         return block
     if np.issubdtype(block.dtype, np.floating):
-        block = np.rint(block)
+        np.rint(block, out=block)
     return block.astype(np.uint8)
 
 
 class ViewgridSplit(torch.utils.data.Dataset):
-    """One split of a :class:`ViewgridFile`; items are uint8 ``[N, M, C, H, W]`` tensors."""
+    """One split of a :class:`ViewgridFile`; items are uint8 ``[N, M, C, H, W]`` tensors.
+
+    Reads are refused when they would need more than :func:`read_limit` bytes; a read that fails
+    (a damaged chunk) raises :class:`ViewgridFileError` naming the file and the split.
+    """
 
     def __init__(self, file: ViewgridFile, name: str) -> None:
         self.file = file
@@ -246,7 +582,12 @@ class ViewgridSplit(torch.utils.data.Dataset):
         n = len(self)
         if not -n <= index < n:
             raise IndexError(f"index {index} out of range for split {self.name!r} of size {n}")
-        return torch.from_numpy(_to_uint8(self.file.dataset(self.name)[index % n]))
+        itemsize = self.file._dtypes[self.name].itemsize
+        if math.prod(self.spec.view_shape) * itemsize > _SCAN_BYTES:  # only a huge one is checked
+            self.file.check_read(self.name, 1)
+        ds = self.file.dataset(self.name)
+        with _reading(self.file.path, self.name):
+            return torch.from_numpy(_to_uint8(ds[index % n]))
 
     def load(self, indices: Sequence[int] | None = None) -> torch.Tensor:
         """Read many viewgrids at once.
@@ -256,20 +597,93 @@ class ViewgridSplit(torch.utils.data.Dataset):
 
         Returns:
             uint8 ``[n, N, M, C, H, W]``, in the order of ``indices``.
+
+        Raises:
+            ViewgridFileError: the read needs more memory than :func:`read_limit`, or the file
+                is damaged.
         """
-        ds = self.file.dataset(self.name)
-        if indices is None:
-            return torch.from_numpy(_to_uint8(ds[()]))
-        idx = np.asarray(indices, dtype=np.int64).reshape(-1)
         n = len(self)
+        if indices is None:
+            self.file.check_read(self.name, n)
+            ds = self.file.dataset(self.name)
+            with _reading(self.file.path, self.name):
+                return torch.from_numpy(_to_uint8(ds[()]))
+        idx = np.asarray(indices, dtype=np.int64).reshape(-1)
         if idx.size and (idx.min() < -n or idx.max() >= n):
             raise IndexError(f"indices out of range for split {self.name!r} of size {n}")
         idx %= max(n, 1)
         if idx.size == 0:
-            return torch.empty((0, *ds.shape[1:]), dtype=torch.uint8)
-        # h5py needs increasing unique indices.
+            return torch.empty((0, *self.spec.view_shape), dtype=torch.uint8)
+        # h5py needs increasing unique indices; the result is put back in the order asked for.
         unique, inverse = np.unique(idx, return_inverse=True)
-        return torch.from_numpy(_to_uint8(ds[unique])[inverse])
+        gather = unique.size != idx.size or not np.array_equal(unique, idx)
+        self.file.check_read(self.name, int(unique.size), gathered=int(idx.size) if gather else 0)
+        ds = self.file.dataset(self.name)
+        with _reading(self.file.path, self.name):
+            block = _to_uint8(ds[unique])
+        return torch.from_numpy(block[inverse] if gather else block)
+
+    def blocks(self, max_bytes: int = _SCAN_BYTES) -> Iterator[torch.Tensor]:
+        """The split in order, as uint8 ``[k, N, M, C, H, W]`` blocks of about ``max_bytes``.
+
+        Each block is one slice read (no per-sample selection) of whole rows of chunks when a
+        chunk holds several samples, so each chunk is decompressed once.
+        """
+        n = len(self)
+        per_sample = max(1, math.prod(self.spec.view_shape))
+        step = max(1, max_bytes // per_sample)
+        rows = self.file._chunk_rows[self.name]
+        if step >= rows:
+            step -= step % rows
+        for start in range(0, n, step):
+            stop = min(start + step, n)
+            self.file.check_read(self.name, stop - start)
+            ds = self.file.dataset(self.name)
+            with _reading(self.file.path, self.name):
+                block = _to_uint8(ds[start:stop])
+            yield torch.from_numpy(block)
+
+
+def temporary_path(path: Path) -> Path:
+    """Where this process writes ``path`` before renaming it: ``.NAME.tmp-PID`` beside it."""
+    return path.with_name(f".{path.name}.tmp-{os.getpid()}")
+
+
+def _alive(pid: int) -> bool:
+    """Whether a process ``pid`` exists (one we may not signal exists too)."""
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError):
+        return True
+    return True
+
+
+def remove_stale_temporaries(path: Path) -> list[Path]:
+    """Remove the :func:`temporary_path` files of ``path`` whose writer is gone (killed before
+    its rename); a live writer's file is left alone. Returns what was removed."""
+    pattern = re.compile(rf"\.{re.escape(path.name)}\.tmp-(\d+)")
+    removed = []
+    if path.parent.is_dir():
+        for entry in sorted(path.parent.iterdir()):
+            match = pattern.fullmatch(entry.name)
+            if match and entry.is_file() and not _alive(int(match.group(1))):
+                entry.unlink(missing_ok=True)
+                removed.append(entry)
+    return removed
+
+
+def _check_attr(key: str, value: Any) -> None:
+    """Refuse an attribute HDF5 cannot store as given: a non-finite number, or an integer that
+    does not fit in 64 bits (h5py fails only once the file is being written)."""
+    for item in value if isinstance(value, list | tuple) else (value,):
+        if isinstance(item, float) and not math.isfinite(item):
+            raise ValueError(f"attribute {key!r} is not finite: {value}")
+        if isinstance(item, int) and not -(2**63) <= item < 2**63:
+            raise ValueError(f"attribute {key!r} = {item} does not fit in a 64-bit integer")
 
 
 def write_viewgrids(
@@ -286,7 +700,8 @@ def write_viewgrids(
     """Write viewgrid splits and their attributes, atomically.
 
     Args:
-        path: destination ``.h5`` file; replaced only once the new file is complete.
+        path: destination ``.h5`` file; replaced only once the new file is complete. Temporary
+            files of writers killed before they finished are removed first.
         splits: split name -> uint8 ``[n, N, M, C, H, W]``; train, val and test required.
         spec: the grid geometry; its shape must match the arrays.
         source: where the data comes from (generator name and options, or input folder).
@@ -335,15 +750,15 @@ def write_viewgrids(
             raise ValueError(f"extra attribute {key!r} would overwrite a standard attribute")
         attrs[key] = value
     for key, value in attrs.items():
-        if isinstance(value, float) and not math.isfinite(value):
-            raise ValueError(f"attribute {key!r} is not finite: {value}")
+        _check_attr(key, value)
     for name, names in (sample_names or {}).items():
         if name not in arrays or len(names) != arrays[name].shape[0]:
             raise ValueError(
                 f"sample_names[{name!r}] must name each of the split's samples, got {len(names)}"
             )
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    remove_stale_temporaries(path)
+    tmp = temporary_path(path)
     try:
         with h5py.File(tmp, "w") as f:
             for name, array in arrays.items():
@@ -359,7 +774,10 @@ def write_viewgrids(
                     f.attrs.create(key, list(value), dtype=h5py.string_dtype())
                 else:
                     f.attrs[key] = value
-        ViewgridFile(tmp)  # what we hand out must open
+        try:
+            ViewgridFile(tmp)  # what we hand out must open
+        except ViewgridFileError as exc:
+            raise ViewgridFileError(str(exc).replace(str(tmp), str(path))) from None
         tmp.replace(path)
     finally:
         tmp.unlink(missing_ok=True)

@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 import torch
 from PIL import Image, UnidentifiedImageError
+from PIL.Image import DecompressionBombError
 
 from pyskick.data.hdf5 import REQUIRED_SPLITS, write_viewgrids
 from pyskick.data.projection import CUBE_FACES, cubemap_to_viewgrid, equirect_to_viewgrid
@@ -88,13 +89,92 @@ def find_panoramas(
     return sorted(sources, key=lambda s: str(s.path)), problems
 
 
+# Modes converted as they are (alpha, when present, is composited over black).
+_PLAIN_MODES = ("1", "L", "LA", "P", "PA", "RGB", "RGBA")
+# 16-bit greyscale, scaled to 8 bits by rounding v / 257.
+_WIDE_GREY_MODES = ("I;16", "I;16L", "I;16B", "I;16N")
+# PNG rawmodes that Pillow widens to 0-255 (2- and 4-bit grey) while keeping the tRNS key raw.
+_KEY_SCALE = {"L;2": 85, "L;4": 17}
+
+
+def _composite(rgb: np.ndarray, alpha: np.ndarray) -> np.ndarray:
+    """uint8 ``[H, W, 3]`` over black with uint8 ``[H, W]`` alpha (premultiplied, rounded)."""
+    mixed = rgb.astype(np.uint32) * alpha[..., None].astype(np.uint32)
+    return ((mixed + 127) // 255).astype(np.uint8)
+
+
+def image_to_rgb(image: Image.Image, rawmode: str = "") -> np.ndarray:
+    """A loaded Pillow image as uint8 RGB ``[H, W, 3]``, whatever its bit depth and mode.
+
+    1-bit, grey (8- and 16-bit), palette and RGB images convert to RGB; 16-bit grey is rounded
+    to 8 bits (``v / 257``), 16-bit colour keeps its high byte (Pillow's decoding). Transparency
+    (an alpha channel, a transparent palette entry or a transparent colour) is composited over
+    black, so a fully opaque alpha channel changes nothing.
+
+    Args:
+        image: the image, loaded.
+        rawmode: the file's raw pixel layout (e.g. ``"L;4"``, ``"RGB;16B"`` for PNG), which
+            tells how Pillow scaled a transparent colour key.
+
+    Raises:
+        ValueError: an unsupported mode (CMYK, 32-bit integer or float, ...) or transparent
+            colour, named in the message.
+    """
+    mode = image.mode
+    key = image.info.get("transparency")
+    if mode in _WIDE_GREY_MODES:
+        values = np.asarray(image).astype(np.uint32)
+        grey = ((values * 2 + 257) // 514).astype(np.uint8)  # round(v / 257)
+        rgb = np.repeat(grey[..., None], 3, axis=2)
+        if isinstance(key, int):
+            return _composite(rgb, np.where(values == key, 0, 255).astype(np.uint8))
+        return rgb
+    if mode not in _PLAIN_MODES:
+        raise ValueError(
+            f"unsupported image mode {mode} (supported: 1-bit, grey, grey+alpha, palette, RGB "
+            "and RGBA, 8 or 16 bits); convert the image to 8-bit RGB"
+        )
+    if key is not None and mode in ("L", "RGB"):
+        # A transparent colour: compare it with the pixels the way the file stores them.
+        if ";16" in rawmode:
+            raise ValueError(
+                "16-bit colour with a transparent colour key (tRNS) is not supported; remove "
+                "the transparency or save the image as 8-bit RGB"
+            )
+        scale = _KEY_SCALE.get(rawmode, 1)
+        pixels = np.asarray(image)
+        if mode == "L":
+            opaque = pixels != int(key) * scale
+            rgb = np.repeat(pixels[..., None], 3, axis=2)
+        else:
+            opaque = (pixels != np.asarray(key, dtype=np.int64)).any(axis=2)
+            rgb = pixels
+        return _composite(np.ascontiguousarray(rgb), np.where(opaque, 255, 0).astype(np.uint8))
+    if mode in ("LA", "PA", "RGBA") or key is not None:
+        rgba = np.asarray(image.convert("RGBA"))
+        return _composite(rgba[..., :3], rgba[..., 3])
+    return np.asarray(image.convert("RGB"))
+
+
 def _read_rgb(path: Path) -> Image.Image:
+    """An image file as an 8-bit RGB Pillow image (see :func:`image_to_rgb`).
+
+    Raises:
+        ValueError: unreadable, or an unsupported mode.
+    """
+    unreadable = (UnidentifiedImageError, OSError, SyntaxError, ValueError, DecompressionBombError)
     try:
-        with Image.open(path) as image:
-            image.load()
-            return image.convert("RGB")
-    except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as exc:
+        image = Image.open(path)
+    except unreadable as exc:
         raise ValueError(f"unreadable image ({type(exc).__name__}: {exc})") from None
+    with image:
+        try:
+            # The raw layout is only known before decoding (it tells how a tRNS key was kept).
+            args = image.tile[0][3] if image.tile else None
+            image.load()
+        except unreadable as exc:
+            raise ValueError(f"unreadable image ({type(exc).__name__}: {exc})") from None
+        return Image.fromarray(image_to_rgb(image, args if isinstance(args, str) else ""))
 
 
 def _view_pixel_deg(spec: GridSpec) -> float:

@@ -9,7 +9,7 @@ import numpy as np
 import torch
 from PIL import Image
 
-from pyskick.data.hdf5 import ViewgridFile
+from pyskick.data.hdf5 import ViewgridFile, remove_stale_temporaries, temporary_path
 
 VIEW_GAP = 2
 GRID_GAP = 10
@@ -60,6 +60,14 @@ def contact_sheet(grids: torch.Tensor, *, scale: int = 2, columns: int = 2) -> I
     return image
 
 
+def check_preview_path(out: str | os.PathLike) -> Path:
+    """The preview's output path; raises ValueError unless it names a ``.png`` file."""
+    out = Path(out)
+    if out.suffix.lower() != ".png":
+        raise ValueError(f"preview output must be a .png file, got {out}")
+    return out
+
+
 def render_preview(
     path: str | os.PathLike,
     out: str | os.PathLike,
@@ -73,14 +81,13 @@ def render_preview(
         raise ValueError(f"--num must be >= 1, got {num}")
     if scale < 1:
         raise ValueError(f"--scale must be >= 1, got {scale}")
-    out = Path(out)
-    if out.suffix.lower() != ".png":
-        raise ValueError(f"preview output must be a .png file, got {out}")
+    out = check_preview_path(out)
     data = ViewgridFile(path).split(split)
     grids = data.load(range(min(num, len(data))))
     image = contact_sheet(grids, scale=scale)
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{out.name}.tmp-{os.getpid()}")
+    remove_stale_temporaries(out)
+    tmp = temporary_path(out)
     try:
         image.save(tmp, format="PNG")
         tmp.replace(out)

@@ -29,11 +29,12 @@ class ValueHead(nn.Module):
     The authors initialise the output layer like every other (xavier), so the first values
     spread over about ±1 while the returns are about −0.02 (minus a final MSE): in a short run
     the advantages are noise and the critic's large gradient degrades the LSTM it shares with
-    the policy. pyskick zeroes the output layer's weights and bias at construction, and the
-    trainer sets the bias to the mean return of the first batch with policy-gradient steps
-    (:meth:`start_at`): the critic starts at the returns' scale, its initial loss is the
-    returns' variance, and no gradient reaches the shared LSTM until its weights grow
-    (docs/deviations.md K6).
+    the policy. pyskick zeroes the output layer's weights and bias at construction, so no
+    gradient reaches the shared LSTM until its weights grow. By default the trainer adds the
+    output to the average baseline (``TrainConfig.critic_residual``): the critic starts as that
+    baseline. A critic of the return itself has its bias set to the mean return of the first
+    batch with policy-gradient steps (:meth:`start_at`), so its initial loss is the returns'
+    variance (docs/deviations.md K6).
     """
 
     critic: nn.Sequential

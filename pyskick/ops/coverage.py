@@ -9,6 +9,7 @@ from pyskick.ops import _reference
 from pyskick.ops._checks import (
     MAX_NUMEL,
     Backend,
+    check_finite,
     check_same_device,
     check_tensor,
     cuda_stream,
@@ -31,6 +32,7 @@ def coverage_matrix(recon: Tensor, grid: Tensor, *, backend: Backend = "auto") -
         recon: ``[B, V, N, M, C, H, W]`` float32 with ``V = N * M``: the reconstruction from each
             start view, in that start's frame (slot m holds absolute azimuth ``(j + m) mod M``).
         grid: ``[B, N, M, C, H, W]`` float32, the true preprocessed grid (absolute frame).
+            Both must be finite: a NaN or infinite value raises ValueError on every backend.
         backend: ``"auto"``, ``"native"`` or ``"reference"``.
 
     Returns:
@@ -52,7 +54,12 @@ def coverage_matrix(recon: Tensor, grid: Tensor, *, backend: Backend = "auto") -
     if B * V * V > MAX_NUMEL:
         raise ValueError(f"{OP}: output of {B}x{V}x{V} elements is too large")
     device = check_same_device(OP, recon=recon, grid=grid)
-    if not use_native(OP, backend, device):
+    # Resolve the backend before reading values: a device without kernels (e.g. "meta") must
+    # get the backend error, not a failure to read its data.
+    native = use_native(OP, backend, device)
+    if not native or device.type != "cpu":  # the CPU kernel checks finiteness in its own pass
+        _check_inputs_finite(recon, grid)
+    if not native:
         return _reference.coverage_matrix(recon, grid)
 
     out = torch.empty(B, V, V, dtype=torch.float32, device=device)
@@ -63,6 +70,14 @@ def coverage_matrix(recon: Tensor, grid: Tensor, *, backend: Backend = "auto") -
     if device.type == "cuda":
         with torch.cuda.device(device):
             lib.coverage_matrix_cuda(*args, cuda_stream(device))
-    else:
-        lib.coverage_matrix_cpu(*args)
+    elif not lib.coverage_matrix_cpu(*args):
+        # A squared error was not finite: a NaN/inf input (raises here) or finite values so
+        # large that their error overflowed float32, which is a result like the twin's.
+        _check_inputs_finite(recon, grid)
     return out
+
+
+def _check_inputs_finite(recon: Tensor, grid: Tensor) -> None:
+    """Reject NaN and infinite values: they would poison every utility of their target."""
+    check_finite("recon", recon, op=OP)
+    check_finite("grid", grid, op=OP)

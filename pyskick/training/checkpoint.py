@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import random
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -51,7 +52,12 @@ def load_checkpoint(
     try:
         state = torch.load(path, map_location=map_location, weights_only=True)
     except Exception as exc:
-        raise ValueError(f"{path} is not a readable pyskick checkpoint ({exc})") from exc
+        # torch's messages run over several lines; name the file and the kind of damage.
+        if not zipfile.is_zipfile(path):
+            why = "truncated, damaged or not a checkpoint file"
+        else:
+            why = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0][:120]}"
+        raise ValueError(f"{path} is not a readable pyskick checkpoint ({why})") from exc
     if not isinstance(state, dict) or "format" not in state:
         raise ValueError(f"{path} is not a pyskick checkpoint (no 'format' key)")
     if state["format"] > FORMAT_VERSION:

@@ -36,6 +36,7 @@ TRAIN_ONLY_FIELDS = (
     "epochs",
     "critic",
     "critic_coeff",
+    "critic_residual",
     "actor",
     "lambda_entropy",
     "reward_scale",
@@ -50,6 +51,8 @@ TRAIN_ONLY_FIELDS = (
 )
 """Fields that only matter after pretraining: the one-view cache keys a pretraining by the
 others (their defaults in the cached run), and a resumed pretraining ignores them."""
+# A config is a few lines of TOML: anything larger is the wrong file (never read into memory).
+MAX_CONFIG_BYTES = 1 << 20
 # Fields of older configs that moved; from_dict drops them from configs that predate the move.
 _MOVED = {"hybrid_schedule": "the demonstrating sidekicks' option hybrid_schedule"}
 _NON_NEGATIVE_INTS = ("seed", "reward_radius")
@@ -61,7 +64,7 @@ _NON_NEGATIVE_FLOATS = (
     "reward_scale",
     "supervised_scale",
 )
-_BOOLS = ("memorize", "fix_decode", "deterministic")
+_BOOLS = ("memorize", "fix_decode", "deterministic", "critic_residual")
 
 
 @dataclass(frozen=True)
@@ -95,6 +98,10 @@ class TrainConfig:
     observability) or "asymm-critic" (learned, sees the whole grid: the asymm-ac baseline)."""
     critic_coeff: float = 1e-2
     """Weight of the learned critic's squared-error loss."""
+    critic_residual: bool = True
+    """A learned critic predicts the return minus the average baseline (it starts as the
+    average baseline and learns what the state adds); False: it predicts the return itself,
+    its output calibrated to the first batch's mean return (docs/deviations.md K6)."""
     actor: str = "learned"
     """A registered actor: "learned" (the act head chooses), "random" (uniform actions:
     rnd-actions; only the reconstruction trains) or "demo-actions" (the demo sidekick's greedy
@@ -298,17 +305,48 @@ def load_config(
     if path is not None:
         values = _read_toml(Path(path))
     base_name = values.pop("preset", None) if preset is None else preset
-    if base_name is not None and not isinstance(base_name, str):
-        raise TypeError(f"preset must be a string, got {base_name!r}")
-    base = train_preset(base_name or default_preset)
-    if overrides:
-        given = {key: value for key, value in overrides.items() if value is not None}
-        options = {**values.get("sidekick_options", {}), **given.pop("sidekick_options", {})}
-        values.update(given)
-        if options:
-            values["sidekick_options"] = options
+    try:
+        base = _preset_named(base_name, default_preset)
+    except (ValueError, TypeError) as exc:
+        raise _from_file(path, exc) if preset is None else exc from None
+    given = {key: value for key, value in (overrides or {}).items() if value is not None}
+    given_options = given.pop("sidekick_options", {})
+    options = {**values.get("sidekick_options", {}), **given_options}
+    values.update(given)
+    if options:
+        values["sidekick_options"] = options
     values.pop("preset", None)
-    return base.replace(**values) if values else base
+    try:
+        return base.replace(**values) if values else base
+    except (ValueError, TypeError) as exc:
+        # Name the file when the overrides alone are fine: the file holds the bad value.
+        alone = {**given, **({"sidekick_options": given_options} if given_options else {})}
+        if path is None or not _valid(base, alone):
+            raise
+        raise _from_file(path, exc) from None
+
+
+def _preset_named(name: object, default: str) -> TrainConfig:
+    """The preset ``name`` (``default`` when None)."""
+    if name is not None and not isinstance(name, str):
+        raise TypeError(f"preset must be a string, got {name!r}")
+    return train_preset(name or default)
+
+
+def _valid(base: TrainConfig, changes: Mapping[str, Any]) -> bool:
+    """Whether ``base`` accepts ``changes``."""
+    try:
+        base.replace(**changes)
+    except (ValueError, TypeError):
+        return False
+    return True
+
+
+def _from_file(path: str | os.PathLike[str] | None, exc: Exception) -> Exception:
+    """``exc`` (a ValueError or TypeError) with the config file's name in front."""
+    if path is None:
+        return exc
+    return (TypeError if isinstance(exc, TypeError) else ValueError)(f"config file {path}: {exc}")
 
 
 def config_preset(path: str | os.PathLike[str]) -> str | None:
@@ -319,21 +357,52 @@ def config_preset(path: str | os.PathLike[str]) -> str | None:
     """
     value = _read_toml(Path(path)).get("preset")
     if value is not None and not isinstance(value, str):
-        raise TypeError(f"preset must be a string, got {value!r}")
+        raise TypeError(f"config file {path}: preset must be a string, got {value!r}")
     return value
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
     """A config file's keys, its ``[sidekick]`` table turned into ``sidekick`` and
-    ``sidekick_options``."""
-    if not path.is_file():
+    ``sidekick_options``.
+
+    Raises:
+        FileNotFoundError: no such file.
+        ValueError: one line naming the file: a folder or special file, unreadable, too large,
+            not UTF-8 text, not TOML, or not shaped like a config.
+    """
+    if not path.exists():
         raise FileNotFoundError(f"config file {path} does not exist")
+    if path.is_dir():
+        raise ValueError(f"config file {path} is a directory, not a TOML file")
+    if not path.is_file():  # a FIFO or device would block or never end
+        raise ValueError(f"config file {path} is not a regular file")
     try:
-        values = tomllib.loads(path.read_text())
-    except UnicodeDecodeError:
-        raise ValueError(f"config file {path} is not a UTF-8 text file") from None
+        size = path.stat().st_size
+        if size > MAX_CONFIG_BYTES:
+            raise ValueError(
+                f"config file {path} is too large for a config ({size} bytes; at most "
+                f"{MAX_CONFIG_BYTES}): is it the right file?"
+            )
+        data = path.read_bytes()
+    except OSError as exc:
+        raise ValueError(f"config file {path} cannot be read: {exc.strerror or exc}") from None
+    try:
+        # TOML is UTF-8 whatever the locale; a byte-order mark (some editors write one) is fine.
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ValueError(
+            f"config file {path} is not a UTF-8 text file (byte 0x{data[exc.start]:02x} at "
+            f"offset {exc.start}): a TOML config is expected"
+        ) from None
+    try:
+        values = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ValueError(f"config file {path} is not valid TOML: {exc}") from None
+    if "sidekick_options" in values:
+        raise ValueError(
+            f"config file {path}: set sidekick options as keys of a [sidekick] table, "
+            "not as sidekick_options"
+        )
     table = values.pop("sidekick", None) if isinstance(values.get("sidekick"), dict) else None
     nested = sorted(key for key, value in values.items() if isinstance(value, dict))
     if nested:

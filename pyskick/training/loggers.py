@@ -13,6 +13,8 @@ import time
 from pathlib import Path
 from typing import Any, Protocol
 
+from pyskick.run_dir import trim_log
+
 
 class Logger(Protocol):
     """Something that records a dict of scalar metrics at a step."""
@@ -35,20 +37,17 @@ class NullLogger:
 class JsonlLogger:
     """Appends one JSON object per ``write`` to ``metrics.jsonl``: ``{"step", "time", **metrics}``.
 
-    On resume the file is first truncated to the records of steps ``<= keep_until_step`` so that a
-    resumed run's log matches an uninterrupted one's.
+    With ``keep_until_step`` the file is first cut (atomically) to the records of steps
+    ``<= keep_until_step``, so that the log holds exactly the epochs a checkpoint covers: a
+    resumed run's log then matches an uninterrupted one's, and ``-1`` (a run starting from
+    scratch) drops every record of an abandoned attempt.
     """
 
     def __init__(self, path: str | os.PathLike[str], *, keep_until_step: int | None = None) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        if keep_until_step is not None and self.path.exists():
-            kept = [
-                line
-                for line in self.path.read_text().splitlines()
-                if line.strip() and json.loads(line)["step"] <= keep_until_step
-            ]
-            self.path.write_text("".join(f"{line}\n" for line in kept))
+        if keep_until_step is not None:
+            trim_log(self.path, keep_until_step)
         self._handle = self.path.open("a")
 
     def write(self, metrics: dict[str, float], step: int) -> None:
@@ -66,10 +65,11 @@ class JsonlLogger:
 class TensorBoardLogger:
     """Scalars to TensorBoard (``torch.utils.tensorboard``; needs the ``tensorboard`` package)."""
 
-    def __init__(self, log_dir: str | os.PathLike[str]) -> None:
+    def __init__(self, log_dir: str | os.PathLike[str], *, purge_step: int | None = None) -> None:
         from torch.utils.tensorboard import SummaryWriter
 
-        self._writer = SummaryWriter(log_dir=str(log_dir))
+        # purge_step hides the events of steps >= it that an interrupted attempt wrote.
+        self._writer = SummaryWriter(log_dir=str(log_dir), purge_step=purge_step)
 
     def write(self, metrics: dict[str, float], step: int) -> None:
         for key, value in metrics.items():
@@ -107,7 +107,11 @@ def tensorboard_available() -> bool:
 def make_logger(
     run_dir: str | os.PathLike[str], *, rank: int = 0, keep_until_step: int | None = None
 ) -> Logger:
-    """The run's logger: JSONL (+ TensorBoard when installed) on rank 0, nothing elsewhere."""
+    """The run's logger: JSONL (+ TensorBoard when installed) on rank 0, nothing elsewhere.
+
+    ``keep_until_step``: the last step the run's checkpoint covers (``-1`` for a run starting
+    from scratch); records of later steps are dropped (see :class:`JsonlLogger`).
+    """
     if rank != 0:
         return NullLogger()
     run_dir = Path(run_dir)
@@ -115,7 +119,8 @@ def make_logger(
         JsonlLogger(run_dir / "metrics.jsonl", keep_until_step=keep_until_step)
     ]
     if tensorboard_available():
-        loggers.append(TensorBoardLogger(run_dir / "tensorboard"))
+        purge = None if keep_until_step is None else keep_until_step + 1
+        loggers.append(TensorBoardLogger(run_dir / "tensorboard", purge_step=purge))
     return Dispatcher(loggers)
 
 

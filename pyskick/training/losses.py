@@ -4,7 +4,7 @@
 - rewards: ``r_t = sidekick_scale * intrinsic_t``, plus ``-rec_err_{T-1}`` (detached) at the
   last action; returns are the undiscounted reward-to-go;
 - REINFORCE: ``-mean_b(log pi(a_t) * reward_scale * (R_t - b_t))`` with ``b_t`` the average
-  baseline or the learned critic's (detached) value;
+  baseline, the learned critic's (detached) value, or their sum (a residual critic);
 - entropy bonus ``-lambda_entropy * mean_b H_t``; critic loss ``critic_coeff * mean_b (R_t -
   V_t)^2``;
 - steps a sidekick demonstrated get ``supervised_scale * NLL`` instead of the three RL terms.
@@ -58,8 +58,9 @@ def completion_loss(
 
     Args:
         rollout: from :func:`~pyskick.training.collect_rollout`.
-        baseline: ``[T-1]`` average baseline per step, or None to use ``rollout.values``
-            (a learned critic).
+        baseline: ``[T-1]`` average baseline per step, or None. With a learned critic
+            (``rollout.values`` set) the value of a step is ``baseline + values`` (the critic
+            predicts the residual), or ``values`` alone when ``baseline`` is None.
         sidekick_scale: multiplier of the raw intrinsic rewards (the sidekick's current scale).
         learn_actions: False for random actors: only the reconstruction is trained.
         reward_scale: multiplier of the policy-gradient term.
@@ -78,14 +79,15 @@ def completion_loss(
     rl = (~rollout.supervised).to(rollout.log_probs.dtype)
     sup = rollout.supervised.to(rollout.log_probs.dtype)
     returns = reward_to_go(episode_rewards(rollout, sidekick_scale))
-    if baseline is not None:
+    if rollout.values is None:
+        if baseline is None:
+            raise ValueError("a rollout without critic values needs an average baseline")
         advantages = returns - baseline[:, None]
         critic_loss = zero
     else:
-        if rollout.values is None:
-            raise ValueError("a rollout without critic values needs an average baseline")
-        advantages = returns - rollout.values.detach()
-        critic_loss = critic_coeff * ((returns - rollout.values).pow(2) * rl).sum() / B
+        values = rollout.values if baseline is None else rollout.values + baseline[:, None]
+        advantages = returns - values.detach()
+        critic_loss = critic_coeff * ((returns - values).pow(2) * rl).sum() / B
     policy_loss = -(rollout.log_probs * reward_scale * advantages * rl).sum() / B
     entropy_loss = -lambda_entropy * (rollout.entropies * rl).sum() / B
     supervised_loss = -supervised_scale * (rollout.log_probs * sup).sum() / B

@@ -31,13 +31,13 @@ from typing import Any, Literal
 import torch
 from torch import Tensor, nn
 
-from pyskick._io import write_json
 from pyskick.actors import Actor, LearnedActor, make_actor
 from pyskick.actors.base import forced_demonstrations
 from pyskick.evaluation.evaluate import evaluate_policy, make_env
 from pyskick.models import CompletionPolicy, ModelConfig, preset
 from pyskick.models.critics import ValueHead
 from pyskick.plugins import lookup
+from pyskick.run_dir import CONFIG, RunDir, is_main_process
 from pyskick.sidekicks.base import NoSidekick, Sidekick
 from pyskick.sidekicks.factory import make_sidekick
 from pyskick.training.baselines import AverageBaseline
@@ -67,6 +67,10 @@ Stage = Literal["pretrain", "train"]
 
 # Fields that may change when a run is resumed (to extend it); anything else must match.
 _RESUMABLE_CHANGES = ("epochs", "pretrain_epochs", "device")
+
+MAX_SEED = 2**32 - 1
+"""The largest seed (32 bits: each epoch's generator is seeded with ``seed * 100_003 + epoch``,
+which must fit in 64)."""
 
 
 @dataclass(frozen=True)
@@ -138,13 +142,19 @@ def train(
 class Trainer:
     """One stage of training: setup, :meth:`fit` -> :meth:`train_epoch` / :meth:`validate`.
 
+    Building a trainer checks the whole request and writes nothing; :meth:`fit` locks the run
+    folder (:class:`~pyskick.run_dir.RunDir`), removes stale temporaries, records
+    ``config.json`` and trains. A run that starts from scratch drops the log and ``best.pt``
+    of an abandoned attempt; a resumed one keeps the log records its checkpoint covers.
+
     Args:
         config: the run's config.
         out_dir: the run folder.
         data: training and validation viewgrids.
         stage: ``"pretrain"`` or ``"train"``.
         init: checkpoint or run folder whose model weights start the run (train stage).
-        resume: continue from ``out_dir/latest.pt``.
+        resume: continue from ``out_dir/latest.pt``; a run killed before its first
+            checkpoint (``config.json`` but no ``latest.pt``) starts again from scratch.
         sidekick: training helper (train stage). None builds the registered
             ``config.sidekick`` with :func:`~pyskick.sidekicks.make_sidekick` (``one_view=init``,
             the data's spec, ``options=config.sidekick_options``); a sidekick given here
@@ -157,9 +167,10 @@ class Trainer:
             moves in validation. Forced motions are taken as demonstrations on every step.
 
     Raises:
-        ValueError: incompatible data, init or resumed run, or an unknown critic or actor
-            name (one line naming what differs).
-        FileNotFoundError: missing init or ``latest.pt``.
+        ValueError: incompatible data, init or resumed run, an unknown critic or actor name
+            (one line naming what differs), or a run folder another process writes
+            (:class:`~pyskick.run_dir.RunLockedError`).
+        FileNotFoundError: missing init, or nothing to resume.
     """
 
     def __init__(
@@ -194,17 +205,29 @@ class Trainer:
                 # The environment zeroes rewards around visited views as the maps assume (set
                 # before a resumed run's config is compared with the recorded one).
                 config = config.replace(reward_radius=sidekick.reward_radius)
-        self.run_dir = Path(out_dir)
-        latest = self.run_dir / "latest.pt"
-        if not resume and latest.exists():
+        self.run = RunDir(out_dir)
+        self.run_dir = self.run.path
+        if is_main_process():
+            self.run.check_free()
+        if not resume and self.run.latest.exists():
             raise ValueError(
                 f"{self.run_dir} already holds a run; resume it or choose another folder"
             )
-        resume_state = load_checkpoint(latest) if resume else None
-        if resume_state is not None:
-            if resume_state.get("stage") != stage:
+        resume_state: dict[str, Any] | None = None
+        # What the run to continue recorded: its checkpoint or, when it was killed before its
+        # first checkpoint (it then starts again from scratch), the config it started with.
+        recorded: dict[str, Any] | None = None
+        if resume:
+            if self.run.has_checkpoint():
+                resume_state = recorded = load_checkpoint(self.run.latest)
+            else:
+                self.run.check_resumable(stage)
+                saved = dict(self.run.read_record(CONFIG) or {})
+                recorded = {"stage": saved.pop("stage", None), "config": saved}
+        if recorded is not None:
+            if recorded.get("stage") != stage:
                 raise ValueError(
-                    f"cannot resume a {resume_state.get('stage')!r} run as a {stage!r} run"
+                    f"cannot resume a {recorded.get('stage')!r} run as a {stage!r} run"
                 )
             # Without a sidekick object the run rebuilds its own: the recorded radius, and the
             # recorded sidekick and options unless others were given.
@@ -213,7 +236,7 @@ class Trainer:
                 inherited = ("reward_radius",)
                 inherited += ("sidekick",) if config.sidekick == "none" else ()
                 inherited += ("sidekick_options",) if not config.sidekick_options else ()
-            config = _resumed_config(resume_state, config, stage, inherited)
+            config = _resumed_config(recorded, config, stage, inherited)
         if stage == "pretrain":
             # One glimpse, no actions: the actor, critic and sidekick settings are moot.
             config = config.replace(T=1, critic="average", sidekick="none", sidekick_options={})
@@ -245,17 +268,13 @@ class Trainer:
         self.config = config
         self.stage = stage
         self.data = data
+        check_request(config, data)
         self.device = resolve_device(config.device, _local_rank())
         self.dist: DistContext = init_distributed(self.device)
         if config.batch_size % self.dist.world_size:
             raise ValueError(
                 f"batch_size {config.batch_size} must be divisible by the number of "
                 f"processes ({self.dist.world_size})"
-            )
-        if data.train.shape[0] < config.batch_size:
-            raise ValueError(
-                f"batch_size {config.batch_size} exceeds the {data.train.shape[0]} training "
-                "viewgrids"
             )
         self.epochs = config.pretrain_epochs if stage == "pretrain" else config.epochs
         self.T = config.T
@@ -322,9 +341,9 @@ class Trainer:
         self.val_actor.prepare(data.val, T=self.T, device=self.device)
 
         self.start_epoch = 0
-        # A learned critic is put at the returns' scale by the first batch (a resumed run
-        # restores the flag).
-        self.critic_calibrated = self.critic is None
+        # A learned critic of returns is put at their scale by the first batch (a resumed run
+        # restores the flag); a residual critic starts at zero, i.e. at the average baseline.
+        self.critic_calibrated = self.critic is None or config.critic_residual
         self.best_val = math.inf
         self.history: list[dict[str, float]] = []
         if resume_state is not None:
@@ -340,9 +359,6 @@ class Trainer:
                 self.critic_ddp = nn.parallel.DistributedDataParallel(
                     self.critic, device_ids=ids, find_unused_parameters=True
                 )
-        if self.dist.is_main:
-            self.run_dir.mkdir(parents=True, exist_ok=True)
-            write_json(self.run_dir / "config.json", {"stage": stage, **config.to_dict()})
 
     # ---------------------------------------------------------------------------- setup
     def _make_critic(self, factory: Callable[..., Any]) -> nn.Module | None:
@@ -363,12 +379,7 @@ class Trainer:
         return critic.to(self.device)
 
     def _load_init(self, init: str | Path) -> None:
-        path, state = load_run(init, map_location=self.device, keys=POLICY_KEYS)
-        if ModelConfig.from_dict(state["model_config"]) != self.model_config:
-            raise ValueError(
-                f"{path} holds a model of another architecture or data shape than this run "
-                f"(model preset {self.config.model!r}, grids {list(self.data.grid_shape)})"
-            )
+        state = _init_state(init, self.config, self.data, self.model_config, self.device)
         self.policy.load_state_dict(state["model"])
 
     def _restore(self, state: dict[str, Any]) -> None:
@@ -379,6 +390,13 @@ class Trainer:
             )
         self.policy.load_state_dict(state["model"])
         if self.critic is not None:
+            # Checkpoints from before critic_residual existed hold critics of the return.
+            recorded = bool(state["config"].get("critic_residual", False))
+            if recorded != self.config.critic_residual:
+                raise ValueError(
+                    "cannot resume: the run's critic was trained with critic_residual = "
+                    f"{recorded}, this run has {self.config.critic_residual}"
+                )
             self.critic.load_state_dict(state["critic"])
         self.optimizer.load_state_dict(state["optimizer"])
         self.baseline.load_state_dict(state["baseline"])
@@ -398,12 +416,25 @@ class Trainer:
 
     # ------------------------------------------------------------------------------ fit
     def fit(self) -> TrainResult:
-        """Run the remaining epochs; returns the run's summary."""
-        # A resumed run's log keeps exactly the records of the epochs its checkpoint covers.
+        """Lock the run folder, record the run and train the remaining epochs; returns the
+        run's summary.
+
+        Raises:
+            RunLockedError: another process writes the run folder.
+        """
+        if not self.dist.is_main:
+            return self._fit()
+        with self.run.locked():
+            if self.start_epoch == 0:
+                self.run.reset()  # the log and best.pt of an abandoned attempt
+            self.run.write_record(CONFIG, {"stage": self.stage, **self.config.to_dict()})
+            return self._fit()
+
+    def _fit(self) -> TrainResult:
+        # The log keeps exactly the records of the epochs the checkpoint covers (none for a
+        # run that starts from scratch).
         logger = make_logger(
-            self.run_dir,
-            rank=self.dist.rank,
-            keep_until_step=self.start_epoch - 1 if self.start_epoch > 0 else None,
+            self.run_dir, rank=self.dist.rank, keep_until_step=self.start_epoch - 1
         )
         try:
             for epoch in range(self.start_epoch, self.epochs):
@@ -493,7 +524,8 @@ class Trainer:
                 rollout = self._calibrate_critic(rollout, sidekick_scale)
             tick_baseline = time.perf_counter()
             baseline = None
-            if self.learn_actions and self.critic is None and self.T > 1:
+            uses_baseline = self.critic is None or cfg.critic_residual
+            if self.learn_actions and uses_baseline and self.T > 1:
                 self._update_baseline(rollout.final_errors, rollout.intrinsic)
                 baseline = self.baseline.values(self.T, sidekick_scale, self.device)
             side_seconds += time.perf_counter() - tick_baseline
@@ -655,9 +687,53 @@ class Trainer:
         state = self.state_dict(epoch)
         if not self.dist.is_main:
             return
-        save_checkpoint(self.run_dir / "latest.pt", state)
+        save_checkpoint(self.run.latest, state)
         if best:
-            save_checkpoint(self.run_dir / "best.pt", state)
+            save_checkpoint(self.run.best, state)
+
+
+def check_request(config: TrainConfig, data: TrainData) -> None:
+    """The checks of a run that need no model, cheap enough to make before any other work:
+    the seed's range, the device, the batch size against the training split.
+
+    Raises:
+        ValueError: one line naming the value.
+    """
+    if not 0 <= config.seed <= MAX_SEED:
+        raise ValueError(f"seed {config.seed} is out of range (0 to {MAX_SEED})")
+    resolve_device(config.device, _local_rank())
+    if data.train.shape[0] < config.batch_size:
+        raise ValueError(
+            f"batch_size {config.batch_size} exceeds the {data.train.shape[0]} training viewgrids"
+        )
+
+
+def check_init(init: str | Path, config: TrainConfig, data: TrainData) -> None:
+    """Refuse an ``init`` that is no one-view model for this config and data (not a run or
+    checkpoint, a damaged checkpoint, another architecture) before any other work.
+
+    Raises:
+        FileNotFoundError: no checkpoint there.
+        ValueError: not a pyskick checkpoint, or another architecture or data shape.
+    """
+    _init_state(init, config, data, _model_config(config, data), "cpu")
+
+
+def _init_state(
+    init: str | Path,
+    config: TrainConfig,
+    data: TrainData,
+    model_config: ModelConfig,
+    map_location: str | torch.device,
+) -> dict[str, Any]:
+    """The checkpoint state of ``init``, checked against the run's model."""
+    path, state = load_run(init, map_location=map_location, keys=POLICY_KEYS)
+    if ModelConfig.from_dict(state["model_config"]) != model_config:
+        raise ValueError(
+            f"{path} holds a model of another architecture or data shape than this run "
+            f"(model preset {config.model!r}, grids {list(data.grid_shape)})"
+        )
+    return state
 
 
 def _model_config(config: TrainConfig, data: TrainData) -> ModelConfig:

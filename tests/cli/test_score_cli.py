@@ -135,7 +135,6 @@ def test_stale_scores_are_refused_before_anything_is_written(
         (["--sidekick", "none"], "sidekick 'none' computes no scores"),
         (["--model", "no-such-run"], "'no-such-run' does not exist"),
         (["--model", "."], "model checkpoint best.pt does not exist"),  # a folder without a run
-        (["--out", "missing-dir/S.h5"], "folder missing-dir does not exist"),
         (["--splits", "train,nope"], "no split 'nope'; its splits: train, val, test"),
         (["--config", "missing.toml"], "missing.toml"),
         (["--splits", "train,train"], "named twice"),

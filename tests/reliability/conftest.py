@@ -12,7 +12,11 @@ point as the console script) and asserts the documented contract of a refusal:
 
 from __future__ import annotations
 
+import ctypes
 import hashlib
+import os
+import subprocess
+import sys
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -31,12 +35,14 @@ def snapshot(*roots: Path) -> Snapshot:
     listing: Snapshot = {}
     for root in roots:
         root = Path(root)
-        if not root.exists():
+        if not root.exists() and not root.is_symlink():
             listing[str(root)] = "missing"
             continue
         entries = [root, *sorted(root.rglob("*"))] if root.is_dir() else [root]
         for entry in entries:
-            if entry.is_dir():
+            if entry.is_symlink():  # dangling or not, a link is its target's name
+                listing[str(entry)] = f"link:{entry.readlink()}"
+            elif entry.is_dir():
                 listing[str(entry)] = "dir"
             else:
                 data = entry.read_bytes()
@@ -92,3 +98,39 @@ def _describe_change(before: Snapshot, after: Snapshot) -> str:
 def refuse(capsys: pytest.CaptureFixture[str]) -> Refuse:
     """See :class:`Refuse`."""
     return Refuse(capsys)
+
+
+def without_write_override() -> None:
+    """In a child process, before exec: root ignores permissions through CAP_DAC_OVERRIDE and
+    CAP_DAC_READ_SEARCH; drop both from the bounding set so that a root process (like any
+    other) cannot write a read-only folder."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    for capability in (1, 2):  # CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH
+        if libc.prctl(24, capability, 0, 0, 0) != 0:  # PR_CAPBSET_DROP
+            raise OSError(ctypes.get_errno(), "prctl(PR_CAPBSET_DROP) failed")
+
+
+def run_unprivileged(
+    args: Iterable[object], env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``pyskick ARGS`` in a subprocess that cannot override file permissions, even as root."""
+    return subprocess.run(
+        [sys.executable, "-m", "pyskick_cli", *map(str, args)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        preexec_fn=without_write_override if os.geteuid() == 0 else None,
+    )
+
+
+@pytest.fixture
+def unprivileged() -> object:
+    """:func:`run_unprivileged`, for tests (conftest helpers are not importable modules)."""
+    return run_unprivileged
+
+
+@pytest.fixture
+def disk() -> object:
+    """:func:`snapshot`, for tests."""
+    return snapshot

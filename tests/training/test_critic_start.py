@@ -1,4 +1,5 @@
-"""A learned critic starts at the scale of the returns (docs/deviations.md K6)."""
+"""A learned critic starts where the average baseline is (residual, the default) or at the
+scale of the returns (``critic_residual = false``; docs/deviations.md K6)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import pytest
 import torch
 
 from pyskick.training import trainer as trainer_module
-from pyskick.training.losses import episode_rewards
+from pyskick.training.losses import completion_loss, episode_rewards
 from pyskick.training.returns import reward_to_go
 from pyskick.training.trainer import Trainer, pretrain
 
@@ -16,19 +17,60 @@ def pretrained(tmp_path, tiny_config, tiny_data):
     return pretrain(tiny_config, tmp_path / "pre", tiny_data).run_dir
 
 
-@pytest.mark.parametrize("critic", ["critic", "asymm-critic"])
-def test_first_critic_loss_is_the_variance_of_the_returns(
-    tmp_path, pretrained, tiny_config, tiny_data, monkeypatch, critic
-):
+@pytest.fixture
+def recorded(monkeypatch):
+    """The (rollout, kwargs) of every ``completion_loss`` call the trainer makes."""
     calls = []
-    loss = trainer_module.completion_loss
 
     def recording(rollout, **kwargs):
         calls.append((rollout, kwargs))
-        return loss(rollout, **kwargs)
+        return completion_loss(rollout, **kwargs)
 
     monkeypatch.setattr(trainer_module, "completion_loss", recording)
-    config = tiny_config.replace(epochs=1, critic=critic)
+    return calls
+
+
+def returns_of(rollout, kwargs):
+    return reward_to_go(episode_rewards(rollout, kwargs["sidekick_scale"])).detach()
+
+
+@pytest.mark.parametrize("critic", ["critic", "asymm-critic"])
+def test_residual_critic_starts_as_the_average_baseline(
+    tmp_path, pretrained, tiny_config, tiny_data, recorded, critic
+):
+    def first_batch(config, out):
+        trainer = Trainer(config, tmp_path / out, tiny_data, stage="train", init=pretrained)
+        first = len(recorded)
+        trainer.train_epoch(0)
+        return trainer, recorded[first]
+
+    config = tiny_config.replace(epochs=1)
+    _, (plain_rollout, plain_kwargs) = first_batch(config, "plain")
+    residual, (rollout, kwargs) = first_batch(config.replace(critic=critic), "residual")
+    assert residual.config.critic_residual
+    # The critic's share of every first value is zero: its values are the average baseline's,
+    assert torch.count_nonzero(rollout.values.detach()) == 0
+    assert torch.equal(kwargs["baseline"], plain_kwargs["baseline"])
+    # so its policy-gradient term is REINFORCE's with that baseline (same data, same actions),
+    assert torch.equal(rollout.actions, plain_rollout.actions)
+    ours, theirs = (
+        completion_loss(rollout, **kwargs),
+        completion_loss(plain_rollout, **plain_kwargs),
+    )
+    assert float(ours.policy) == pytest.approx(float(theirs.policy), rel=1e-5, abs=1e-9)
+    # and it learns the residual: its loss is coeff * sum_t mean_b (R_t - b_t)^2.
+    returns = returns_of(rollout, kwargs)
+    residuals = returns - kwargs["baseline"][:, None]
+    expected = residual.config.critic_coeff * residuals.pow(2).mean(1).sum()
+    assert float(ours.critic) == pytest.approx(float(expected), rel=1e-4)
+    assert float(ours.critic) > 0.0
+
+
+@pytest.mark.parametrize("critic", ["critic", "asymm-critic"])
+def test_critic_of_returns_first_loss_is_their_variance(
+    tmp_path, pretrained, tiny_config, tiny_data, recorded, critic
+):
+    config = tiny_config.replace(epochs=1, critic=critic, critic_residual=False)
     trainer = Trainer(config, tmp_path / "t", tiny_data, stage="train", init=pretrained)
     head = trainer.critic.output_layer
     assert torch.count_nonzero(head.weight) == 0
@@ -36,19 +78,36 @@ def test_first_critic_loss_is_the_variance_of_the_returns(
     assert not trainer.critic_calibrated
     trainer.train_epoch(0)
     assert trainer.critic_calibrated
-    rollout, kwargs = calls[0]
-    returns = reward_to_go(episode_rewards(rollout, kwargs["sidekick_scale"])).detach()
+    rollout, kwargs = recorded[0]
+    assert kwargs["baseline"] is None
+    returns = returns_of(rollout, kwargs)
     # Every value of the first batch is the batch's mean return ...
     assert torch.allclose(rollout.values.detach(), returns.mean().expand_as(returns), atol=1e-7)
     # ... so the critic's first loss is coeff * (T - 1) * the returns' (population) variance,
     # not the square of a value head's spread (about 1 for an xavier output layer).
     steps = returns.shape[0]
-    first = loss(rollout, **kwargs).critic
     variance = returns.var(unbiased=False)
+    first = completion_loss(rollout, **kwargs).critic
     assert float(first) == pytest.approx(config.critic_coeff * steps * float(variance), rel=1e-4)
     assert float(variance) < 1e-3
     # The calibration is saved: a resumed run does not recalibrate.
     assert trainer.state_dict(0)["critic_calibrated"] is True
+
+
+def test_resuming_a_critic_of_the_other_kind_is_refused(
+    tmp_path, pretrained, tiny_config, tiny_data
+):
+    config = tiny_config.replace(epochs=1, critic="critic", critic_residual=False)
+    Trainer(config, tmp_path / "t", tiny_data, stage="train", init=pretrained).fit()
+    with pytest.raises(ValueError, match="critic_residual"):
+        Trainer(
+            config.replace(epochs=2, critic_residual=True),
+            tmp_path / "t",
+            tiny_data,
+            stage="train",
+            init=pretrained,
+            resume=True,
+        )
 
 
 def test_without_a_learned_critic_nothing_is_calibrated(

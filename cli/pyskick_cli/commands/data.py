@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
+from pyskick_cli.outputs import check_outputs, overwrite_option
+
 F = TypeVar("F", bound=Callable[..., Any])
 
 if TYPE_CHECKING:
@@ -20,6 +22,19 @@ def data() -> None:
     """Make, convert, inspect and preview viewgrid datasets (HDF5)."""
 
 
+# The most viewgrids `data make` generates (~100 GB of SUN360-like grids, all held in memory).
+MAX_NUM = 1_000_000
+
+
+def _seed_in_range(_ctx: click.Context, _param: click.Parameter, value: int | None) -> int | None:
+    """Refuse a seed above the one limit every command shares (before anything is generated)."""
+    from pyskick.training.trainer import MAX_SEED
+
+    if value is not None and value > MAX_SEED:
+        raise click.BadParameter(f"{value} is out of range (0 to {MAX_SEED})")
+    return value
+
+
 @data.command()
 @click.argument("name")
 @click.option(
@@ -27,22 +42,26 @@ def data() -> None:
 )
 @click.option(
     "--num",
-    type=click.IntRange(min=3),
+    type=click.IntRange(min=3, max=MAX_NUM),
     default=None,
-    help="Number of viewgrids (default: the dataset's).",
+    help=f"Number of viewgrids, 3 to {MAX_NUM} (default: the dataset's).",
 )
 @click.option(
     "--seed",
     type=click.IntRange(min=0),
+    callback=_seed_in_range,
     default=None,
-    help="Generator seed (default: the dataset's).",
+    help="Generator seed, 0 to 2^32-1 (default: the dataset's).",
 )
-def make(name: str, out: Path, num: int | None, seed: int | None) -> None:
+@overwrite_option
+def make(name: str, out: Path, num: int | None, seed: int | None, overwrite: bool) -> None:
     """Generate the built-in dataset NAME (e.g. synthetic-scenes) into --out."""
     import time
 
-    from pyskick.data.builtin import make_builtin
+    from pyskick.data.builtin import check_builtin_name, make_builtin
 
+    check_builtin_name(name)
+    check_outputs([out], overwrite=overwrite)
     start = time.perf_counter()
     path = make_builtin(name, out, num, seed)
     click.echo(f"wrote {path} in {time.perf_counter() - start:.1f} s", err=True)
@@ -73,6 +92,7 @@ def _conversion_options(split_help: str, strict_help: str) -> Callable[[F], F]:
             click.option(
                 "--strict/--no-strict", default=False, show_default=True, help=strict_help
             ),
+            overwrite_option,
         ]
         for option in reversed(options):
             f = option(f)
@@ -92,13 +112,22 @@ def _report_written(path: Path) -> None:
 @data.command("from-panoramas")
 @_conversion_options(
     "train,val,test fractions.",
-    "Fail (exit 2) on any unreadable or non-2:1 input instead of skipping it.",
+    "Fail (exit 2) on any unreadable, unsupported or non-2:1 input instead of skipping it.",
 )
-def from_panoramas(folder: Path, out: Path, split_text: str, seed: int, strict: bool) -> None:
-    """Convert equirectangular JPG/PNG files and cubemap folders under FOLDER into viewgrids."""
+def from_panoramas(
+    folder: Path, out: Path, split_text: str, seed: int, strict: bool, overwrite: bool
+) -> None:
+    """Convert equirectangular JPG/PNG files and cubemap folders under FOLDER into viewgrids.
+
+    \b
+    Accepted images: 8- and 16-bit RGB, grey (L, 16-bit I;16), 1-bit, palette (P) and any of
+    them with transparency (composited over black). Other modes (e.g. CMYK) are skipped, or
+    refused with --strict.
+    """
     from pyskick.data.panoramas import convert_panoramas, parse_split
 
     fractions = parse_split(split_text)
+    check_outputs([out], overwrite=overwrite)
     _report_written(convert_panoramas(folder, out, split=fractions, seed=seed, strict=strict))
 
 
@@ -113,13 +142,20 @@ def from_panoramas(folder: Path, out: Path, split_text: str, seed: int, strict: 
     help="Comma-separated classes (folder names) to hold out as the test_unseen split.",
 )
 def from_meshes(
-    folder: Path, out: Path, split_text: str, seed: int, strict: bool, unseen_classes: str
+    folder: Path,
+    out: Path,
+    split_text: str,
+    seed: int,
+    strict: bool,
+    overwrite: bool,
+    unseen_classes: str,
 ) -> None:
     """Render OBJ/OFF meshes under FOLDER (class = top-level folder) as 5x9 grayscale viewgrids."""
     from pyskick.data.mesh_dataset import convert_meshes
     from pyskick.data.panoramas import parse_split
 
     fractions = parse_split(split_text)
+    check_outputs([out], overwrite=overwrite)
     unseen = tuple(c.strip() for c in unseen_classes.split(",") if c.strip())
     _report_written(
         convert_meshes(
@@ -165,8 +201,8 @@ def _channel_stats(split: ViewgridSplit) -> dict:
     lo = torch.full((c,), 255.0, dtype=torch.float64)
     hi = torch.zeros(c, dtype=torch.float64)
     count = 0
-    for start in range(0, len(split), 256):
-        block = split.load(range(start, min(start + 256, len(split))))
+    # Blocks of bounded bytes (each becomes float64, 8x larger), so a split of any size fits.
+    for block in split.blocks(max_bytes=8 * 2**20):
         values = block.permute(3, 0, 1, 2, 4, 5).reshape(c, -1).double()
         total += values.sum(1)
         squares += (values * values).sum(1)
@@ -190,7 +226,8 @@ def info(path: Path, as_json: bool) -> None:
     """Show the splits, shapes, preset, attributes and per-channel statistics of a viewgrid file."""
     report = _summary(path)
     if as_json:
-        click.echo(json.dumps(report, indent=2, sort_keys=True))
+        # default=str: attributes of unusual HDF5 types are shown, not refused
+        click.echo(json.dumps(report, indent=2, sort_keys=True, default=str))
         return
     g = report["grid"]
     click.echo(f"{report['path']}: preset {report['preset']}")
@@ -227,9 +264,12 @@ def info(path: Path, as_json: bool) -> None:
     show_default=True,
     help="Pixel upscaling.",
 )
-def preview(path: Path, out: Path, split: str, num: int, scale: int) -> None:
+@overwrite_option
+def preview(path: Path, out: Path, split: str, num: int, scale: int, overwrite: bool) -> None:
     """Write a contact sheet of a few viewgrids, each laid out N rows x M columns."""
-    from pyskick.data.preview import render_preview
+    from pyskick.data.preview import check_preview_path, render_preview
 
+    check_preview_path(out)
+    check_outputs([out], overwrite=overwrite)
     written = render_preview(path, out, split=split, num=num, scale=scale)
     click.echo(f"wrote {written}", err=True)

@@ -74,6 +74,7 @@ def evaluate(
     the per-sample errors in RUN/eval/<split>-<metric>-<samples digest>.npz for
     `pyskick compare` (not with --actor, which evaluates another method).
     """
+    from pyskick._io import check_writable_folder
     from pyskick.data import ViewgridFile
     from pyskick.evaluation import evaluate as run_evaluate
     from pyskick.experiments.errors import run_eval_file
@@ -81,6 +82,20 @@ def evaluate(
 
     if actor is not None:
         registered("actor", actor, "--actor")
+    # Where the results go must be writable before anything is computed.
+    try:
+        if save is not None:
+            check_writable_folder(save.parent)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--save") from None
+    if run.is_dir() and actor is None:
+        try:
+            check_writable_folder(run / "eval")
+        except ValueError as exc:
+            raise click.BadParameter(
+                f"{exc}; evaluate {run / 'best.pt'} to leave the run folder as it is",
+                param_hint="RUN",
+            ) from None
     source = ViewgridFile(run_dataset(run) if dataset is None else resolve_dataset_path(dataset))
     if split not in source.splits:
         raise click.BadParameter(

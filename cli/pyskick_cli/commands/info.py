@@ -41,7 +41,8 @@ def info(as_json: bool) -> None:
         click.echo("native kernels: not built (pure-PyTorch reference ops in use)")
     else:
         omp = f"OpenMP {build['openmp_version']}" if build["openmp"] else "no OpenMP"
-        click.echo(f"native kernels: built with {build['compiler']}, {omp}")
+        sanitized = f", sanitizers {build['sanitizers']}" if build.get("sanitizers") else ""
+        click.echo(f"native kernels: built with {build['compiler']}, {omp}{sanitized}")
         if build["cuda"]:
             click.echo(
                 f"cuda kernels: built for CUDA {build['cuda_version']}, "

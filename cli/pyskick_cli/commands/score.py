@@ -60,7 +60,7 @@ def _split_names(value: str, available: tuple[str, ...]) -> list[str]:
     "out",
     required=True,
     type=click.Path(dir_okay=False, path_type=Path),
-    help="The score file to write (.h5; its folder must exist).",
+    help="The score file to write (.h5; missing folders are created).",
 )
 @click.option(
     "--splits",
@@ -118,6 +118,7 @@ def score(
     """
     import torch.distributed as dist
 
+    from pyskick._io import check_writable_folder
     from pyskick.data import ViewgridFile
     from pyskick.sidekicks import make_sidekick
     from pyskick.sidekicks.scores import (
@@ -133,10 +134,12 @@ def score(
     from pyskick.training.one_view_cache import cache_key, cache_root, cached_one_view
 
     registered("sidekick", sidekick, "--sidekick")
-    if not out.parent.is_dir():
-        raise click.BadParameter(f"folder {out.parent} does not exist", param_hint="--out")
     if out.is_dir():
         raise click.BadParameter(f"{out} is a folder", param_hint="--out")
+    try:  # missing folders are created when the file is written
+        check_writable_folder(out.parent)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--out") from None
     path = resolve_dataset_path(dataset)
     source = ViewgridFile(path)
     names = _split_names(splits, source.splits)
@@ -185,10 +188,13 @@ def score(
                 f"({ctx.world_size} process{'es' if ctx.world_size > 1 else ''})"
             )
     meta = ScoreMeta.of(helper, config.T, keys)
+
+    def write() -> Path:
+        out.parent.mkdir(parents=True, exist_ok=True)  # like every command's outputs
+        return write_scores(out, per_split, meta=meta)
+
     # Rank 0 writes; the others wait for it, and fail with it.
-    broadcast_from_main(
-        lambda: write_scores(out, per_split, meta=meta), run_device, "writing the score file"
-    )
+    broadcast_from_main(write, run_device, "writing the score file")
     if ctx.is_main:
         click.echo(f"wrote {sidekick} scores of {', '.join(names)} to {out}")
     if dist.is_initialized():

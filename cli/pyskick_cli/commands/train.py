@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from contextlib import ExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -22,31 +23,88 @@ from pyskick_cli.options import (
 )
 
 if TYPE_CHECKING:
-    from pyskick.training import TrainConfig, TrainData
+    from pyskick.training import TrainConfig, TrainData, TrainResult
+    from pyskick.training.trainer import Trainer
+
+# The whole request is checked before the run folder is created or changed: a refused command
+# leaves --out as it was. Then the folder is locked (one writer at a time) and recorded.
 
 
 def _config(
     preset: str | None, config_path: Path | None, spec_preset: str, **overrides: Any
 ) -> TrainConfig:
     from pyskick.training import load_config
+    from pyskick.training.trainer import MAX_SEED
 
     default = "paper-modelnet" if spec_preset == "modelnet-hard" else "paper-sun360"
-    return load_config(config_path, preset=preset, overrides=overrides, default_preset=default)
+    config = load_config(config_path, preset=preset, overrides=overrides, default_preset=default)
+    if config.seed > MAX_SEED:  # before torch sees it (an overflow that names nothing)
+        raise click.BadParameter(
+            f"seed {config.seed} is out of range (0 to {MAX_SEED})", param_hint="--seed"
+        )
+    return config
 
 
-def _prepare(dataset: str, out_dir: Path, resume: bool) -> tuple[Path, str]:
+def _prepare(dataset: str, out_dir: Path, resume: bool, stage: str) -> tuple[Path, str]:
     """Resolve the dataset and check --out/--resume before anything is trained or written."""
+    from pyskick._io import check_writable_folder
     from pyskick.data import ViewgridFile
+    from pyskick.run_dir import RunDir, is_main_process
 
+    try:
+        check_writable_folder(out_dir)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--out") from None
     path = resolve_dataset_path(dataset)
+    run = RunDir(out_dir)
+    if is_main_process():  # the other ranks of a torchrun launch never lock
+        run.check_free()
     check_run_dataset(out_dir, path, resume=resume)
+    if resume:
+        run.check_resumable(stage)
     return path, ViewgridFile(path).spec.preset
 
 
-def _load_data(path: Path) -> TrainData:
+def _load_data(path: Path, config: TrainConfig) -> TrainData:
+    """The dataset's splits, and the checks that need them but no model (device, batch size)."""
     from pyskick.training import TrainData
+    from pyskick.training.trainer import check_request
 
-    return TrainData.from_file(path)
+    data = TrainData.from_file(path)
+    check_request(config, data)
+    return data
+
+
+def _fit(trainer: Trainer, dataset: Path, init: Path | None = None) -> TrainResult:
+    """Lock the run folder, record the dataset (and one-view run) and train."""
+    from pyskick.run_dir import RunDir, is_main_process
+
+    with ExitStack() as stack:
+        if is_main_process():
+            stack.enter_context(RunDir(trainer.run_dir).locked())
+        record_run_dataset(trainer.run_dir, dataset, init=init)
+        return trainer.fit()
+
+
+def _resumed_init(out_dir: Path, given: Path | None) -> Path | None:
+    """The one-view run a resumed run started from (its checkpoint's, else its record's);
+    another one given with --init is refused."""
+    from pyskick.run_dir import RunDir
+    from pyskick.training.checkpoint import load_checkpoint
+
+    run = RunDir(out_dir)
+    if run.has_checkpoint():
+        started = load_checkpoint(run.latest).get("init")
+        recorded = Path(started) if started else None
+    else:
+        recorded = recorded_init(out_dir)
+    if given is not None and _checkpoint_of(given) != _checkpoint_of(recorded):
+        raise click.BadParameter(
+            f"cannot resume: the run started from {recorded or 'no one-view model'}, not "
+            f"{given}; leave --init out to continue it",
+            param_hint="--init",
+        )
+    return recorded
 
 
 def _check_names(critic: str | None, actor: str | None) -> None:
@@ -82,16 +140,16 @@ def pretrain(
     resume: bool,
 ) -> None:
     """Train the one-view model (T = 1): every module learns to reconstruct from one glimpse."""
-    from pyskick.training import pretrain as run_pretrain
+    from pyskick.training.trainer import Trainer
 
-    path, spec_preset = _prepare(dataset, out_dir, resume)
+    path, spec_preset = _prepare(dataset, out_dir, resume, "pretrain")
     config = _config(
         preset, config_path, spec_preset, pretrain_epochs=epochs, batch_size=batch_size, lr=lr,
         seed=seed, device=device,
     )  # fmt: skip
-    data = _load_data(path)
-    record_run_dataset(out_dir, path)
-    _report(run_pretrain(config, out_dir, data, resume=resume))
+    data = _load_data(path, config)
+    trainer = Trainer(config, out_dir, data, stage="pretrain", resume=resume)
+    _report(_fit(trainer, path))
 
 
 @click.command()
@@ -162,13 +220,13 @@ def train(
     from pyskick.data import ViewgridFile
     from pyskick.sidekicks import make_sidekick
     from pyskick.sidekicks.scores import load_scores_file
-    from pyskick.training import train as run_train
     from pyskick.training.one_view_cache import cached_one_view
+    from pyskick.training.trainer import Trainer, check_init
 
     if sidekick is not None:
         registered("sidekick", sidekick, "--sidekick")
     _check_names(critic, actor)
-    path, spec_preset = _prepare(dataset, out_dir, resume)
+    path, spec_preset = _prepare(dataset, out_dir, resume, "train")
     config = _config(
         preset, config_path, spec_preset, epochs=epochs, batch_size=batch_size, lr=lr, seed=seed,
         device=device, T=T, critic=critic, actor=actor, sidekick=sidekick,
@@ -183,16 +241,29 @@ def train(
     spec = ViewgridFile(path).spec
     options = resolve_run_options(config, spec, out_dir if resume else None)
     config = config.replace(sidekick_options=options)
-    data = _load_data(path)
-    if resume and init is None:
-        init = recorded_init(out_dir)
+    data = _load_data(path, config)
+    if resume:
+        init = _resumed_init(out_dir, init)
+    elif init is not None:
+        check_init(init, config, data)
     if init is None:
+        # Last: pretraining a one-view model is the one long step before training.
         init = cached_one_view(path, config, data)
     helper = make_sidekick(
         config.sidekick, one_view=init, spec=spec, config=config, options=options
     )
-    if scores_file is not None:  # checked here so that stale scores leave no run folder behind
+    if scores_file is not None:
         load_scores_file(helper, data.train, scores_file, T=config.T)
         helper.scores_file = scores_file
-    record_run_dataset(out_dir, path, init=init)
-    _report(run_train(config, out_dir, data, init=init, resume=resume, sidekick=helper))
+    trainer = Trainer(
+        config, out_dir, data, stage="train", init=init, resume=resume, sidekick=helper
+    )
+    _report(_fit(trainer, path, init=init))
+
+
+def _checkpoint_of(run: Path | None) -> Path | None:
+    """The checkpoint a run folder or checkpoint path names, resolved (for comparisons)."""
+    if run is None:
+        return None
+    run = Path(run).resolve()
+    return run / "best.pt" if run.is_dir() else run

@@ -13,6 +13,7 @@ from pyskick_cli.options import (
     resolve_dataset_path,
     run_dataset,
 )
+from pyskick_cli.outputs import check_outputs, overwrite_option
 
 
 def _curve_runs(run: Path, curves: tuple[Path, ...]) -> dict[str, Path]:
@@ -42,6 +43,15 @@ def _one_view_run(run: Path, one_view: Path | None, stage: str) -> Path:
             param_hint="--sidekick-maps",
         )
     return init
+
+
+def _figures(out_dir: Path, chosen: list[int], kinds: list[str], *, curves: bool) -> list[Path]:
+    """Every figure a call may write: ``example{k}_grid{i}_{kind}.png`` per drawn viewgrid,
+    and ``learning_curves.png`` with ``curves``."""
+    paths = [
+        out_dir / f"example{k}_grid{i}_{kind}.png" for k, i in enumerate(chosen) for kind in kinds
+    ]
+    return paths + ([out_dir / "learning_curves.png"] if curves else [])
 
 
 @click.command()
@@ -94,6 +104,7 @@ def _one_view_run(run: Path, one_view: Path | None, stage: str) -> Path:
     show_default=True,
     help="Where the models run (auto = CUDA when available).",
 )
+@overwrite_option
 def visualize(
     run: Path,
     dataset: str | None,
@@ -106,6 +117,7 @@ def visualize(
     sidekick_maps: bool,
     one_view: Path | None,
     device: str,
+    overwrite: bool,
 ) -> None:
     """Draw figures of RUN (a run folder, using its best.pt, or a checkpoint) on a split.
 
@@ -113,7 +125,7 @@ def visualize(
     Per example: exampleK_gridI_episode.png (true grid, reconstruction after each glimpse,
     trajectory) and exampleK_gridI_heatmaps.png (Eq. 10 policy heatmaps); learning_curves.png
     (validation error x1000 per epoch); with --sidekick-maps, exampleK_gridI_reward_maps.png
-    and exampleK_gridI_coverage.png.
+    and exampleK_gridI_coverage.png. Figures already in --out are refused unless --overwrite.
     """
     from pyskick.data import ViewgridFile
     from pyskick.sidekicks.reward import NMS_PRESETS
@@ -142,6 +154,11 @@ def visualize(
     check_run_grids(grids, saved.policy)
     if scorer is not None:
         check_run_grids(grids, load_policy(scorer, where).policy)
+    chosen, _ = choose_examples(grids.shape[0], examples, seed, saved.policy.config.n_views)
+    kinds = ["episode"] + (["heatmaps"] if not no_heatmaps and saved.T > 1 else [])
+    kinds += ["reward_maps", "coverage"] if sidekick_maps else []
+    figures = _figures(out_dir, chosen.tolist(), kinds, curves=bool(curve_runs))
+    check_outputs(figures, overwrite=overwrite)
     mean = tuple(source.spec.channel_mean)
     written = visualize_run(
         run,
@@ -157,7 +174,6 @@ def visualize(
     if curve_runs:
         written.append(plot_learning_curves(curve_runs, out_dir / "learning_curves.png"))
     if scorer is not None:
-        chosen, _ = choose_examples(grids.shape[0], examples, seed, saved.policy.config.n_views)
         written += draw_sidekick_maps(
             scorer,
             grids[chosen],

@@ -1,0 +1,48 @@
+"""CLI output files: an existing one is replaced only when asked (``--overwrite``).
+
+Commands that write files check their outputs with :func:`check_outputs` before any work, so a
+refusal (exit 2, one line naming the file) leaves the disk as it was.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from pyskick._io import check_writable_folder
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+OVERWRITE_HELP = "Replace output files that already exist (default: refuse, exit 2)."
+
+
+def overwrite_option(f: F) -> F:
+    """The ``--overwrite`` flag of every command that writes files."""
+    return click.option("--overwrite", is_flag=True, help=OVERWRITE_HELP)(f)
+
+
+def check_outputs(paths: Iterable[Path], *, overwrite: bool) -> None:
+    """Refuse outputs that exist (without ``overwrite``) or that cannot be written.
+
+    Args:
+        paths: the files a command is about to write.
+        overwrite: the user's ``--overwrite``.
+
+    Raises:
+        ValueError: (exit 2) one line naming the first file that exists or is a folder, or that
+            lies under a folder that cannot be made or written (a file, a dangling link, a
+            read-only folder: see :func:`pyskick._io.check_writable_folder`).
+    """
+    for path in paths:
+        path = Path(path)
+        if path.is_dir():
+            raise ValueError(f"{path} is a folder; the output must be a file")
+        if not overwrite and (path.exists() or path.is_symlink()):
+            raise ValueError(f"{path} already exists; pass --overwrite to replace it")
+        try:
+            check_writable_folder(path.parent)
+        except ValueError as exc:
+            raise ValueError(f"cannot write {path}: {exc}") from None
