@@ -447,3 +447,24 @@ def test_trim_log_keeps_the_checkpointed_steps_and_drops_a_torn_line(tmp_path: P
     assert [json.loads(line)["step"] for line in log.read_text().splitlines()] == [0, 1]
     trim_log(log, -1)
     assert log.read_text() == ""
+
+
+# ------------------------------------------------------------- existing output files (F7)
+OUTPUT_FILES: dict[str, tuple[Callable[[World, Path], list[Any]], str]] = {
+    "score --out": (score, "--out"),
+    "evaluate --save": (evaluate_save, "--save"),
+}
+
+
+@pytest.mark.parametrize("name", list(OUTPUT_FILES))
+def test_an_existing_output_file_is_kept_unless_overwrite(
+    world: World, tmp_path: Path, refuse, monkeypatch: pytest.MonkeyPatch, name: str
+) -> None:
+    monkeypatch.setenv("PYSKICK_CACHE_DIR", str(world.root / "cache"))
+    make_args, option = OUTPUT_FILES[name]
+    out = tmp_path / "existing.bin"
+    out.write_text("somebody's file\n")
+    refuse(make_args(world, out), 2, option, str(out), "already exists", "--overwrite",
+           watch=[tmp_path, world.root])  # fmt: skip
+    assert pyskick([*make_args(world, out), "--overwrite"]) == 0
+    assert out.read_bytes() != b"somebody's file\n"

@@ -14,6 +14,7 @@ from pyskick_cli.options import (
     resolve_dataset_path,
     run_dataset,
 )
+from pyskick_cli.outputs import check_outputs, overwrite_option
 
 
 @click.command()
@@ -54,6 +55,7 @@ from pyskick_cli.options import (
     default=None,
     help="Also write the per-sample errors to this .npz file.",
 )
+@overwrite_option
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
 def evaluate(
     run: Path,
@@ -66,6 +68,7 @@ def evaluate(
     device: str | None,
     save: Path | None,
     as_json: bool,
+    overwrite: bool,
 ) -> None:
     """Evaluate RUN (a run folder, using its best.pt, or a checkpoint) on a dataset split.
 
@@ -85,7 +88,7 @@ def evaluate(
     # Where the results go must be writable before anything is computed.
     try:
         if save is not None:
-            check_writable_folder(save.parent)
+            check_outputs([save], overwrite=overwrite)
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--save") from None
     if run.is_dir() and actor is None:

@@ -19,6 +19,7 @@ from pyskick_cli.options import (
     resolve_run_options,
     sidekick_option_option,
 )
+from pyskick_cli.outputs import check_outputs, overwrite_option
 
 if TYPE_CHECKING:
     from pyskick.sidekicks import Sidekick
@@ -62,6 +63,7 @@ def _split_names(value: str, available: tuple[str, ...]) -> list[str]:
     type=click.Path(dir_okay=False, path_type=Path),
     help="The score file to write (.h5; missing folders are created).",
 )
+@overwrite_option
 @click.option(
     "--splits",
     default="train,val",
@@ -110,6 +112,7 @@ def score(
     config_path: Path | None,
     device: str | None,
     batch_size: int | None,
+    overwrite: bool,
 ) -> None:
     """Precompute a sidekick's scores of a dataset into one file, for `pyskick train --scores`.
 
@@ -118,7 +121,6 @@ def score(
     """
     import torch.distributed as dist
 
-    from pyskick._io import check_writable_folder
     from pyskick.data import ViewgridFile
     from pyskick.sidekicks import make_sidekick
     from pyskick.sidekicks.scores import (
@@ -134,10 +136,8 @@ def score(
     from pyskick.training.one_view_cache import cache_key, cache_root, cached_one_view
 
     registered("sidekick", sidekick, "--sidekick")
-    if out.is_dir():
-        raise click.BadParameter(f"{out} is a folder", param_hint="--out")
     try:  # missing folders are created when the file is written
-        check_writable_folder(out.parent)
+        check_outputs([out], overwrite=overwrite)
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--out") from None
     path = resolve_dataset_path(dataset)
