@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -53,14 +52,12 @@ def check_run_dataset(run_dir: Path, dataset: Path, *, resume: bool) -> None:
                 param_hint="--out",
             )
         return
-    record = run_dir / DATASET_RECORD
-    if record.is_file():
-        recorded = json.loads(record.read_text())
-        if recorded["sha256"] != file_digest(dataset):
-            raise click.BadParameter(
-                f"{run_dir} was trained on {recorded['path']}; {dataset} has other contents",
-                param_hint="--dataset",
-            )
+    recorded = _dataset_record(run_dir)
+    if recorded is not None and recorded["sha256"] != file_digest(dataset):
+        raise click.BadParameter(
+            f"{run_dir} was trained on {recorded['path']}; {dataset} has other contents",
+            param_hint="--dataset",
+        )
 
 
 def record_run_dataset(run_dir: Path, dataset: Path, *, init: Path | None = None) -> None:
@@ -80,10 +77,8 @@ def record_run_dataset(run_dir: Path, dataset: Path, *, init: Path | None = None
 
 def recorded_init(run_dir: Path) -> Path | None:
     """The one-view run a run started from, as recorded in ``RUN/dataset.json``."""
-    record = run_dir / DATASET_RECORD
-    if not record.is_file():
-        return None
-    init = json.loads(record.read_text()).get("init")
+    record = _dataset_record(run_dir)
+    init = None if record is None else record.get("init")
     return Path(init) if init else None
 
 
@@ -104,12 +99,12 @@ def run_dataset(run: Path) -> Path:
     Raises:
         click.BadParameter: the run has no record; ``--dataset`` must be given.
     """
-    record = (run if run.is_dir() else run.parent) / DATASET_RECORD
-    if not record.is_file():
+    record = _dataset_record(run if run.is_dir() else run.parent)
+    if record is None:
         raise click.BadParameter(
             f"{run} does not record its dataset; pass --dataset", param_hint="--dataset"
         )
-    return Path(json.loads(record.read_text())["path"])
+    return Path(record["path"])
 
 
 def sidekick_option_option(f: F) -> F:
@@ -140,8 +135,25 @@ def parse_sidekick_options(values: tuple[str, ...]) -> dict[str, str]:
 
 def recorded_config(run_dir: Path) -> dict[str, Any] | None:
     """The config a run recorded (``RUN/config.json``), or None without one."""
-    record = run_dir / "config.json"
-    return json.loads(record.read_text()) if record.is_file() else None
+    from pyskick.run_dir import CONFIG, RunDir
+
+    return RunDir(run_dir).read_record(CONFIG)
+
+
+def _dataset_record(run_dir: Path) -> dict[str, Any] | None:
+    """``RUN/dataset.json``, or None without one.
+
+    Raises:
+        ValueError: (exit 2) a record that is damaged or lacks the data file's path and digest.
+    """
+    from pyskick.run_dir import RunDir
+
+    record = RunDir(run_dir).read_record(DATASET_RECORD)
+    if record is not None and not (
+        isinstance(record.get("path"), str) and isinstance(record.get("sha256"), str)
+    ):
+        raise ValueError(f"{run_dir / DATASET_RECORD} is not a dataset record (no path or sha256)")
+    return record
 
 
 def recorded_sidekick(run_dir: Path) -> str | None:

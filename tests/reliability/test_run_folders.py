@@ -468,3 +468,14 @@ def test_an_existing_output_file_is_kept_unless_overwrite(
            watch=[tmp_path, world.root])  # fmt: skip
     assert pyskick([*make_args(world, out), "--overwrite"]) == 0
     assert out.read_bytes() != b"somebody's file\n"
+
+
+@pytest.mark.parametrize("content", ["{not json", "[1, 2]", '{"path": "x.h5"}'])
+def test_a_damaged_dataset_record_is_named(
+    world: World, tmp_path: Path, refuse, monkeypatch: pytest.MonkeyPatch, content: str
+) -> None:
+    monkeypatch.setenv("PYSKICK_CACHE_DIR", str(world.root / "cache"))
+    run = tmp_path / "run"
+    shutil.copytree(world.rew, run, ignore=shutil.ignore_patterns(".lock"))
+    (run / "dataset.json").write_text(content)
+    refuse(resume_rew(world, run=run), 2, str(run / "dataset.json"), watch=[run, world.root])
