@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -15,6 +13,7 @@ from pyskick.plugins import DEFAULT_PLUGINS, make_plugin_host
 from pyskick.registry import DuplicateNameError, Registry, UnknownNameError
 
 MakeDist = Callable[[str, str], Path]
+RunCli = Callable[..., subprocess.CompletedProcess[str]]
 
 TOY_PLUGIN = """
 import click
@@ -112,43 +111,13 @@ def test_alias_clash_is_rejected() -> None:
         registry.register("greedy", lambda: None, aliases="gr", plugin="b")
 
 
-def test_misspelled_hook_is_reported_as_a_failure(make_dist: MakeDist) -> None:
-    make_dist(
-        "pyskick-typo",
-        """
-        import pyskick
-
-        @pyskick.hookimpl
-        def pyskick_register_sidekick(register):  # missing "s"
-            pass
-        """,
-    )
-    host = make_plugin_host()  # reported and skipped, not fatal (issue 14)
-    assert "pyskick_register_sidekick" in host.failures["pyskick-typo"]
-    assert "pyskick-typo" not in host.plugins
-
-
-def _run_cli(site: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")]),
-    }
-    return subprocess.run(
-        [sys.executable, "-m", "pyskick_cli", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        check=False,
-    )
-
-
-def test_broken_plugin_does_not_break_the_cli(make_dist: MakeDist) -> None:
+def test_broken_plugin_does_not_break_the_cli(make_dist: MakeDist, run_cli: RunCli) -> None:
     site = make_dist("pyskick-broken", "raise ImportError('needs a missing library')\n")
     make_dist("pyskick-toy", TOY_PLUGIN)
-    helped = _run_cli(site, "--help")
+    helped = run_cli(site, "--help")
     assert helped.returncode == 0, helped.stderr
     assert "hello-toy" in helped.stdout  # the working plugin's command is still there
-    listed = _run_cli(site, "plugins", "--json")
+    listed = run_cli(site, "plugins", "--json")
     assert listed.returncode == 0, listed.stderr
     report = json.loads(listed.stdout)
     assert "needs a missing library" in report["failures"]["pyskick-broken"]
@@ -157,7 +126,7 @@ def test_broken_plugin_does_not_break_the_cli(make_dist: MakeDist) -> None:
     assert plugins["pyskick-toy"]["registered"] == {"sidekick": ["toy-sidekick"]}
 
 
-def test_failing_plugins_are_reported_not_fatal(make_dist: MakeDist) -> None:
+def test_failing_plugins_are_reported_not_fatal(make_dist: MakeDist, run_cli: RunCli) -> None:
     site = make_dist(
         "pyskick-flaky",
         """
@@ -175,12 +144,12 @@ def test_failing_plugins_are_reported_not_fatal(make_dist: MakeDist) -> None:
             register("synthetic-scenes", lambda data_dir=None: None)  # a clash
         """,
     )
-    helped = _run_cli(site, "--help")
+    helped = run_cli(site, "--help")
     assert helped.returncode == 0, helped.stderr
     for command in (["plugins", "--json"], ["info", "--json"]):
-        result = _run_cli(site, *command)
+        result = run_cli(site, *command)
         assert result.returncode == 0, result.stderr
-    report = json.loads(_run_cli(site, "plugins", "--json").stdout)
+    report = json.loads(run_cli(site, "plugins", "--json").stdout)
     failure = report["failures"]["pyskick-flaky"]
     assert "registered by both" in failure
     assert "flaky commands" in failure
@@ -188,13 +157,13 @@ def test_failing_plugins_are_reported_not_fatal(make_dist: MakeDist) -> None:
     plugins = {p["name"]: p for p in report["plugins"]}
     assert plugins["pyskick-flaky"]["registered"] == {}  # the built-in kept its name
     # Using the registries for real still refuses the ambiguous name.
-    used = _run_cli(site, "train", "--dataset", "synthetic-scenes", "--out", str(site / "run"))
+    used = run_cli(site, "train", "--dataset", "synthetic-scenes", "--out", str(site / "run"))
     assert used.returncode != 0
     assert "registered by both" in used.stderr  # the built-in train ran, not the shadow
 
 
-def test_plugin_command_runs(make_dist: MakeDist) -> None:
+def test_plugin_command_runs(make_dist: MakeDist, run_cli: RunCli) -> None:
     site = make_dist("pyskick-toy", TOY_PLUGIN)
-    result = _run_cli(site, "hello-toy")
+    result = run_cli(site, "hello-toy")
     assert result.returncode == 0, result.stderr
     assert result.stdout == "hello from toy\n"

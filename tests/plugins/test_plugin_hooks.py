@@ -8,13 +8,9 @@ included. The distributions here are real: a module and a ``*.dist-info`` with a
 
 from __future__ import annotations
 
-import importlib
 import json
-import os
 import subprocess
-import sys
-import textwrap
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -22,6 +18,7 @@ import pytest
 from pyskick.plugins import make_plugin_host
 
 MakeDist = Callable[[str, str], Path]
+RunCli = Callable[..., subprocess.CompletedProcess[str]]
 
 TYPO_PLUGIN = """
 import pyskick
@@ -53,54 +50,6 @@ def pyskick_register_commands(cli):
         "Say hello."
         click.echo("hello from good")
 """
-
-
-@pytest.fixture
-def make_dist(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[MakeDist]:
-    """``(name, source) -> site``: a plugin distribution with a ``pyskick`` entry point.
-
-    Plugins load as the environment says: the variables that select or disable them are unset
-    here, and each generated module is imported afresh (another test's module of the same name,
-    from another folder, is not reused) and forgotten afterwards.
-    """
-    for variable in ("PYSKICK_LOAD_PLUGINS", "PYSKICK_DISABLE_PLUGIN_AUTOLOAD"):
-        monkeypatch.delenv(variable, raising=False)
-    site = tmp_path / "site"
-    site.mkdir()
-    monkeypatch.syspath_prepend(str(site))
-    modules: list[str] = []
-
-    def make(name: str, source: str) -> Path:
-        module = name.replace("-", "_")
-        monkeypatch.delitem(sys.modules, module, raising=False)
-        modules.append(module)
-        (site / f"{module}.py").write_text(textwrap.dedent(source))
-        info = site / f"{module}-0.1.dist-info"
-        info.mkdir()
-        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 0.1\n")
-        (info / "entry_points.txt").write_text(f"[pyskick]\n{name} = {module}\n")
-        importlib.invalidate_caches()  # the folder changed after it was put on sys.path
-        return site
-
-    yield make
-    for module in modules:  # before monkeypatch restores what was there before the test
-        sys.modules.pop(module, None)
-
-
-def _cli(site: Path, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    """``pyskick ARGS`` in a fresh process that sees the distributions under ``site``."""
-    env = {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")]),
-    }
-    return subprocess.run(
-        [sys.executable, "-m", "pyskick_cli", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=cwd,
-        check=False,
-    )
 
 
 def test_misspelled_hook_skips_the_plugin_and_names_the_hook(make_dist: MakeDist) -> None:
@@ -150,21 +99,23 @@ def test_unknown_hook_without_a_close_name_lists_the_hooks(make_dist: MakeDist) 
 
 
 @pytest.mark.slow
-def test_cli_keeps_working_with_a_misspelled_plugin(make_dist: MakeDist, tmp_path: Path) -> None:
+def test_cli_keeps_working_with_a_misspelled_plugin(
+    make_dist: MakeDist, run_cli: RunCli, tmp_path: Path
+) -> None:
     make_dist("pyskick-typo", TYPO_PLUGIN)
     site = make_dist("pyskick-good", GOOD_PLUGIN)
 
-    helped = _cli(site, "--help", cwd=tmp_path)
+    helped = run_cli(site, "--help", cwd=tmp_path)
     assert helped.returncode == 0, helped.stderr
     assert "hello-good" in helped.stdout
 
-    info = _cli(site, "info", "--json", cwd=tmp_path)
+    info = run_cli(site, "info", "--json", cwd=tmp_path)
     assert info.returncode == 0, info.stderr
     report = json.loads(info.stdout)
     assert report["plugin_failures"] == ["pyskick-typo"]
     assert "typo-critic" not in report["registered"]["critic"]
 
-    listed = _cli(site, "plugins", cwd=tmp_path)
+    listed = run_cli(site, "plugins", cwd=tmp_path)
     assert listed.returncode == 0, listed.stderr
     assert "pyskick-good" in listed.stdout
     failed = [line for line in listed.stderr.splitlines() if line.startswith("pyskick-typo:")]
@@ -175,10 +126,10 @@ def test_cli_keeps_working_with_a_misspelled_plugin(make_dist: MakeDist, tmp_pat
 
     # A real command that looks names up in the registries, and the good plugin's command.
     out = tmp_path / "scenes.h5"
-    made = _cli(
+    made = run_cli(
         site, "data", "make", "synthetic-scenes", "--num", "3", "--out", str(out), cwd=tmp_path
     )
     assert made.returncode == 0, made.stderr
     assert out.is_file()
-    hello = _cli(site, "hello-good", cwd=tmp_path)
+    hello = run_cli(site, "hello-good", cwd=tmp_path)
     assert (hello.returncode, hello.stdout) == (0, "hello from good\n"), hello.stderr
