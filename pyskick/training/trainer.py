@@ -21,9 +21,9 @@ from __future__ import annotations
 import copy
 import math
 import os
-import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -31,6 +31,7 @@ from typing import Any, Literal
 import torch
 from torch import Tensor, nn
 
+from pyskick import progress
 from pyskick.actors import Actor, LearnedActor, make_actor
 from pyskick.actors.base import forced_demonstrations
 from pyskick.evaluation.evaluate import evaluate_policy, make_env
@@ -43,11 +44,11 @@ from pyskick.sidekicks.factory import make_sidekick
 from pyskick.training.baselines import AverageBaseline
 from pyskick.training.checkpoint import (
     POLICY_KEYS,
-    capture_rng_state,
     load_checkpoint,
     load_run,
-    restore_rng_state,
+    restore_training,
     save_checkpoint,
+    training_state,
 )
 from pyskick.training.config import TRAIN_ONLY_FIELDS, TrainConfig
 from pyskick.training.data import TrainData
@@ -57,8 +58,9 @@ from pyskick.training.distributed import (
     init_distributed,
     resolve_device,
 )
-from pyskick.training.loggers import make_logger
+from pyskick.training.loggers import Logger, make_logger
 from pyskick.training.losses import completion_loss, episode_rewards
+from pyskick.training.metric_sums import MetricSums
 from pyskick.training.returns import reward_to_go
 from pyskick.training.rollout import Rollout, collect_rollout
 from pyskick.training.seeding import seed_everything
@@ -67,6 +69,16 @@ Stage = Literal["pretrain", "train"]
 
 # Fields that may change when a run is resumed (to extend it); anything else must match.
 _RESUMABLE_CHANGES = ("epochs", "pretrain_epochs", "device")
+
+# What setup() builds (named when read before it ran).
+_SET_UP_ATTRIBUTES = frozenset(
+    {
+        "T", "init", "sidekick", "device", "dist", "actor", "val_actor", "learn_actions",
+        "model_config", "policy", "critic", "params", "optimizer", "baseline", "env",
+        "action_generator", "start_epoch", "critic_calibrated", "best_val", "history",
+        "policy_ddp", "critic_ddp",
+    }
+)  # fmt: skip
 
 MAX_SEED = 2**32 - 1
 """The largest seed (32 bits: each epoch's generator is seeded with ``seed * 100_003 + epoch``,
@@ -140,12 +152,30 @@ def train(
 
 
 class Trainer:
-    """One stage of training: setup, :meth:`fit` -> :meth:`train_epoch` / :meth:`validate`.
+    """One stage of training: :meth:`setup`, then :meth:`fit` -> :meth:`train_epoch` /
+    :meth:`validate` per epoch.
 
-    Building a trainer checks the whole request and writes nothing; :meth:`fit` locks the run
-    folder (:class:`~pyskick.run_dir.RunDir`), removes stale temporaries, records
-    ``config.json`` and trains. A run that starts from scratch drops the log and ``best.pt``
-    of an abandoned attempt; a resumed one keeps the log records its checkpoint covers.
+    Constructing a trainer only checks the arguments' types: it reads and writes nothing,
+    scores nothing and joins no process group. :meth:`setup` (which :meth:`fit` runs first)
+    builds everything in named steps, each reading what the ones before it set:
+
+    1. :meth:`_resolve_config`: the requested config, a given sidekick's or actor's name and
+       options, a resumed run's recorded config and the one-view ``init``; refuses a folder
+       another process writes, or that holds a run when not resuming;
+    2. :meth:`_make_sidekick`: the registered ``config.sidekick`` (unless one was given);
+    3. :meth:`_init_distributed`: the device and, under ``torchrun``, the process group;
+    4. :meth:`_make_actor`: the actor, and its copy that moves in validation;
+    5. :meth:`_build_models`: seeding, the policy (from ``init``), the critic, the optimizer,
+       the environment and the action generator;
+    6. :meth:`_prepare_sidekick`: the sidekick and the actors prepared on the data (sidekick
+       scoring: the one step that may take minutes);
+    7. :meth:`_restore`: a resumed run's checkpoint (weights, optimizer, RNGs, epoch);
+    8. :meth:`_wrap_ddp`: DDP wrappers under ``torchrun``.
+
+    Every refusal comes from these steps, before anything is written. :meth:`fit` then
+    :meth:`_open_run` (locks the run folder, drops the log and ``best.pt`` of an abandoned
+    attempt when starting from scratch, records ``config.json``), :meth:`_make_logger` and
+    trains the remaining epochs, reporting them to :mod:`pyskick.progress`.
 
     Args:
         config: the run's config.
@@ -167,10 +197,12 @@ class Trainer:
             moves in validation. Forced motions are taken as demonstrations on every step.
 
     Raises:
-        ValueError: incompatible data, init or resumed run, an unknown critic or actor name
-            (one line naming what differs), or a run folder another process writes
+        TypeError: an argument of the wrong type (on construction).
+        ValueError: a bad ``stage`` (on construction); from :meth:`setup`: incompatible data,
+            init or resumed run, an unknown critic or actor name (one line naming what
+            differs), or a run folder another process writes
             (:class:`~pyskick.run_dir.RunLockedError`).
-        FileNotFoundError: missing init, or nothing to resume.
+        FileNotFoundError: from :meth:`setup`: missing init, or nothing to resume.
     """
 
     def __init__(
@@ -193,33 +225,89 @@ class Trainer:
             raise ValueError(f"stage must be 'pretrain' or 'train', got {stage!r}")
         if actor is not None and not isinstance(actor, Actor):
             raise TypeError(f"actor must be a pyskick.actors.Actor, got {type(actor).__name__}")
-        if actor is not None and stage == "train":
-            config = config.replace(actor=actor.name)
         if sidekick is not None and not isinstance(sidekick, Sidekick):
             raise TypeError(
                 f"sidekick must be a pyskick.sidekicks.Sidekick, got {type(sidekick).__name__}"
             )
+        self.config = config
+        """The run's config: as requested until :meth:`setup`, then as resolved."""
+        self.stage = stage
+        self.data = data
+        self.run = RunDir(out_dir)
+        self.run_dir = self.run.path
+        self.resume = resume
+        self.epochs = config.pretrain_epochs if stage == "pretrain" else config.epochs
+        """Epochs the run has when finished (resumable: taken from ``config``)."""
+        self._requested_init = init
+        self._given_sidekick = sidekick
+        self._given_actor = actor
+        self._is_set_up = False
+
+    def __getattr__(self, name: str) -> Any:
+        # Only reached for attributes that do not exist (yet): name the missing step.
+        if name in _SET_UP_ATTRIBUTES:
+            raise AttributeError(
+                f"Trainer.{name} is built by setup() (fit() runs it); call setup() first"
+            )
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    # ---------------------------------------------------------------------------- setup
+    def setup(self) -> Trainer:
+        """Run the setup steps (see the class docstring); a second call does nothing.
+
+        Returns:
+            The trainer, set up.
+        """
+        if self._is_set_up:
+            return self
+        checkpoint = self._resolve_config()
+        self._make_sidekick()
+        self._init_distributed()
+        self._make_actor()
+        self._build_models(checkpoint)
+        self._prepare_sidekick()
+        self.start_epoch = 0
+        # A learned critic of returns is put at their scale by the first batch (a resumed run
+        # restores the flag); a residual critic starts at zero, i.e. at the average baseline.
+        self.critic_calibrated = self.critic is None or self.config.critic_residual
+        self.best_val = math.inf
+        self.history: list[dict[str, float]] = []
+        if checkpoint is not None:
+            self._restore(checkpoint)
+        self._wrap_ddp()
+        self._is_set_up = True
+        return self
+
+    def _resolve_config(self) -> dict[str, Any] | None:
+        """Step 1: the run's config and ``init``; refusals of the run folder and of a resumed
+        run whose config differs. Reads the folder, writes nothing.
+
+        Returns:
+            The checkpoint to resume from, or None.
+        """
+        config, stage = self.config, self.stage
+        sidekick, actor = self._given_sidekick, self._given_actor
+        if actor is not None and stage == "train":
+            config = config.replace(actor=actor.name)
         if sidekick is not None and stage == "train":
             config = config.replace(sidekick=sidekick.name, sidekick_options=dict(sidekick.options))
             if sidekick.reward_radius is not None:
                 # The environment zeroes rewards around visited views as the maps assume (set
                 # before a resumed run's config is compared with the recorded one).
                 config = config.replace(reward_radius=sidekick.reward_radius)
-        self.run = RunDir(out_dir)
-        self.run_dir = self.run.path
         if is_main_process():
             self.run.check_free()
-        if not resume and self.run.latest.exists():
+        if not self.resume and self.run.latest.exists():
             raise ValueError(
                 f"{self.run_dir} already holds a run; resume it or choose another folder"
             )
-        resume_state: dict[str, Any] | None = None
+        checkpoint: dict[str, Any] | None = None
         # What the run to continue recorded: its checkpoint or, when it was killed before its
         # first checkpoint (it then starts again from scratch), the config it started with.
         recorded: dict[str, Any] | None = None
-        if resume:
+        if self.resume:
             if self.run.has_checkpoint():
-                resume_state = recorded = load_checkpoint(self.run.latest)
+                checkpoint = recorded = load_checkpoint(self.run.latest)
             else:
                 self.run.check_resumable(stage)
                 saved = dict(self.run.read_record(CONFIG) or {})
@@ -240,57 +328,73 @@ class Trainer:
         if stage == "pretrain":
             # One glimpse, no actions: the actor, critic and sidekick settings are moot.
             config = config.replace(T=1, critic="average", sidekick="none", sidekick_options={})
-            sidekick = None
-            actor = LearnedActor()
+            self._given_sidekick = None
+            self._given_actor = LearnedActor()
         # The critic's name is checked before anything is built; pretraining has none.
-        critic_entry = (
+        self._critic_entry = (
             lookup("critic", config.critic, field="TrainConfig.critic")
             if stage == "train"
             else None
         )
-        if resume_state is not None:
-            init = resume_state.get("init")
+        init = self._requested_init if checkpoint is None else checkpoint.get("init")
+        if init is not None and checkpoint is None and stage != "train":
+            raise ValueError("init is only for the train stage")
         # The one-view run this run started from, saved in checkpoints for evaluate().
         self.init: str | None = str(Path(init).resolve()) if init is not None else None
-        if sidekick is None and stage == "train":
-            # The config's sidekick, with its recorded (or, for a new run, resolved) options.
-            sidekick = make_sidekick(
-                config.sidekick,
-                one_view=None if self.init is None else Path(self.init),
-                spec=data.spec,
-                config=config,
-                options=config.sidekick_options,
-                field="TrainConfig.sidekick",
-            )
-            config = config.replace(sidekick_options=dict(sidekick.options))
-            if sidekick.reward_radius is not None:
-                config = config.replace(reward_radius=sidekick.reward_radius)
+        # Weights to load: a new run's init (a resumed run restores its own).
+        self._init_weights = init if checkpoint is None else None
         self.config = config
-        self.stage = stage
-        self.data = data
-        check_request(config, data)
-        self.device = resolve_device(config.device, _local_rank())
-        self.dist: DistContext = init_distributed(self.device)
-        if config.batch_size % self.dist.world_size:
-            raise ValueError(
-                f"batch_size {config.batch_size} must be divisible by the number of "
-                f"processes ({self.dist.world_size})"
-            )
         self.epochs = config.pretrain_epochs if stage == "pretrain" else config.epochs
         self.T = config.T
+        return checkpoint
+
+    def _make_sidekick(self) -> None:
+        """Step 2: the training helper: the one given, or the registered ``config.sidekick``
+        with its recorded (or, for a new run, resolved) options; :class:`NoSidekick` when
+        pretraining. Its options and reward radius are recorded in the config."""
+        sidekick = self._given_sidekick
+        if sidekick is None and self.stage == "train":
+            sidekick = make_sidekick(
+                self.config.sidekick,
+                one_view=None if self.init is None else Path(self.init),
+                spec=self.data.spec,
+                config=self.config,
+                options=self.config.sidekick_options,
+                field="TrainConfig.sidekick",
+            )
+            self.config = self.config.replace(sidekick_options=dict(sidekick.options))
+            if sidekick.reward_radius is not None:
+                self.config = self.config.replace(reward_radius=sidekick.reward_radius)
+        self.sidekick: Sidekick = sidekick if sidekick is not None else NoSidekick()
+
+    def _init_distributed(self) -> None:
+        """Step 3: the request's cheap checks, the device and, under ``torchrun``, the process
+        group (:attr:`dist`)."""
+        check_request(self.config, self.data)
+        self.device = resolve_device(self.config.device, _local_rank())
+        self.dist: DistContext = init_distributed(self.device)
+        if self.config.batch_size % self.dist.world_size:
+            raise ValueError(
+                f"batch_size {self.config.batch_size} must be divisible by the number of "
+                f"processes ({self.dist.world_size})"
+            )
+
+    def _make_actor(self) -> None:
+        """Step 4: what picks the motions in training and its own copy for validation;
+        whether the act head learns."""
+        actor = self._given_actor
         if actor is None:
             actor = make_actor(
-                config.actor,
+                self.config.actor,
                 one_view=None if self.init is None else Path(self.init),
-                spec=data.spec,
-                config=config,
+                spec=self.data.spec,
+                config=self.config,
                 field="TrainConfig.actor",
             )
         self.actor: Actor = actor
         # Validation forces indices of the validation grids: its own instance, prepared once.
         self.val_actor: Actor = copy.deepcopy(actor)
-        self.learn_actions = stage == "train" and actor.learned and config.T > 1
-        self.sidekick: Sidekick = sidekick if sidekick is not None else NoSidekick()
+        self.learn_actions = self.stage == "train" and actor.learned and self.config.T > 1
         if _overrides(actor, Actor, "forced_actions") and _overrides(
             self.sidekick, Sidekick, "demonstrations"
         ):
@@ -299,17 +403,20 @@ class Trainer:
                 "demonstrates them: use one of the two"
             )
 
+    def _build_models(self, checkpoint: dict[str, Any] | None) -> None:
+        """Step 5: seed, then the policy (``init``'s weights, Sense and Fuse frozen), the
+        critic, the optimizer, the baseline, the environment and the action generator (in this
+        order: each draws from the seeded RNG)."""
+        config = self.config
         seed_everything(config.seed, deterministic=config.deterministic)
-        self.model_config = _model_config(config, data)
+        self.model_config = _model_config(config, self.data)
         self.policy = CompletionPolicy(self.model_config).to(self.device)
-        if init is not None and resume_state is None:
-            if stage != "train":
-                raise ValueError("init is only for the train stage")
-            self._load_init(init)
-        frozen = init is not None
-        if resume_state is not None:
-            frozen = bool(resume_state["frozen"])
-        if stage == "train" and frozen:
+        if self._init_weights is not None:
+            self._load_init(self._init_weights)
+        frozen = self.init is not None
+        if checkpoint is not None:
+            frozen = bool(checkpoint["frozen"])
+        if self.stage == "train" and frozen:
             self.policy.freeze_sense_and_fuse(
                 include_decode=config.fix_decode, batchnorm=config.frozen_batchnorm
             )
@@ -317,7 +424,8 @@ class Trainer:
             # No action is learned (T = 1, or a random or forcing actor): the act head gets no
             # gradient.
             self.policy.act.requires_grad_(False)
-        self.critic = self._make_critic(critic_entry.factory) if critic_entry else None
+        entry = self._critic_entry
+        self.critic = self._make_critic(entry.factory) if entry is not None else None
         params = self.policy.trainable_parameters()
         if self.critic is not None:
             params += [p for p in self.critic.parameters() if p.requires_grad]
@@ -327,28 +435,29 @@ class Trainer:
         self.env = make_env(
             self.model_config,
             self.T,
-            data.channel_mean,
+            self.data.channel_mean,
             reward_radius=config.reward_radius,
             start_zeroing=config.start_zeroing,
         )
         self.action_generator = torch.Generator(self.device).manual_seed(
             config.seed + 1_000_003 * (self.dist.rank + 1)
         )
-        self.sidekick.prepare(data.train, T=self.T, device=self.device)
-        self.actor.prepare(data.train, T=self.T, device=self.device)
+
+    def _prepare_sidekick(self) -> None:
+        """Step 6: the sidekick (its scores: computed, or read from the cache) and the actor
+        prepared on the training viewgrids; the validation actor on the validation ones."""
+        self.sidekick.prepare(self.data.train, T=self.T, device=self.device)
+        self.actor.prepare(self.data.train, T=self.T, device=self.device)
         # Every rank prepares on the whole validation set (score caches and shards assume the
         # same grids everywhere); each then forces by positions in it.
-        self.val_actor.prepare(data.val, T=self.T, device=self.device)
+        self.val_actor.prepare(self.data.val, T=self.T, device=self.device)
 
-        self.start_epoch = 0
-        # A learned critic of returns is put at their scale by the first batch (a resumed run
-        # restores the flag); a residual critic starts at zero, i.e. at the average baseline.
-        self.critic_calibrated = self.critic is None or config.critic_residual
-        self.best_val = math.inf
-        self.history: list[dict[str, float]] = []
-        if resume_state is not None:
-            self._restore(resume_state)
+    def _restore(self, checkpoint: dict[str, Any]) -> None:
+        """Step 7: continue where ``checkpoint`` stopped (:func:`restore_training`)."""
+        restore_training(self, checkpoint, self.data.grid_shape)
 
+    def _wrap_ddp(self) -> None:
+        """Step 8: the modules that compute gradients, wrapped in DDP under ``torchrun``."""
         self.policy_ddp: nn.Module = self.policy
         self.critic_ddp: nn.Module | None = self.critic
         if self.dist.distributed:
@@ -360,7 +469,6 @@ class Trainer:
                     self.critic, device_ids=ids, find_unused_parameters=True
                 )
 
-    # ---------------------------------------------------------------------------- setup
     def _make_critic(self, factory: Callable[..., Any]) -> nn.Module | None:
         """The registered critic's module, or None for the average baseline (or when no
         action is learned)."""
@@ -382,61 +490,58 @@ class Trainer:
         state = _init_state(init, self.config, self.data, self.model_config, self.device)
         self.policy.load_state_dict(state["model"])
 
-    def _restore(self, state: dict[str, Any]) -> None:
-        if ModelConfig.from_dict(state["model_config"]) != self.model_config:
-            raise ValueError(
-                f"cannot resume: the data's viewgrids {list(self.data.grid_shape)} do not match "
-                "the run's model"
-            )
-        self.policy.load_state_dict(state["model"])
-        if self.critic is not None:
-            # Checkpoints from before critic_residual existed hold critics of the return.
-            recorded = bool(state["config"].get("critic_residual", False))
-            if recorded != self.config.critic_residual:
-                raise ValueError(
-                    "cannot resume: the run's critic was trained with critic_residual = "
-                    f"{recorded}, this run has {self.config.critic_residual}"
-                )
-            self.critic.load_state_dict(state["critic"])
-        self.optimizer.load_state_dict(state["optimizer"])
-        self.baseline.load_state_dict(state["baseline"])
-        self.sidekick.load_state_dict(state["sidekick"])
-        restore_rng_state(state["rng"]["global"])
-        action_states = state["rng"]["actions"]
-        if len(action_states) != self.dist.world_size:
-            raise ValueError(
-                f"cannot resume: the run used {len(action_states)} processes, this one has "
-                f"{self.dist.world_size}"
-            )
-        self.action_generator.set_state(action_states[self.dist.rank].to("cpu"))
-        self.start_epoch = int(state["epoch"]) + 1
-        self.critic_calibrated = bool(state.get("critic_calibrated", True))
-        self.best_val = float(state["best_val"])
-        self.history = [dict(item) for item in state["history"]]
-
     # ------------------------------------------------------------------------------ fit
     def fit(self) -> TrainResult:
-        """Lock the run folder, record the run and train the remaining epochs; returns the
-        run's summary.
+        """Set up (:meth:`setup`), lock and record the run folder (:meth:`_open_run`) and
+        train the remaining epochs; returns the run's summary.
+
+        Progress goes to :mod:`pyskick.progress`: a stage named after the run's stage with
+        one advance (and line) per epoch carrying ``train_error``, ``val_error`` and
+        ``loss``, and inside it one stage per epoch with one advance per batch.
 
         Raises:
             RunLockedError: another process writes the run folder.
         """
+        self.setup()
+        with self._open_run():
+            # The log keeps exactly the records of the epochs the checkpoint covers (none for
+            # a run that starts from scratch).
+            logger = self._make_logger()
+            try:
+                self._train_epochs(logger)
+            finally:
+                logger.close()
+        return TrainResult(
+            run_dir=self.run_dir,
+            stage=self.stage,
+            best_val=self.best_val,
+            epochs=len(self.history),
+            history=list(self.history),
+        )
+
+    @contextmanager
+    def _open_run(self) -> Iterator[None]:
+        """Hold the run folder's lock for the block (rank 0; the other ranks write nothing):
+        a run that starts from scratch first drops the log and ``best.pt`` of an abandoned
+        attempt; ``config.json`` records the resolved config."""
         if not self.dist.is_main:
-            return self._fit()
+            yield
+            return
         with self.run.locked():
             if self.start_epoch == 0:
-                self.run.reset()  # the log and best.pt of an abandoned attempt
+                self.run.reset()
             self.run.write_record(CONFIG, {"stage": self.stage, **self.config.to_dict()})
-            return self._fit()
+            yield
 
-    def _fit(self) -> TrainResult:
-        # The log keeps exactly the records of the epochs the checkpoint covers (none for a
-        # run that starts from scratch).
-        logger = make_logger(
-            self.run_dir, rank=self.dist.rank, keep_until_step=self.start_epoch - 1
-        )
-        try:
+    def _make_logger(self) -> Logger:
+        """The run's metric logger (rank 0 writes; see :mod:`pyskick.training.loggers`)."""
+        return make_logger(self.run_dir, rank=self.dist.rank, keep_until_step=self.start_epoch - 1)
+
+    def _train_epochs(self, logger: Logger) -> None:
+        """Train, validate, log and checkpoint every remaining epoch."""
+        with progress.stage(
+            self.stage, total=self.epochs, unit="epoch", lines="each", initial=self.start_epoch
+        ) as epochs:
             for epoch in range(self.start_epoch, self.epochs):
                 metrics = self.train_epoch(epoch)
                 val = self.validate()
@@ -451,16 +556,14 @@ class Trainer:
                 self.sidekick.on_epoch_end(epoch)
                 logger.write(metrics, epoch)
                 self.save(epoch, best=improved)
-                _progress_line(self, epoch, metrics)
-        finally:
-            logger.close()
-        return TrainResult(
-            run_dir=self.run_dir,
-            stage=self.stage,
-            best_val=self.best_val,
-            epochs=len(self.history),
-            history=list(self.history),
-        )
+                epochs.advance(
+                    label=f"epoch {epoch + 1}/{self.epochs}",
+                    metrics={
+                        "train_error": metrics["train/rec_error"],
+                        "val_error": val,
+                        "loss": metrics["train/loss"],
+                    },
+                )
 
     def epoch_batches(self, epoch: int) -> tuple[Tensor, Tensor]:
         """This rank's ``[n_batches, B_local]`` sample indices and start views of ``epoch``.
@@ -490,93 +593,96 @@ class Trainer:
         if self.critic is not None:
             self.critic.train()
         order, starts = self.epoch_batches(epoch)
-        # Summed over batches (and later ranks): final error, loss parts, entropy, counts.
-        sums = torch.zeros(8, dtype=torch.float64)
+        n_batches = order.shape[0]
+        sums = MetricSums()
         env_seconds = 0.0
         step_seconds = 0.0
         epoch_tick = time.perf_counter()
-        for b in range(order.shape[0]):
-            tick = time.perf_counter()
-            indices = order[b].to(self.device)
-            batch_starts = starts[b].to(self.device)
-            grids = self.data.train[order[b]].to(self.device, non_blocking=True)
-            reward_maps = self.sidekick.reward_maps(indices, epoch)
-            demos = self.sidekick.demonstrations(indices, batch_starts, epoch)
-            forced = forced_demonstrations(self.actor, indices, batch_starts)
-            if forced is not None:  # never both: checked when the trainer was built
-                demos = forced
-            sidekick_scale = self.sidekick.reward_scale(epoch)
-            side_seconds = time.perf_counter() - tick
-            rollout = collect_rollout(
-                self.policy_ddp,
-                self.env,
-                grids,
-                mode=self.actor.mode(training=True),
-                starts=batch_starts,
-                generator=self.action_generator,
-                critic=self.critic_ddp,
-                critic_full_obs=self.critic is not None and self.critic.full_observability,
-                reward_maps=reward_maps,
-                demonstrations=demos,
-                paste=cfg.memorize,
-            )
-            if not self.critic_calibrated:
-                rollout = self._calibrate_critic(rollout, sidekick_scale)
-            tick_baseline = time.perf_counter()
-            baseline = None
-            uses_baseline = self.critic is None or cfg.critic_residual
-            if self.learn_actions and uses_baseline and self.T > 1:
-                self._update_baseline(rollout.final_errors, rollout.intrinsic)
-                baseline = self.baseline.values(self.T, sidekick_scale, self.device)
-            side_seconds += time.perf_counter() - tick_baseline
-            loss = completion_loss(
-                rollout,
-                baseline=baseline,
-                sidekick_scale=sidekick_scale,
-                learn_actions=self.learn_actions,
-                reward_scale=cfg.reward_scale,
-                lambda_entropy=cfg.lambda_entropy,
-                critic_coeff=cfg.critic_coeff,
-                supervised_scale=cfg.supervised_scale,
-            )
-            self.optimizer.zero_grad(set_to_none=True)
-            loss.total.backward()
-            grad_norm = torch.nn.utils.clip_grad_norm_(self.params, cfg.grad_clip)
-            self.optimizer.step()
-            step_seconds += time.perf_counter() - tick
-            env_seconds += side_seconds + rollout.env_seconds
-            B = grids.shape[0]
-            entropy = rollout.entropies.detach().mean(0).sum() if self.T > 1 else torch.zeros(())
-            sums += torch.tensor(
-                [
-                    float(rollout.final_errors.sum()),
-                    float(loss.total.detach()) * B,
-                    float(loss.policy) * B,
-                    float(entropy),
-                    float(loss.critic) * B,
-                    float(loss.supervised) * B,
-                    float(grad_norm) * B,
+        with progress.stage(
+            f"{self.stage} epoch {epoch + 1}/{self.epochs}",
+            total=n_batches,
+            unit="batch",
+            lines="none",
+        ) as batches:
+            for b in range(n_batches):
+                tick = time.perf_counter()
+                indices = order[b].to(self.device)
+                batch_starts = starts[b].to(self.device)
+                grids = self.data.train[order[b]].to(self.device, non_blocking=True)
+                reward_maps = self.sidekick.reward_maps(indices, epoch)
+                demos = self.sidekick.demonstrations(indices, batch_starts, epoch)
+                forced = forced_demonstrations(self.actor, indices, batch_starts)
+                if forced is not None:  # never both: checked when the trainer was set up
+                    demos = forced
+                sidekick_scale = self.sidekick.reward_scale(epoch)
+                side_seconds = time.perf_counter() - tick
+                rollout = collect_rollout(
+                    self.policy_ddp,
+                    self.env,
+                    grids,
+                    mode=self.actor.mode(training=True),
+                    starts=batch_starts,
+                    generator=self.action_generator,
+                    critic=self.critic_ddp,
+                    critic_full_obs=self.critic is not None and self.critic.full_observability,
+                    reward_maps=reward_maps,
+                    demonstrations=demos,
+                    paste=cfg.memorize,
+                )
+                if not self.critic_calibrated:
+                    rollout = self._calibrate_critic(rollout, sidekick_scale)
+                tick_baseline = time.perf_counter()
+                baseline = None
+                uses_baseline = self.critic is None or cfg.critic_residual
+                if self.learn_actions and uses_baseline and self.T > 1:
+                    self._update_baseline(rollout.final_errors, rollout.intrinsic)
+                    baseline = self.baseline.values(self.T, sidekick_scale, self.device)
+                side_seconds += time.perf_counter() - tick_baseline
+                loss = completion_loss(
+                    rollout,
+                    baseline=baseline,
+                    sidekick_scale=sidekick_scale,
+                    learn_actions=self.learn_actions,
+                    reward_scale=cfg.reward_scale,
+                    lambda_entropy=cfg.lambda_entropy,
+                    critic_coeff=cfg.critic_coeff,
+                    supervised_scale=cfg.supervised_scale,
+                )
+                self.optimizer.zero_grad(set_to_none=True)
+                loss.total.backward()
+                grad_norm = torch.nn.utils.clip_grad_norm_(self.params, cfg.grad_clip)
+                self.optimizer.step()
+                step_seconds += time.perf_counter() - tick
+                env_seconds += side_seconds + rollout.env_seconds
+                B = grids.shape[0]
+                entropy = (
+                    rollout.entropies.detach().mean(0).sum() if self.T > 1 else torch.zeros(())
+                )
+                # Each metric summed over the batch's samples; the means divide by all samples.
+                sums.add(
                     B,
-                ],
-                dtype=torch.float64,
-            )
-            _progress_batch(self, epoch, b, order.shape[0])
+                    **{
+                        "train/rec_error": float(rollout.final_errors.sum()),
+                        "train/loss": float(loss.total.detach()) * B,
+                        "train/policy_loss": float(loss.policy) * B,
+                        "train/entropy": float(entropy),
+                        "train/critic_loss": float(loss.critic) * B,
+                        "train/supervised_loss": float(loss.supervised) * B,
+                        "train/grad_norm": float(grad_norm) * B,
+                    },
+                )
+                batches.advance()
         elapsed = time.perf_counter() - epoch_tick
         self._sync_buffers()
-        sums = all_reduce_sum(sums, self.dist)
-        n = float(sums[7])
-        metrics = {
-            "train/rec_error": float(sums[0]) / n,
-            "train/loss": float(sums[1]) / n,
-            "train/policy_loss": float(sums[2]) / n,
-            "train/entropy": float(sums[3]) / n,
-            "train/critic_loss": float(sums[4]) / n,
-            "train/supervised_loss": float(sums[5]) / n,
-            "train/grad_norm": float(sums[6]) / n,
-            "perf/episodes_per_s": n / elapsed,
-            "perf/env_share": env_seconds / step_seconds if step_seconds > 0 else 0.0,
-            "perf/epoch_seconds": elapsed,
-        }
+        sums = sums.all_reduce(self.dist)
+        metrics = sums.means()
+        metrics.update(
+            {
+                "perf/episodes_per_s": sums.samples / elapsed,
+                "perf/env_share": env_seconds / step_seconds if step_seconds > 0 else 0.0,
+                "perf/epoch_seconds": elapsed,
+            }
+        )
         if self.stage == "train":
             metrics["sidekick/reward_scale"] = self.sidekick.reward_scale(epoch)
             metrics["baseline/final_reward_mean"] = self.baseline.final_mean
@@ -640,47 +746,26 @@ class Trainer:
         shard = self.data.val[positions]
         total = torch.zeros(2, dtype=torch.float64)
         if shard.shape[0] > 0:
-            result = evaluate_policy(
-                self.policy,
-                shard,
-                sample_indices=positions,
-                channel_mean=self.data.channel_mean,
-                T=self.T,
-                metric=cfg.val_metric,
-                actor=self.val_actor,
-                batch_size=cfg.eval_batch_size,
-                seed=cfg.seed,
-            )
+            with progress.quiet():  # on the epoch's line, not one of its own
+                result = evaluate_policy(
+                    self.policy,
+                    shard,
+                    sample_indices=positions,
+                    channel_mean=self.data.channel_mean,
+                    T=self.T,
+                    metric=cfg.val_metric,
+                    actor=self.val_actor,
+                    batch_size=cfg.eval_batch_size,
+                    seed=cfg.seed,
+                )
             total += torch.tensor([float(result.per_sample.sum()), shard.shape[0]])
         total = all_reduce_sum(total, self.dist)
         return float(total[0] / total[1])
 
     # ----------------------------------------------------------------------- checkpoints
     def state_dict(self, epoch: int) -> dict[str, Any]:
-        """Everything a resumed run needs, as plain types and tensors."""
-        action_states = [self.action_generator.get_state()]
-        if self.dist.distributed:
-            gathered: list[Any] = [None] * self.dist.world_size
-            torch.distributed.all_gather_object(gathered, action_states[0])
-            action_states = gathered
-        return {
-            "stage": self.stage,
-            "epoch": epoch,
-            "init": self.init,
-            "config": self.config.to_dict(),
-            "model_config": self.model_config.to_dict(),
-            "model": self.policy.state_dict(),
-            "frozen": list(self.policy.frozen_modules),
-            "critic": self.critic.state_dict() if self.critic is not None else None,
-            "optimizer": self.optimizer.state_dict(),
-            "baseline": self.baseline.state_dict(),
-            "critic_calibrated": self.critic_calibrated,
-            "sidekick": self.sidekick.state_dict(),
-            "sidekick_name": self.sidekick.name,
-            "rng": {"global": capture_rng_state(), "actions": action_states},
-            "best_val": self.best_val,
-            "history": list(self.history),
-        }
+        """Everything a resumed run needs after ``epoch`` (:func:`training_state`)."""
+        return training_state(self, epoch)
 
     def save(self, epoch: int, *, best: bool) -> None:
         """Write ``latest.pt`` (and ``best.pt`` when ``best``) on rank 0."""
@@ -779,22 +864,3 @@ def _overrides(obj: object, base: type, method: str) -> bool:
 
 def _local_rank() -> int:
     return int(os.environ.get("LOCAL_RANK", "0"))
-
-
-def _progress_batch(trainer: Trainer, epoch: int, batch: int, n_batches: int) -> None:
-    """A live batch counter on an interactive stderr (rank 0 only)."""
-    if trainer.dist.is_main and sys.stderr.isatty():
-        sys.stderr.write(f"\r{trainer.stage} epoch {epoch + 1}/{trainer.epochs} ")
-        sys.stderr.write(f"batch {batch + 1}/{n_batches}")
-        sys.stderr.flush()
-
-
-def _progress_line(trainer: Trainer, epoch: int, metrics: dict[str, float]) -> None:
-    """The epoch's summary line on an interactive stderr (rank 0 only)."""
-    if trainer.dist.is_main and sys.stderr.isatty():
-        sys.stderr.write(
-            f"\r{trainer.stage} epoch {epoch + 1}/{trainer.epochs}: "
-            f"train {metrics['train/rec_error'] * 1e3:.2f} "
-            f"val {metrics['val/rec_error'] * 1e3:.2f} (x1000)\n"
-        )
-        sys.stderr.flush()

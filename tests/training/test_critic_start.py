@@ -40,6 +40,7 @@ def test_residual_critic_starts_as_the_average_baseline(
 ):
     def first_batch(config, out):
         trainer = Trainer(config, tmp_path / out, tiny_data, stage="train", init=pretrained)
+        trainer.setup()
         first = len(recorded)
         trainer.train_epoch(0)
         return trainer, recorded[first]
@@ -71,7 +72,7 @@ def test_critic_of_returns_first_loss_is_their_variance(
     tmp_path, pretrained, tiny_config, tiny_data, recorded, critic
 ):
     config = tiny_config.replace(epochs=1, critic=critic, critic_residual=False)
-    trainer = Trainer(config, tmp_path / "t", tiny_data, stage="train", init=pretrained)
+    trainer = Trainer(config, tmp_path / "t", tiny_data, stage="train", init=pretrained).setup()
     head = trainer.critic.output_layer
     assert torch.count_nonzero(head.weight) == 0
     assert float(head.bias.detach()) == 0.0
@@ -107,7 +108,7 @@ def test_resuming_a_critic_of_the_other_kind_is_refused(
             stage="train",
             init=pretrained,
             resume=True,
-        )
+        ).setup()
 
 
 def test_without_a_learned_critic_nothing_is_calibrated(
@@ -115,6 +116,6 @@ def test_without_a_learned_critic_nothing_is_calibrated(
 ):
     trainer = Trainer(
         tiny_config.replace(epochs=1), tmp_path / "t", tiny_data, stage="train", init=pretrained
-    )
+    ).setup()
     assert trainer.critic is None
     assert trainer.critic_calibrated

@@ -119,7 +119,7 @@ def test_sidekick_state_survives_resume(tmp_path, tiny_config, tiny_data):
         stage="train",
         resume=True,
         sidekick=resumed_sidekick,
-    )
+    ).setup()
     assert resumed_sidekick.halvings == 1
     trainer.fit()
     records = read_metrics(tmp_path / "run" / "metrics.jsonl")

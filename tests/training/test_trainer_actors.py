@@ -156,6 +156,7 @@ def test_forced_actor_trains_reconstruction_only_and_follows_its_path(
     calls = _spy(monkeypatch)
     config = tiny_config.replace(epochs=1, actor="grid-path", critic="critic")
     trainer = Trainer(config, tmp_path / "run", tiny_data, stage="train", init=pretrained)
+    trainer.setup()
     act_before = {k: v.clone() for k, v in trainer.policy.act.named_parameters()}
     decode_before = {k: v.clone() for k, v in trainer.policy.decode.named_parameters()}
     trainer.fit()
@@ -235,7 +236,7 @@ def test_an_actor_object_replaces_the_configs_name(tmp_path, pretrained, tiny_co
     trainer = Trainer(
         tiny_config.replace(epochs=1), tmp_path / "r", tiny_data, stage="train",
         init=pretrained, actor=actor,
-    )  # fmt: skip
+    ).setup()  # fmt: skip
     assert trainer.config.actor == "grid-path"
     assert trainer.actor is actor
     assert actor.prepared == [16]
@@ -260,7 +261,7 @@ def test_forcing_actor_and_demonstrating_sidekick_conflict(tmp_path, tiny_config
         Trainer(
             tiny_config.replace(epochs=1), tmp_path / "r", tiny_data, stage="train",
             sidekick=Demonstrator(), actor=actor,
-        )  # fmt: skip
+        ).setup()  # fmt: skip
     assert actor.prepared == []  # refused before anything was prepared or written
     assert not (tmp_path / "r").exists()
 
@@ -275,10 +276,10 @@ def test_unknown_names_are_refused_before_anything_is_written(
     valid = "asymm-critic, average, critic" if field == "critic" else "learned, random"
     message = f"TrainConfig.{field}: unknown {field} 'oracle'; valid names: .*{valid}"
     with pytest.raises(ValueError, match=message):
-        Trainer(config, tmp_path / "run", tiny_data, stage="train")
+        Trainer(config, tmp_path / "run", tiny_data, stage="train").setup()
     assert not (tmp_path / "run").exists()
     # Pretraining has neither critic nor actor.
-    Trainer(config, tmp_path / "pre", tiny_data, stage="pretrain")
+    Trainer(config, tmp_path / "pre", tiny_data, stage="pretrain").setup()
 
 
 @pytest.mark.parametrize("name", ["lin-partial", "lin-full"])
@@ -286,7 +287,7 @@ def test_a_plugin_critic_is_called_per_its_observability(
     tmp_path, plugin, tiny_config, tiny_data, name
 ):
     config = tiny_config.replace(epochs=1, critic=name)
-    trainer = Trainer(config, tmp_path / name, tiny_data, stage="train")
+    trainer = Trainer(config, tmp_path / name, tiny_data, stage="train").setup()
     before = trainer.critic.value.weight.clone()
     trainer.train_epoch(0)
     critic = plugin.critics[-1]
@@ -300,9 +301,11 @@ def test_critic_factories_must_honour_the_contract(tmp_path, plugin, tiny_config
     with pytest.raises(TypeError, match="critic 'not-a-module' built a str"):
         Trainer(
             tiny_config.replace(critic="not-a-module"), tmp_path / "a", tiny_data, stage="train"
-        )
+        ).setup()
     with pytest.raises(TypeError, match="critic 'no-flag' has no bool attribute full_obs"):
-        Trainer(tiny_config.replace(critic="no-flag"), tmp_path / "b", tiny_data, stage="train")
+        Trainer(
+            tiny_config.replace(critic="no-flag"), tmp_path / "b", tiny_data, stage="train"
+        ).setup()
 
 
 def test_random_actor_evaluation_is_independent_of_batching(
@@ -310,7 +313,7 @@ def test_random_actor_evaluation_is_independent_of_batching(
 ):
     """The random actor's motions are drawn up front as ``[n, S, T-1]`` from a CPU generator
     seeded with ``seed``: the same episodes whatever ``batch_size``."""
-    trainer = Trainer(tiny_config, tmp_path, tiny_data, stage="pretrain")
+    trainer = Trainer(tiny_config, tmp_path, tiny_data, stage="pretrain").setup()
     policy, grids = trainer.policy.eval(), smooth_grids(5, seed=4)
     common = {"channel_mean": (120.0,), "T": 3, "metric": "adv", "seed": 11}
     results = [
@@ -347,7 +350,7 @@ def test_random_actor_evaluation_is_independent_of_batching(
 def test_random_actor_evaluation_leaves_the_global_rng_alone(
     tmp_path, tiny_config, tiny_data, smooth_grids
 ):
-    trainer = Trainer(tiny_config, tmp_path, tiny_data, stage="pretrain")
+    trainer = Trainer(tiny_config, tmp_path, tiny_data, stage="pretrain").setup()
     before = torch.random.get_rng_state()
     evaluate_policy(
         trainer.policy, smooth_grids(2, seed=4), channel_mean=(120.0,), T=3, actor="random"

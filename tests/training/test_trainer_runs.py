@@ -37,7 +37,7 @@ def test_pretrain_writes_run_files(pretrained, tiny_config):
 
 
 def test_pretrain_leaves_the_act_head_alone(tmp_path, tiny_config, tiny_data):
-    trainer = Trainer(tiny_config, tmp_path / "p", tiny_data, stage="pretrain")
+    trainer = Trainer(tiny_config, tmp_path / "p", tiny_data, stage="pretrain").setup()
     before = {k: v.clone() for k, v in trainer.policy.named_parameters()}
     trainer.fit()
     after = dict(trainer.policy.named_parameters())
@@ -65,7 +65,7 @@ def test_train_freezes_sense_and_fuse(tmp_path, pretrained, tiny_config, tiny_da
 
 def test_validation_is_deterministic_and_pure(tmp_path, pretrained, tiny_config, tiny_data):
     trainer = Trainer(tiny_config, tmp_path / "t", tiny_data, stage="train", init=pretrained)
-    trainer.train_epoch(0)
+    trainer.setup().train_epoch(0)
     baseline = trainer.baseline.state_dict()
     weights = {k: v.clone() for k, v in trainer.policy.state_dict().items()}
     rng = trainer.action_generator.get_state()
@@ -76,7 +76,7 @@ def test_validation_is_deterministic_and_pure(tmp_path, pretrained, tiny_config,
 
 
 def test_every_epoch_reshuffles(tmp_path, tiny_config, tiny_data):
-    trainer = Trainer(tiny_config, tmp_path / "p", tiny_data, stage="pretrain")
+    trainer = Trainer(tiny_config, tmp_path / "p", tiny_data, stage="pretrain").setup()
     order0, starts0 = trainer.epoch_batches(0)
     order1, _ = trainer.epoch_batches(1)
     assert order0.shape == (2, 8)
@@ -92,7 +92,7 @@ def test_resume_is_exact(tmp_path, pretrained, tiny_config, tiny_data, critic):
     full = Trainer(config, tmp_path / "full", tiny_data, stage="train", init=pretrained)
     full.fit()
     train(config.replace(epochs=1), tmp_path / "cut", tiny_data, init=pretrained)
-    resumed = Trainer(config, tmp_path / "cut", tiny_data, stage="train", resume=True)
+    resumed = Trainer(config, tmp_path / "cut", tiny_data, stage="train", resume=True).setup()
     assert resumed.start_epoch == 1
     resumed.fit()
     a, b = full.state_dict(2), resumed.state_dict(2)
@@ -141,7 +141,7 @@ def test_other_actors_and_critics_train(
     tmp_path, pretrained, tiny_config, tiny_data, actor, critic
 ):
     config = tiny_config.replace(epochs=1, actor=actor, critic=critic)
-    trainer = Trainer(config, tmp_path / "t", tiny_data, stage="train", init=pretrained)
+    trainer = Trainer(config, tmp_path / "t", tiny_data, stage="train", init=pretrained).setup()
     act_before = {k: v.clone() for k, v in trainer.policy.act.state_dict().items()}
     result = trainer.fit()
     assert result.epochs == 1
@@ -203,7 +203,7 @@ def test_a_sidekicks_reward_radius_and_options_survive_resume(
     cut = tmp_path / "cut"
     train(config.replace(epochs=1), cut, tiny_data, init=pretrained, sidekick=sidekick())
     train(config.replace(epochs=2), cut, tiny_data, resume=True, sidekick=sidekick())
-    resumed = Trainer(config, cut, tiny_data, stage="train", resume=True)
+    resumed = Trainer(config, cut, tiny_data, stage="train", resume=True).setup()
     assert resumed.config.reward_radius == 2
     assert resumed.sidekick.options == full.sidekick.options
     resumed.fit()
@@ -211,3 +211,61 @@ def test_a_sidekicks_reward_radius_and_options_survive_resume(
     for key in a["model"]:
         assert torch.equal(a["model"][key], b["model"][key]), key
     assert a["sidekick"] == b["sidekick"]
+
+
+def test_constructing_a_trainer_is_cheap_and_writes_nothing(
+    tmp_path, monkeypatch, pretrained, tiny_config, tiny_data
+):
+    # A resumable run folder and a sidekick to prepare (score the data): neither is touched,
+    # and no process group joined, until setup() (fit() runs it) takes its steps in order.
+    from pyskick.sidekicks.base import Sidekick
+
+    class Counting(Sidekick):
+        name = "counting"
+        prepared = 0
+
+        def prepare(self, grids, *, T, device):
+            self.prepared += 1
+
+    config = tiny_config.replace(epochs=2)
+    train(config.replace(epochs=1), tmp_path / "run", tiny_data, init=pretrained,
+          sidekick=Counting())  # fmt: skip
+    before = {p: p.stat().st_mtime_ns for p in tmp_path.rglob("*")}
+    steps = []
+    names = (
+        "_resolve_config", "_make_sidekick", "_init_distributed", "_make_actor",
+        "_build_models", "_prepare_sidekick", "_restore", "_wrap_ddp", "_open_run",
+    )  # fmt: skip
+    for step in names:
+        original = getattr(Trainer, step)
+
+        def spy(self, *args, _step=step, _original=original, **kwargs):
+            steps.append(_step)
+            return _original(self, *args, **kwargs)
+
+        monkeypatch.setattr(Trainer, step, spy)
+    sidekick = Counting()
+    trainer = Trainer(
+        config, tmp_path / "run", tiny_data, stage="train", resume=True, sidekick=sidekick
+    )
+    fresh = Trainer(config, tmp_path / "new" / "run", tiny_data, stage="train", init=pretrained)
+    assert steps == []
+    assert sidekick.prepared == 0
+    assert {p: p.stat().st_mtime_ns for p in tmp_path.rglob("*")} == before
+    assert not (tmp_path / "new").exists()
+    with pytest.raises(AttributeError, match=r"Trainer\.policy is built by setup\(\)"):
+        _ = fresh.policy
+    assert trainer.config is config  # as requested until setup() resolves it
+    assert trainer.setup() is trainer
+    assert steps == list(names[:-1])
+    assert trainer.start_epoch == 1
+    assert trainer.config.sidekick == "counting"
+    assert sidekick.prepared == 1
+    trainer.setup()
+    assert steps == list(names[:-1])  # once
+    fresh.setup()
+    assert not (tmp_path / "new").exists()  # setup() writes nothing either
+    assert {p: p.stat().st_mtime_ns for p in tmp_path.rglob("*")} == before
+    trainer.fit()
+    assert steps[-1] == "_open_run"
+    assert load_checkpoint(tmp_path / "run" / "latest.pt")["epoch"] == 1
