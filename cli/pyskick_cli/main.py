@@ -67,7 +67,13 @@ def cli(debug: bool) -> None:
 
     \b
     Exit codes: 0 ok, 1 runtime failure, 2 bad usage or input.
+    Progress goes to stderr: bars on a terminal, else one line per epoch or stage
+    (PYSKICK_PROGRESS=bars|lines|off chooses).
     """
+    from pyskick_cli.progress import rendering
+
+    # Closed (bars cleared) when the command ends, before an error is printed.
+    click.get_current_context().with_resource(rendering())
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from pyskick import progress
 from pyskick.data import synthetic_objects, synthetic_scenes
 
 Generator = Callable[[Path, int, int], Any]
@@ -46,10 +47,14 @@ def check_builtin_name(name: str) -> None:
 def make_builtin(
     name: str, path: str | Path, num: int | None = None, seed: int | None = None
 ) -> Path:
-    """Generate built-in dataset ``name`` into ``path`` (defaults: its registered size and seed)."""
+    """Generate built-in dataset ``name`` into ``path`` (defaults: its registered size and seed).
+
+    Reported as the progress stage ``make NAME`` (the generator's own stages inside it).
+    """
     check_builtin_name(name)
     generate, default_num, default_seed = BUILTIN_DATASETS[name]
-    generate(
-        Path(path), default_num if num is None else num, default_seed if seed is None else seed
-    )
+    num = default_num if num is None else num
+    with progress.stage(f"make {name}", total=num, unit="grid") as making:
+        generate(Path(path), num, default_seed if seed is None else seed)
+        making.advance(num)
     return Path(path)

@@ -9,13 +9,14 @@ seeded permutation, as panoramas are.
 from __future__ import annotations
 
 import dataclasses
+import logging
 import os
-import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
 
+from pyskick import progress
 from pyskick.data.hdf5 import write_viewgrids
 from pyskick.data.meshes import load_mesh, render_viewgrid
 from pyskick.data.panoramas import assign_splits
@@ -25,13 +26,15 @@ MESH_SUFFIXES = (".obj", ".off")
 
 Reporter = Callable[[Path, str], None]
 
+_LOG = logging.getLogger(__name__)
 
-def _report_stderr(path: Path, reason: str) -> None:
-    sys.stderr.write(f"skipped {path}: {reason}\n")
+
+def _log_skipped(path: Path, reason: str) -> None:
+    _LOG.warning("skipped %s: %s", path, reason)
 
 
 def find_meshes(
-    folder: str | os.PathLike[str], report: Reporter = _report_stderr
+    folder: str | os.PathLike[str], report: Reporter = _log_skipped
 ) -> list[tuple[Path, str]]:
     """Every ``.obj``/``.off`` file under ``folder`` (sorted) with its class.
 
@@ -60,7 +63,7 @@ def convert_meshes(
     seed: int = 0,
     unseen_classes: Sequence[str] = (),
     strict: bool = False,
-    report: Reporter = _report_stderr,
+    report: Reporter = _log_skipped,
 ) -> Path:
     """Render every mesh under ``folder`` into a viewgrid file.
 
@@ -92,19 +95,21 @@ def convert_meshes(
         )
     grids: list[np.ndarray] = []
     kept: list[tuple[Path, str]] = []
-    for index, (path, cls) in enumerate(sources):
-        try:
-            vertices, faces = load_mesh(path)
-            if len(faces) == 0:
-                raise ValueError("the mesh has no faces")
-            grid = render_viewgrid(vertices, faces, rng=np.random.default_rng([seed, index]))
-        except (ValueError, OSError) as exc:
-            if strict:
-                raise ValueError(f"{path}: {exc}") from exc
-            report(path, str(exc))
-            continue
-        grids.append(grid)
-        kept.append((path, cls))
+    with progress.stage("convert meshes", total=len(sources), unit="mesh") as converting:
+        for index, (path, cls) in enumerate(sources):
+            try:
+                vertices, faces = load_mesh(path)
+                if len(faces) == 0:
+                    raise ValueError("the mesh has no faces")
+                grid = render_viewgrid(vertices, faces, rng=np.random.default_rng([seed, index]))
+            except (ValueError, OSError) as exc:
+                if strict:
+                    raise ValueError(f"{path}: {exc}") from exc
+                report(path, str(exc))
+            else:
+                grids.append(grid)
+                kept.append((path, cls))
+            converting.advance()
     root = Path(folder)
     seen = [i for i, (_, cls) in enumerate(kept) if cls not in unseen_classes]
     unseen = [i for i, (_, cls) in enumerate(kept) if cls in unseen_classes]

@@ -9,9 +9,9 @@ the same file.
 
 from __future__ import annotations
 
+import logging
 import math
 import os
-import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +21,7 @@ import torch
 from PIL import Image, UnidentifiedImageError
 from PIL.Image import DecompressionBombError
 
+from pyskick import progress
 from pyskick.data.hdf5 import REQUIRED_SPLITS, write_viewgrids
 from pyskick.data.projection import CUBE_FACES, cubemap_to_viewgrid, equirect_to_viewgrid
 from pyskick.data.spec import SUN360, GridSpec
@@ -32,6 +33,8 @@ SUPERSAMPLE = 3
 
 Reporter = Callable[[Path, str], None]
 
+_LOG = logging.getLogger(__name__)
+
 
 @dataclass(frozen=True)
 class PanoramaSource:
@@ -41,8 +44,8 @@ class PanoramaSource:
     kind: str  # "equirect" | "cubemap"
 
 
-def _report_stderr(path: Path, reason: str) -> None:
-    sys.stderr.write(f"skipped {path}: {reason}\n")
+def _log_skipped(path: Path, reason: str) -> None:
+    _LOG.warning("skipped %s: %s", path, reason)
 
 
 def _face_files(folder: Path) -> dict[str, list[Path]]:
@@ -279,7 +282,7 @@ def convert_panoramas(
     split: Sequence[float] = (0.7, 0.15, 0.15),
     seed: int = 0,
     strict: bool = False,
-    report: Reporter = _report_stderr,
+    report: Reporter = _log_skipped,
 ) -> Path:
     """Convert every panorama under ``folder`` into a viewgrid file.
 
@@ -304,17 +307,19 @@ def convert_panoramas(
     grids: list[torch.Tensor] = []
     kept: list[PanoramaSource] = []
     bad = list(problems)
-    for source in sources:
-        try:
-            grids.append(panorama_viewgrid(source, spec))
-            kept.append(source)
-        except ValueError as exc:
-            bad.append((source.path, str(exc)))
-    bad.sort(key=lambda item: str(item[0]))
-    if strict and bad:
-        path, reason = bad[0]
-        more = f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""
-        raise ValueError(f"{path}: {reason}{more}")
+    with progress.stage("convert panoramas", total=len(sources), unit="panorama") as converting:
+        for source in sources:
+            try:
+                grids.append(panorama_viewgrid(source, spec))
+                kept.append(source)
+            except ValueError as exc:
+                bad.append((source.path, str(exc)))
+            converting.advance()
+        bad.sort(key=lambda item: str(item[0]))
+        if strict and bad:  # the conversion failed: no line of its own besides the error
+            path, reason = bad[0]
+            more = f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""
+            raise ValueError(f"{path}: {reason}{more}")
     for path, reason in bad:
         report(path, reason)
     if not sources:

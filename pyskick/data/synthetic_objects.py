@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
+from pyskick import progress
 from pyskick.data.hdf5 import write_viewgrids
 from pyskick.data.meshes import render_viewgrid
 from pyskick.data.spec import MODELNET_HARD
@@ -409,18 +410,20 @@ def render_split(split: str, count: int, seed: int) -> np.ndarray:
     """
     split_id = SPLITS.index(split)
     out = np.empty((count, N_ELEVATIONS, N_AZIMUTHS, 1, IMAGE_SIZE, IMAGE_SIZE), dtype=np.uint8)
-    for i, family in enumerate(split_families(split, count, seed)):
-        rng = np.random.default_rng([seed, split_id, i])
-        vertices, faces = make_object(family, rng)
-        out[i] = render_viewgrid(
-            vertices,
-            faces,
-            n_elevations=N_ELEVATIONS,
-            n_azimuths=N_AZIMUTHS,
-            step_deg=STEP_DEG,
-            image_size=IMAGE_SIZE,
-            rng=rng,
-        )
+    with progress.stage(f"render {split}", total=count, unit="object", lines="none") as bar:
+        for i, family in enumerate(split_families(split, count, seed)):
+            rng = np.random.default_rng([seed, split_id, i])
+            vertices, faces = make_object(family, rng)
+            out[i] = render_viewgrid(
+                vertices,
+                faces,
+                n_elevations=N_ELEVATIONS,
+                n_azimuths=N_AZIMUTHS,
+                step_deg=STEP_DEG,
+                image_size=IMAGE_SIZE,
+                rng=rng,
+            )
+            bar.advance()
     return out
 
 

@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from pyskick import progress
 from pyskick.data.hdf5 import write_viewgrids
 from pyskick.data.projection import equirect_to_viewgrid
 from pyskick.data.spec import SUN360, GridSpec
@@ -312,10 +313,12 @@ def render_viewgrids(
         raise ValueError(f"synthetic scenes are RGB: spec needs 3 channels, got {spec.channels}")
     indices = list(indices)
     out = torch.empty((len(indices), *spec.view_shape), dtype=torch.uint8)
-    for start in range(0, len(indices), _BATCH):
-        batch = [render_panorama(seed, i, width) for i in indices[start : start + _BATCH]]
-        panoramas = torch.from_numpy(np.stack(batch)).permute(0, 3, 1, 2)
-        out[start : start + len(batch)] = equirect_to_viewgrid(panoramas, spec, supersample=2)
+    with progress.stage("render scenes", total=len(indices), unit="grid", lines="none") as bar:
+        for start in range(0, len(indices), _BATCH):
+            batch = [render_panorama(seed, i, width) for i in indices[start : start + _BATCH]]
+            panoramas = torch.from_numpy(np.stack(batch)).permute(0, 3, 1, 2)
+            out[start : start + len(batch)] = equirect_to_viewgrid(panoramas, spec, supersample=2)
+            bar.advance(len(batch))
     return out
 
 

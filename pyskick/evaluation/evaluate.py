@@ -28,6 +28,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from pyskick import progress
 from pyskick._io import atomic_path
 from pyskick.envs import LookAroundEnv, StartZeroing
 from pyskick.evaluation.stats import ErrorSummary, improvement_pct, summarize
@@ -228,30 +229,32 @@ def evaluate_policy(
     policy.eval()
     try:
         errors = []
-        for lo in range(0, grids.shape[0], chunk):
-            part = grids[lo : lo + chunk].to(device)
-            k = part.shape[0]
-            chunk_starts = starts.to(device).repeat(k)
-            demos = None
-            if T > 1:
-                # Every start of sample lo + i is an episode of that sample.
-                indices = sample_indices[lo : lo + k].to(device).repeat_interleave(S)
-                demos = forced_demonstrations(actor, indices, chunk_starts)
-            if demos is None and random_motions is not None:
-                motions = random_motions[lo : lo + k].reshape(k * S, T - 1).T.to(device)
-                demos = (motions, torch.ones_like(motions, dtype=torch.bool))
-            rollout = collect_rollout(
-                policy,
-                env,
-                part.repeat_interleave(S, dim=0),
-                # Every motion forced: argmax draws nothing from torch's global generator.
-                mode=mode if demos is None else "greedy",
-                starts=chunk_starts,
-                demonstrations=demos,
-                paste=True,
-                final_only=True,
-            )
-            errors.append(rollout.final_errors.view(k, S).double().cpu())
+        with progress.stage(f"evaluate {metric}", total=grids.shape[0], unit="grid") as evaluating:
+            for lo in range(0, grids.shape[0], chunk):
+                part = grids[lo : lo + chunk].to(device)
+                k = part.shape[0]
+                chunk_starts = starts.to(device).repeat(k)
+                demos = None
+                if T > 1:
+                    # Every start of sample lo + i is an episode of that sample.
+                    indices = sample_indices[lo : lo + k].to(device).repeat_interleave(S)
+                    demos = forced_demonstrations(actor, indices, chunk_starts)
+                if demos is None and random_motions is not None:
+                    motions = random_motions[lo : lo + k].reshape(k * S, T - 1).T.to(device)
+                    demos = (motions, torch.ones_like(motions, dtype=torch.bool))
+                rollout = collect_rollout(
+                    policy,
+                    env,
+                    part.repeat_interleave(S, dim=0),
+                    # Every motion forced: argmax draws nothing from torch's global generator.
+                    mode=mode if demos is None else "greedy",
+                    starts=chunk_starts,
+                    demonstrations=demos,
+                    paste=True,
+                    final_only=True,
+                )
+                errors.append(rollout.final_errors.view(k, S).double().cpu())
+                evaluating.advance(k)
     finally:
         policy.train(was_training)
     per_start = torch.cat(errors)

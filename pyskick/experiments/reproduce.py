@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from pyskick import progress
 from pyskick._io import write_json
 from pyskick.evaluation.evaluate import METRICS, EvalResult
 from pyskick.experiments.layout import (
@@ -119,7 +120,8 @@ def reproduce(
             every selected sidekick that declares it, ``"NAME.KEY": value`` of sidekick NAME
             only (it wins). Recorded: a rerun must give the same.
         report: also draw the figures and write ``index.html``.
-        log: called with one line per stage (progress).
+        log: called with one line per step as it starts (its progress goes to
+            :mod:`pyskick.progress`: the stage ``reproduce`` with one advance per step).
 
     Returns:
         :class:`ReproduceResult`.
@@ -221,28 +223,45 @@ def reproduce(
     data = TrainData.from_file(path)
     test = source.split(eval_split).load(list(range(n_test)))
     one_view = run_dir(out, ONE_VIEW, 0)
-    _pretrain(train_config, one_view, data, out, say)
-    for method in chosen:
-        if not method.trained:
-            continue
-        for k in range(seeds):
-            _train(method, k, train_config, one_view, data, spec, out, say, given_options, settings)
+    trained = [m for m in chosen if m.trained]
+    evaluations = [(m.name, k) for m in chosen for k in range(seeds if m.trained else 1)]
+    # Every run, evaluation and the table (with the report) is one step; a step finished by an
+    # earlier call is skipped (counted, not in the rate that the time left is estimated from).
+    steps = 1 + len(trained) * seeds + len(evaluations) * len(METRICS) + 1
+    with progress.stage("reproduce", total=steps, unit="step", lines="each") as overall:
+        worked = _pretrain(train_config, one_view, data, out, say)
+        overall.advance(label=_step(f"pretrain {ONE_VIEW}", worked), skipped=not worked)
+        for method in trained:
+            for k in range(seeds):
+                worked = _train(
+                    method, k, train_config, one_view, data, spec, out, say, given_options,
+                    settings,
+                )  # fmt: skip
+                overall.advance(label=_step(f"train {method.name} seed {k}", worked),
+                                skipped=not worked)  # fmt: skip
 
-    for method in chosen:
-        for k in range(1 if not method.trained else seeds):
+        for name, k in evaluations:
             for metric in METRICS:
-                _evaluate(method.name, k, metric, train_config, test, spec, out, say)
+                worked = _evaluate(name, k, metric, train_config, test, spec, out, say)
+                overall.advance(label=_step(f"evaluate {name} seed {k} {metric}", worked),
+                                skipped=not worked)  # fmt: skip
 
-    table = build_table(out, [m.name for m in chosen], seeds=seeds, settings=settings)
-    write_table(out, table)
-    index = None
-    if report:
-        say("reproduce: drawing the report")
-        index = write_report(
-            out, table, test, channel_mean=spec.channel_mean, nms=NMS_PRESETS[spec.preset],
-            device=train_config.device, spec=spec, log=say,
-        )  # fmt: skip
+        table = build_table(out, [m.name for m in chosen], seeds=seeds, settings=settings)
+        write_table(out, table)
+        index = None
+        if report:
+            say("reproduce: drawing the report")
+            index = write_report(
+                out, table, test, channel_mean=spec.channel_mean, nms=NMS_PRESETS[spec.preset],
+                device=train_config.device, spec=spec, log=say,
+            )  # fmt: skip
+        overall.advance(label="report" if report else "table")
     return ReproduceResult(out, table, index, time.perf_counter() - start)
+
+
+def _step(label: str, worked: bool) -> str:
+    """A step's progress label; a step an earlier call finished says so."""
+    return label if worked else f"{label} (done before)"
 
 
 def check_settings(out_dir: Path, settings: dict[str, Any]) -> None:
@@ -309,12 +328,13 @@ def _timed(out: Path, record: dict[str, Any], action: Callable[[], _T]) -> _T:
     return result
 
 
-def _pretrain(config: TrainConfig, run: Path, data: TrainData, out: Path, say: Log) -> None:
+def _pretrain(config: TrainConfig, run: Path, data: TrainData, out: Path, say: Log) -> bool:
+    """Pretrain (or continue) the one-view model; False when it was finished already."""
     from pyskick.training import pretrain
 
     done = epochs_done(run)
     if done >= config.pretrain_epochs:
-        return
+        return False
     say(f"reproduce: pretraining the one-view model ({done}/{config.pretrain_epochs} epochs done)")
     _timed(
         out,
@@ -326,6 +346,7 @@ def _pretrain(config: TrainConfig, run: Path, data: TrainData, out: Path, say: L
         },
         lambda: pretrain(config, run, data, resume=done > 0),
     )
+    return True
 
 
 def split_sidekick_options(
@@ -393,7 +414,8 @@ def _train(
     say: Log,
     given_options: Mapping[str, Mapping[str, Any]],
     settings: dict[str, Any],
-) -> None:
+) -> bool:
+    """Train (or continue) one run; False when it was finished already."""
     from pyskick.sidekicks.factory import make_sidekick, run_options
     from pyskick.training import train
 
@@ -403,7 +425,7 @@ def _train(
     )
     done = epochs_done(run)
     if done >= config.epochs:
-        return
+        return False
     # A run continues with the options it started with (recorded in its checkpoint); a new
     # one takes those of the folder's first run of this sidekick.
     resolved = settings["resolved_sidekick_options"]
@@ -433,6 +455,7 @@ def _train(
         {"stage": "train", "method": method.name, "seed": k, "epochs": config.epochs - done},
         lambda: train(config, run, data, init=one_view, resume=done > 0, sidekick=sidekick),
     )
+    return True
 
 
 def _evaluate(
@@ -444,7 +467,8 @@ def _evaluate(
     spec: GridSpec,
     out: Path,
     say: Log,
-) -> None:
+) -> bool:
+    """Evaluate one run with one metric; False when its evaluation is current already."""
     from pyskick.evaluation import evaluate
     from pyskick.sidekicks.base import checkpoint_digest
 
@@ -455,7 +479,7 @@ def _evaluate(
         saved = json.loads(target.read_text())
         # Evaluations that predate the samples' digest cannot be paired: redo them.
         if saved.get("checkpoint_sha256") == digest and "samples_sha256" in saved:
-            return
+            return False
     say(f"reproduce: evaluating {method} seed {k} ({metric})")
     result: EvalResult = _timed(
         out,
@@ -482,3 +506,4 @@ def _evaluate(
             "checkpoint_sha256": digest,
         },
     )
+    return True

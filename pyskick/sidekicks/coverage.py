@@ -18,6 +18,7 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor
 
+from pyskick import progress
 from pyskick.evaluation.evaluate import make_env
 from pyskick.models import CompletionPolicy, ModelConfig
 from pyskick.ops import coverage_matrix, rotate_viewgrid
@@ -89,24 +90,26 @@ def one_view_coverage(
     chunk = max(1, batch_size // V)
     starts = torch.arange(V, device=device)
     parts = [torch.empty(0, V, V)]
-    for lo in range(0, grids.shape[0], chunk):
-        part = grids[lo : lo + chunk].to(device)
-        k = part.shape[0]
-        part_starts = starts.repeat(k)
-        rollout = collect_rollout(
-            policy,
-            env,
-            part.repeat_interleave(V, dim=0),
-            mode="greedy",
-            starts=part_starts,
-            paste=False,
-        )
-        recon = rollout.decoded
-        if cfg.known_azimuth:
-            # The decoder works in the absolute frame; coverage_matrix wants the start's.
-            recon = rotate_viewgrid(recon, part_starts % M)
-        truth = env.grid.view(k, V, *env.grid.shape[1:])[:, 0].contiguous()
-        parts.append(coverage_matrix(recon.view(k, V, *recon.shape[1:]), truth).cpu())
+    with progress.stage("coverage", total=grids.shape[0], unit="grid", lines="none") as bar:
+        for lo in range(0, grids.shape[0], chunk):
+            part = grids[lo : lo + chunk].to(device)
+            k = part.shape[0]
+            part_starts = starts.repeat(k)
+            rollout = collect_rollout(
+                policy,
+                env,
+                part.repeat_interleave(V, dim=0),
+                mode="greedy",
+                starts=part_starts,
+                paste=False,
+            )
+            recon = rollout.decoded
+            if cfg.known_azimuth:
+                # The decoder works in the absolute frame; coverage_matrix wants the start's.
+                recon = rotate_viewgrid(recon, part_starts % M)
+            truth = env.grid.view(k, V, *env.grid.shape[1:])[:, 0].contiguous()
+            parts.append(coverage_matrix(recon.view(k, V, *recon.shape[1:]), truth).cpu())
+            bar.advance(k)
     return torch.cat(parts)
 
 

@@ -23,8 +23,8 @@ import fcntl
 import hashlib
 import importlib.metadata
 import json
+import logging
 import os
-import sys
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,9 +36,11 @@ import torch
 import torch.distributed as dist
 from torch import Tensor
 
-from pyskick import __version__
+from pyskick import __version__, progress
 from pyskick._io import atomic_path
 from pyskick.sidekicks.base import Sidekick
+
+_LOG = logging.getLogger(__name__)
 
 SCORES_FORMAT_VERSION = 1
 """Value of the ``pyskick_scores`` root attribute of the files this module writes."""
@@ -343,6 +345,8 @@ def compute_scores_sharded(
 ) -> dict[str, Tensor]:
     """``sidekick.compute_scores(grids)``, split over the ranks of an initialised process group.
 
+    Reported as the progress stage ``score NAME``, with the sidekick's own stages inside it.
+
     With world size W > 1 and a ``shardable`` sidekick, rank r scores the r-th of W contiguous
     slices of ``grids`` and the slices are gathered (``all_gather_object``, CPU tensors) and
     concatenated in sample order on every rank; a non-shardable sidekick is scored on rank 0
@@ -366,6 +370,17 @@ def compute_scores_sharded(
     n = int(grids.shape[0])
     if n == 0:
         raise ValueError(f"sidekick {sidekick.name!r} got no viewgrids to score")
+    with progress.stage(f"score {sidekick.name}", total=n, unit="grid") as scoring:
+        scores = _compute_sharded(sidekick, grids, T=T, device=device)
+        scoring.advance(n)
+    return scores
+
+
+def _compute_sharded(
+    sidekick: Sidekick, grids: Tensor, *, T: int, device: torch.device
+) -> dict[str, Tensor]:
+    """:func:`compute_scores_sharded` without its progress stage."""
+    n = int(grids.shape[0])
     who = f"sidekick {sidekick.name!r}"
     rank, world = _world()
     if world == 1 or not sidekick.shardable:
@@ -409,7 +424,7 @@ def _file_lock(path: Path, message: str) -> Iterator[None]:
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            sys.stderr.write(message + "\n")
+            _LOG.info(message)
             fcntl.flock(handle, fcntl.LOCK_EX)
         yield
 
@@ -421,7 +436,7 @@ def _read_entry(path: Path, key: str) -> dict[str, Tensor] | None:
     try:
         return read_scores(path, CACHE_GROUP, key)
     except (OSError, ValueError, KeyError) as exc:
-        sys.stderr.write(f"ignoring unreadable score cache entry {path}: {exc}\n")
+        _LOG.warning("ignoring unreadable score cache entry %s: %s", path, exc)
         return None
 
 
@@ -466,11 +481,11 @@ def cached_scores(
         cached = broadcast_from_main(lambda: _read_entry(path, key), device, "score cache lookup")
         if cached is not None:
             if rank == 0:
-                sys.stderr.write(f"reusing cached {sidekick.name} scores {path}\n")
+                _LOG.info("reusing cached %s scores %s", sidekick.name, path)
             return _check_scores(cached, grids.shape[0], f"score cache entry {path}")
         if rank == 0:
-            sys.stderr.write(
-                f"computing {sidekick.name} scores of {grids.shape[0]} viewgrids into {path}\n"
+            _LOG.info(
+                "computing %s scores of %d viewgrids into %s", sidekick.name, grids.shape[0], path
             )
         scores = compute_scores_sharded(sidekick, grids, T=T, device=device)
         meta = ScoreMeta.of(sidekick, T, {CACHE_GROUP: key})

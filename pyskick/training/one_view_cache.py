@@ -15,14 +15,16 @@ import dataclasses
 import fcntl
 import hashlib
 import json
+import logging
 import os
-import sys
 from pathlib import Path
 
 from pyskick import __version__
 from pyskick.training.config import TRAIN_ONLY_FIELDS, TrainConfig
 from pyskick.training.data import TrainData
 from pyskick.training.trainer import pretrain
+
+_LOG = logging.getLogger(__name__)
 
 
 def cache_root() -> Path:
@@ -82,11 +84,11 @@ def cached_one_view(
             try:
                 fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
-                sys.stderr.write(f"waiting for another process to pretrain {run}\n")
+                _LOG.info("waiting for another process to pretrain %s", run)
                 fcntl.flock(handle, fcntl.LOCK_EX)
         done = (run / "latest.pt").exists()
         if main_rank:
             state = "reusing or resuming" if done else "pretraining"
-            sys.stderr.write(f"{state} one-view model {run}\n")
+            _LOG.info("%s one-view model %s", state, run)
         pretrain(pretrain_config(config), run, data, resume=done)
     return run

@@ -238,6 +238,7 @@ class Trainer:
         self.resume = resume
         self.epochs = config.pretrain_epochs if stage == "pretrain" else config.epochs
         """Epochs the run has when finished (resumable: taken from ``config``)."""
+        self._requested_config = config
         self._requested_init = init
         self._given_sidekick = sidekick
         self._given_actor = actor
@@ -285,7 +286,7 @@ class Trainer:
         Returns:
             The checkpoint to resume from, or None.
         """
-        config, stage = self.config, self.stage
+        config, stage = self._requested_config, self.stage
         sidekick, actor = self._given_sidekick, self._given_actor
         if actor is not None and stage == "train":
             config = config.replace(actor=actor.name)
@@ -557,7 +558,6 @@ class Trainer:
                 logger.write(metrics, epoch)
                 self.save(epoch, best=improved)
                 epochs.advance(
-                    label=f"epoch {epoch + 1}/{self.epochs}",
                     metrics={
                         "train_error": metrics["train/rec_error"],
                         "val_error": val,

@@ -36,6 +36,25 @@ def test_reproduce_prints_the_table(
     assert f"report in {out / 'table.md'}" in err
     assert "reproduce: done in" in err
     assert not (out / "index.html").exists()
+    # Progress (stderr is no terminal here): one line per step, k/N and the time left.
+    steps = [
+        "pretrain one-view", "train ltla seed 0", "evaluate one-view seed 0 avg",
+        "evaluate one-view seed 0 adv", "evaluate ltla seed 0 avg", "evaluate ltla seed 0 adv",
+        "table",
+    ]  # fmt: skip
+    lines = [line for line in err.splitlines() if line.startswith("reproduce: step ")]
+    assert [line.split(" | ")[0] for line in lines] == [
+        f"reproduce: step {k}/7 {step}" for k, step in enumerate(steps, 1)
+    ]
+    assert all(" | elapsed " in line and ", left " in line for line in lines)
+    # Rerun: every step done before, counted but not timed.
+    code, _, err = run([*args, "--methods", "ltla", "--no-report"], capsys)
+    assert code == 0, err
+    lines = [line for line in err.splitlines() if line.startswith("reproduce: step ")]
+    assert [line.split(" | ")[0] for line in lines[:-1]] == [
+        f"reproduce: step {k}/7 {step} (done before)" for k, step in enumerate(steps[:-1], 1)
+    ]
+    assert ", left" not in lines[0]  # nothing worked on yet: no rate to tell the time left
     # A changed setting is one line and exit 2.
     code, _, err = run(
         [*args[:-2], "--device", "cpu", "--methods", "ltla", "--batch-size", "4"], capsys

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import sys
 import time
@@ -115,6 +116,8 @@ def run_sharded(out_dir: Path, log: Path) -> None:
 
 if __name__ == "__main__":
     torch.set_num_threads(1)
+    # pyskick says what the cache does in INFO log records (the CLI shows them on stderr).
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
     if sys.argv[1] == "cached":
         run_cached(Path(sys.argv[2]), Path(sys.argv[3]), Path(sys.argv[4]), int(sys.argv[5]))
     else:

@@ -44,9 +44,7 @@ def run_table(
     """Run :func:`pyskick.experiments.reproduce`, print the table and where the report is."""
     from pyskick.experiments import reproduce
     from pyskick.experiments.report import format_table
-
-    def say(line: str) -> None:
-        click.echo(line, err=True)
+    from pyskick_cli.progress import echo as say
 
     result = reproduce(dataset, out, methods=methods, log=say, **options)  # type: ignore[arg-type]
     click.echo(format_table(result.table))

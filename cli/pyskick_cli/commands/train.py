@@ -76,9 +76,11 @@ def _load_data(path: Path, config: TrainConfig) -> TrainData:
 
 
 def _fit(trainer: Trainer, dataset: Path, init: Path | None = None) -> TrainResult:
-    """Lock the run folder, record the dataset (and one-view run) and train."""
+    """Set the trainer up (every refusal, and the sidekick's scoring), then lock the run
+    folder, record the dataset (and one-view run) and train."""
     from pyskick.run_dir import RunDir, is_main_process
 
+    trainer.setup()
     with ExitStack() as stack:
         if is_main_process():
             stack.enter_context(RunDir(trainer.run_dir).locked())

@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import logging
 import os
-import sys
 from pathlib import Path
 from typing import Any
 
 import torch
 from torch import Tensor
 
+from pyskick import progress
 from pyskick.sidekicks.base import checkpoint_digest
 from pyskick.sidekicks.hybrid import HybridSupervision
 from pyskick_expert_clone.training import (
@@ -33,17 +33,18 @@ from pyskick_expert_clone.training import (
 logger = logging.getLogger("pyskick_expert_clone")
 
 
-def log_epoch(summary: ExpertEpoch, total: int) -> None:
-    """Report one expert epoch: to the ``pyskick_expert_clone`` logger, and as a line on an
-    interactive stderr like the trainer's progress."""
-    line = (
+def log_epoch(summary: ExpertEpoch, total: int, stage: progress.Stage | None = None) -> None:
+    """Report one expert epoch: to the ``pyskick_expert_clone`` logger, and as an advance of
+    the progress ``stage`` of expert training (shown by the CLI like the trainer's epochs)."""
+    logger.info(
         f"expert epoch {summary.epoch + 1}/{total}: train {summary.train_error * 1e3:.2f} "
         f"(x1000), entropy {summary.entropy:.3f}, {summary.seconds:.1f} s"
     )
-    logger.info(line)
-    if sys.stderr.isatty():
-        sys.stderr.write(line + "\n")
-        sys.stderr.flush()
+    if stage is not None:
+        stage.advance(
+            label=f"epoch {summary.epoch + 1}/{total}",
+            metrics={"train_error": summary.train_error, "entropy": summary.entropy},
+        )
 
 
 class ExpertCloneSidekick(HybridSupervision):
@@ -104,15 +105,17 @@ class ExpertCloneSidekick(HybridSupervision):
             final MSE of each greedy episode, views pasted), on CPU.
         """
         policy = load_one_view(self.one_view, device)
-        expert, self.history = train_expert(
-            policy,
-            grids,
-            T=T,
-            channel_mean=self.channel_mean,
-            settings=self.settings,
-            device=device,
-            log=lambda summary: log_epoch(summary, self.settings.epochs),
-        )
+        epochs = self.settings.epochs
+        with progress.stage("train expert", total=epochs, unit="epoch", lines="each") as stage:
+            expert, self.history = train_expert(
+                policy,
+                grids,
+                T=T,
+                channel_mean=self.channel_mean,
+                settings=self.settings,
+                device=device,
+                log=lambda summary: log_epoch(summary, epochs, stage),
+            )
         trajectories, errors = expert_trajectories(
             policy,
             expert,
