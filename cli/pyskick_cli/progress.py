@@ -22,12 +22,13 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import TextIO
-
-from tqdm import tqdm
+from typing import TYPE_CHECKING, TextIO
 
 from pyskick import progress
 from pyskick.progress import Stage
+
+if TYPE_CHECKING:
+    from tqdm import tqdm
 
 MODES = ("bars", "lines", "off")
 ENV = "PYSKICK_PROGRESS"
@@ -55,7 +56,10 @@ def choose_mode(stream: TextIO, environ: dict[str, str] | None = None) -> str:
 
 
 def _duration(seconds: float) -> str:
-    return tqdm.format_interval(max(seconds, 0.0))
+    """``MM:SS``, or ``H:MM:SS`` from an hour on (as tqdm's bars show time)."""
+    minutes, secs = divmod(int(max(seconds, 0.0)), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours:d}:{minutes:02d}:{secs:02d}" if hours else f"{minutes:02d}:{secs:02d}"
 
 
 def _rate(stage: Stage) -> float | None:
@@ -131,6 +135,8 @@ class Renderer:
     def started(self, stage: Stage) -> None:
         if self.mode != "bars":
             return
+        from tqdm import tqdm  # here: a command that draws no bar does not pay its import
+
         self._bars[id(stage)] = tqdm(
             total=stage.total,
             initial=stage.done,
@@ -170,7 +176,7 @@ class Renderer:
         if self.mode == "off":
             return
         if self._bars:
-            tqdm.write(line, file=self.stream)
+            next(iter(self._bars.values())).write(line, file=self.stream)
         else:
             self.stream.write(line + "\n")
         self.stream.flush()
