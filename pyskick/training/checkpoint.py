@@ -16,6 +16,7 @@ from typing import Any
 import torch
 
 from pyskick._io import atomic_path
+from pyskick.errors import UserError, UserFileNotFoundError
 from pyskick.models import CompletionPolicy, ModelConfig
 
 FORMAT_VERSION = 1
@@ -48,7 +49,7 @@ def load_checkpoint(
     """
     path = Path(path)
     if not path.is_file():
-        raise FileNotFoundError(f"checkpoint {path} does not exist")
+        raise UserFileNotFoundError(f"checkpoint {path} does not exist")
     try:
         state = torch.load(path, map_location=map_location, weights_only=True)
     except Exception as exc:
@@ -57,11 +58,11 @@ def load_checkpoint(
             why = "truncated, damaged or not a checkpoint file"
         else:
             why = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0][:120]}"
-        raise ValueError(f"{path} is not a readable pyskick checkpoint ({why})") from exc
+        raise UserError(f"{path} is not a readable pyskick checkpoint ({why})") from exc
     if not isinstance(state, dict) or "format" not in state:
-        raise ValueError(f"{path} is not a pyskick checkpoint (no 'format' key)")
+        raise UserError(f"{path} is not a pyskick checkpoint (no 'format' key)")
     if state["format"] > FORMAT_VERSION:
-        raise ValueError(
+        raise UserError(
             f"{path} has checkpoint format {state['format']}; this pyskick reads up to "
             f"{FORMAT_VERSION}: upgrade pyskick"
         )
@@ -97,7 +98,7 @@ def load_run(
     state = load_checkpoint(path, map_location=map_location)
     for key in keys:
         if key not in state:
-            raise ValueError(f"{path} is not a pyskick training checkpoint (no {key!r})")
+            raise UserError(f"{path} is not a pyskick training checkpoint (no {key!r})")
     return path, state
 
 

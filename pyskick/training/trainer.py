@@ -33,6 +33,7 @@ from torch import Tensor, nn
 
 from pyskick.actors import Actor, LearnedActor, make_actor
 from pyskick.actors.base import forced_demonstrations
+from pyskick.errors import UserError
 from pyskick.evaluation.evaluate import evaluate_policy, make_env
 from pyskick.models import CompletionPolicy, ModelConfig, preset
 from pyskick.models.critics import ValueHead
@@ -210,7 +211,7 @@ class Trainer:
         if is_main_process():
             self.run.check_free()
         if not resume and self.run.latest.exists():
-            raise ValueError(
+            raise UserError(
                 f"{self.run_dir} already holds a run; resume it or choose another folder"
             )
         resume_state: dict[str, Any] | None = None
@@ -226,9 +227,7 @@ class Trainer:
                 recorded = {"stage": saved.pop("stage", None), "config": saved}
         if recorded is not None:
             if recorded.get("stage") != stage:
-                raise ValueError(
-                    f"cannot resume a {recorded.get('stage')!r} run as a {stage!r} run"
-                )
+                raise UserError(f"cannot resume a {recorded.get('stage')!r} run as a {stage!r} run")
             # Without a sidekick object the run rebuilds its own: the recorded radius, and the
             # recorded sidekick and options unless others were given.
             inherited: tuple[str, ...] = ()
@@ -272,7 +271,7 @@ class Trainer:
         self.device = resolve_device(config.device, _local_rank())
         self.dist: DistContext = init_distributed(self.device)
         if config.batch_size % self.dist.world_size:
-            raise ValueError(
+            raise UserError(
                 f"batch_size {config.batch_size} must be divisible by the number of "
                 f"processes ({self.dist.world_size})"
             )
@@ -294,7 +293,7 @@ class Trainer:
         if _overrides(actor, Actor, "forced_actions") and _overrides(
             self.sidekick, Sidekick, "demonstrations"
         ):
-            raise ValueError(
+            raise UserError(
                 f"actor {actor.name!r} forces the motions and sidekick {self.sidekick.name!r} "
                 "demonstrates them: use one of the two"
             )
@@ -384,7 +383,7 @@ class Trainer:
 
     def _restore(self, state: dict[str, Any]) -> None:
         if ModelConfig.from_dict(state["model_config"]) != self.model_config:
-            raise ValueError(
+            raise UserError(
                 f"cannot resume: the data's viewgrids {list(self.data.grid_shape)} do not match "
                 "the run's model"
             )
@@ -393,7 +392,7 @@ class Trainer:
             # Checkpoints from before critic_residual existed hold critics of the return.
             recorded = bool(state["config"].get("critic_residual", False))
             if recorded != self.config.critic_residual:
-                raise ValueError(
+                raise UserError(
                     "cannot resume: the run's critic was trained with critic_residual = "
                     f"{recorded}, this run has {self.config.critic_residual}"
                 )
@@ -404,7 +403,7 @@ class Trainer:
         restore_rng_state(state["rng"]["global"])
         action_states = state["rng"]["actions"]
         if len(action_states) != self.dist.world_size:
-            raise ValueError(
+            raise UserError(
                 f"cannot resume: the run used {len(action_states)} processes, this one has "
                 f"{self.dist.world_size}"
             )
@@ -700,10 +699,10 @@ def check_request(config: TrainConfig, data: TrainData) -> None:
         ValueError: one line naming the value.
     """
     if not 0 <= config.seed <= MAX_SEED:
-        raise ValueError(f"seed {config.seed} is out of range (0 to {MAX_SEED})")
+        raise UserError(f"seed {config.seed} is out of range (0 to {MAX_SEED})")
     resolve_device(config.device, _local_rank())
     if data.train.shape[0] < config.batch_size:
-        raise ValueError(
+        raise UserError(
             f"batch_size {config.batch_size} exceeds the {data.train.shape[0]} training viewgrids"
         )
 
@@ -729,7 +728,7 @@ def _init_state(
     """The checkpoint state of ``init``, checked against the run's model."""
     path, state = load_run(init, map_location=map_location, keys=POLICY_KEYS)
     if ModelConfig.from_dict(state["model_config"]) != model_config:
-        raise ValueError(
+        raise UserError(
             f"{path} holds a model of another architecture or data shape than this run "
             f"(model preset {config.model!r}, grids {list(data.grid_shape)})"
         )
@@ -751,7 +750,7 @@ def _model_config(config: TrainConfig, data: TrainData) -> ModelConfig:
             }
         )
     except (TypeError, ValueError) as exc:
-        raise ValueError(f"the data's viewgrids do not fit model {config.model!r}: {exc}") from None
+        raise UserError(f"the data's viewgrids do not fit model {config.model!r}: {exc}") from None
 
 
 def _resumed_config(
@@ -765,7 +764,7 @@ def _resumed_config(
         if name in _RESUMABLE_CHANGES or name in ignored:
             continue
         if getattr(saved, name) != value:
-            raise ValueError(
+            raise UserError(
                 f"cannot resume: config field {name} is {value!r} but the run used "
                 f"{getattr(saved, name)!r}"
             )
