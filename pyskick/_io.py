@@ -15,6 +15,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from pyskick.errors import UserError
+
 _SUFFIX = ".tmp"
 # mkstemp's names: the prefix, 8 characters of this alphabet, the suffix.
 _RANDOM = "[a-z0-9_]{8}"
@@ -93,6 +95,6 @@ def check_writable_folder(folder: str | os.PathLike[str]) -> None:
     while not existing.exists() and not existing.is_symlink() and existing != existing.parent:
         existing = existing.parent
     if not existing.is_dir():
-        raise ValueError(f"cannot create folder {folder}: {existing} is not a folder")
+        raise UserError(f"cannot create folder {folder}: {existing} is not a folder")
     if not os.access(existing, os.W_OK | os.X_OK):
-        raise ValueError(f"cannot write in folder {existing}: permission denied")
+        raise UserError(f"cannot write in folder {existing}: permission denied")

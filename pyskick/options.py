@@ -23,6 +23,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from pyskick.errors import UserError
+
 if TYPE_CHECKING:
     from pyskick.data.spec import GridSpec
     from pyskick.training.config import TrainConfig
@@ -89,7 +91,7 @@ class SidekickOption:
             expected += f" {'>' if self.above_minimum else '>='} {self.minimum:g}"
         if self.choices is not None:
             expected = f"one of {', '.join(self.choices)}"
-        bad = ValueError(f"{owner} option {self.name} must be {expected}, got {value!r}")
+        bad = UserError(f"{owner} option {self.name} must be {expected}, got {value!r}")
         if isinstance(value, str) and self.type is not str:
             text = value.strip().lower()
             if self.type is bool:
@@ -168,7 +170,7 @@ def resolve_options(
     unknown = sorted(set(given) - set(by_name))
     if unknown:
         valid = ", ".join(by_name) if by_name else "none: it takes no options"
-        raise ValueError(f"{owner} has no option {unknown[0]!r}; valid options: {valid}")
+        raise UserError(f"{owner} has no option {unknown[0]!r}; valid options: {valid}")
     return {
         option.name: option.parse(given[option.name], owner)
         if option.name in given
@@ -188,8 +190,8 @@ def parse_assignments(values: Sequence[str], flag: str = "--sidekick-option") ->
         key, sep, value = item.partition("=")
         key = key.strip()
         if not sep or not key:
-            raise ValueError(f"{flag} takes KEY=VALUE, got {item!r}")
+            raise UserError(f"{flag} takes KEY=VALUE, got {item!r}")
         if key in out:
-            raise ValueError(f"{flag} {key} is given twice")
+            raise UserError(f"{flag} {key} is given twice")
         out[key] = value.strip()
     return out

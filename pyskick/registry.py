@@ -13,6 +13,8 @@ from typing import Any
 
 import pluggy
 
+from pyskick.errors import UserError
+
 KINDS = ("sidekick", "critic", "actor", "dataset")
 HOOKS = {kind: f"pyskick_register_{kind}s" for kind in KINDS}
 
@@ -21,7 +23,7 @@ class DuplicateNameError(ValueError):
     """A name (or alias) was registered twice for the same kind."""
 
 
-class UnknownNameError(ValueError):
+class UnknownNameError(UserError):
     """A name that no plugin registered was asked for."""
 
 

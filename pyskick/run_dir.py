@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from pyskick._io import remove_temporaries, write_json, write_text
+from pyskick.errors import UserError, UserFileNotFoundError
 
 CONFIG = "config.json"
 DATASET = "dataset.json"
@@ -42,7 +43,7 @@ OUTPUTS = (CONFIG, DATASET, LATEST, BEST, METRICS)
 _HELD: dict[Path, tuple[int, int]] = {}
 
 
-class RunLockedError(ValueError):
+class RunLockedError(UserError):
     """Another process writes this run folder (exit 2 on the command line)."""
 
     def __init__(self, path: Path, pid: int | None) -> None:
@@ -111,9 +112,9 @@ class RunDir:
         try:
             record = json.loads(path.read_text())
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise ValueError(f"{path} is not a readable run record ({exc})") from None
+            raise UserError(f"{path} is not a readable run record ({exc})") from None
         if not isinstance(record, dict):
-            raise ValueError(f"{path} is not a run record (not a JSON object)")
+            raise UserError(f"{path} is not a run record (not a JSON object)")
         return record
 
     def write_record(self, name: str, payload: dict[str, Any]) -> Path:
@@ -138,12 +139,12 @@ class RunDir:
         """
         recorded = self.recorded_stage()
         if recorded is None and not self.has_checkpoint():
-            raise FileNotFoundError(
+            raise UserFileNotFoundError(
                 f"{self.path} holds no run to resume (no {LATEST} or {CONFIG}); start it "
                 "without --resume"
             )
         if recorded is not None and recorded != stage:
-            raise ValueError(f"cannot resume a {recorded!r} run as a {stage!r} run")
+            raise UserError(f"cannot resume a {recorded!r} run as a {stage!r} run")
 
     # ------------------------------------------------------------------------- lock
     def check_free(self) -> None:

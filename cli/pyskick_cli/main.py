@@ -1,21 +1,28 @@
 """Entry point of the ``pyskick`` command.
 
-Exit codes: 0 success, 1 runtime failure, 2 bad usage or bad input. Errors are one line on
-stderr; ``pyskick --debug ...`` shows the traceback instead.
+Exit codes: 0 success, 1 runtime failure (or a bug), 2 bad usage or bad input
+(:class:`pyskick.errors.UserError`). Errors are one line on stderr; ``pyskick --debug ...`` (or
+``PYSKICK_DEBUG=1``) also prints the traceback.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 import traceback
 
 import click
 
 from pyskick import __version__
+from pyskick.errors import UserError
 from pyskick_cli.lazy import LazyGroup
 from pyskick_cli.memory import keep_freed_memory
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
+DEBUG_ENV = "PYSKICK_DEBUG"
+
+# Set by the root --debug option of the running call (reset by every main()).
+_state = {"debug": False}
 
 COMMANDS = {
     "info": "pyskick_cli.commands.info:info",
@@ -61,26 +68,47 @@ def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> 
     callback=_print_version,
     help="Show the version and how the native kernels were built, then exit.",
 )
-@click.option("--debug", is_flag=True, help="Show full tracebacks on errors.")
+@click.option(
+    "--debug",
+    is_flag=True,
+    help=f"Show the full traceback of an error (or set {DEBUG_ENV}=1).",
+)
 def cli(debug: bool) -> None:
     """pyskick: sidekick policy learning for active visual exploration.
 
     \b
-    Exit codes: 0 ok, 1 runtime failure, 2 bad usage or input.
+    Exit codes: 0 ok, 1 runtime failure or internal error, 2 bad usage or input.
     Progress goes to stderr: bars on a terminal, else one line per epoch or stage
     (PYSKICK_PROGRESS=bars|lines|off chooses).
     """
     from pyskick_cli.progress import rendering
 
+    if debug:
+        _state["debug"] = True
     # Closed (bars cleared) when the command ends, before an error is printed.
     click.get_current_context().with_resource(rendering())
 
 
+def _debug_requested() -> bool:
+    """``--debug`` was given, or the environment asks for tracebacks."""
+    return _state["debug"] or os.environ.get(DEBUG_ENV, "").lower() not in ("", "0", "false", "no")
+
+
+def _one_line(text: str) -> str:
+    """An error message on one line (the contract of every refusal)."""
+    return " ".join(text.split())
+
+
 def main(argv: list[str] | None = None) -> None:
-    """Run the CLI and exit with its documented exit code."""
+    """Run the CLI and exit with its documented exit code.
+
+    Exit 2 (one line): Click's usage errors and :class:`~pyskick.errors.UserError` (bad input).
+    Exit 1 (one line): any other exception, a runtime failure or a bug; ``--debug`` (or
+    ``PYSKICK_DEBUG=1``) prints its traceback first.
+    """
     args = list(sys.argv[1:] if argv is None else argv)
     keep_freed_memory()
-    debug = "--debug" in args
+    _state["debug"] = False
     try:
         code = cli.main(args=args, prog_name="pyskick", standalone_mode=False)
     except click.exceptions.Exit as exc:
@@ -92,17 +120,24 @@ def main(argv: list[str] | None = None) -> None:
         # One line like every other error; the usage block is a pointer to --help.
         ctx = getattr(exc, "ctx", None)
         hint = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
-        click.echo(f"Error: {exc.format_message()}{hint}", err=True)
+        click.echo(f"Error: {_one_line(exc.format_message())}{hint}", err=True)
         sys.exit(exc.exit_code)
-    except (ValueError, TypeError, FileNotFoundError) as exc:
-        if debug:
+    except UserError as exc:
+        if _debug_requested():
             traceback.print_exc()
-        click.echo(f"Error: {exc}", err=True)
+        click.echo(f"Error: {_one_line(str(exc))}", err=True)
         sys.exit(EXIT_USAGE)
-    except Exception as exc:  # a runtime failure: one line unless --debug
-        if debug:
+    except Exception as exc:  # not the user's input: a runtime failure or a bug
+        if _debug_requested():
             traceback.print_exc()
-        click.echo(f"Error: {type(exc).__name__}: {exc}", err=True)
+        # The machine or the installation (a full disk, a missing extra) vs pyskick's own bug.
+        runtime = isinstance(exc, OSError | MemoryError | ImportError)
+        kind = "runtime failure" if runtime else "internal error"
+        click.echo(
+            f"Error: {type(exc).__name__}: {_one_line(str(exc))} ({kind}; run `pyskick --debug "
+            "...` for the traceback)",
+            err=True,
+        )
         sys.exit(EXIT_FAILURE)
     # Without standalone mode, click returns ctx.exit(n)'s code instead of raising.
     sys.exit(code if isinstance(code, int) else EXIT_OK)

@@ -1,4 +1,5 @@
-"""Options and argument resolution shared by the training and evaluation commands."""
+"""The options every command shares, each declared once, and the resolution of their values
+(datasets, run records, sidekick options)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,9 @@ from typing import Any, TypeVar
 
 import click
 
+from pyskick.errors import UserError
+from pyskick_cli.param_types import RegisteredName
+
 F = TypeVar("F", bound=Callable[..., Any])
 
 # Spelled out so that `--help` does not import torch; a test checks it against TRAIN_PRESETS.
@@ -17,6 +21,7 @@ TRAIN_PRESET_NAMES = ("paper-sun360", "paper-modelnet", "cpu-demo")
 DATASET_HELP = (
     "A registered dataset name (see `pyskick plugins --all`) or the path of a viewgrid .h5 file."
 )
+RUN_DATASET_HELP = " Default: the dataset RUN was trained on."
 
 
 def resolve_dataset_path(value: str) -> Path:
@@ -107,18 +112,6 @@ def run_dataset(run: Path) -> Path:
     return Path(record["path"])
 
 
-def sidekick_option_option(f: F) -> F:
-    """``--sidekick-option KEY=VALUE``, repeatable."""
-    return click.option(
-        "--sidekick-option",
-        "sidekick_option",
-        multiple=True,
-        metavar="KEY=VALUE",
-        help="Set an option of the sidekick (repeatable), e.g. decay_every=5; `pyskick plugins "
-        "--all` lists each sidekick's options and defaults.",
-    )(f)
-
-
 def parse_sidekick_options(values: tuple[str, ...]) -> dict[str, str]:
     """``--sidekick-option`` values as a dict of strings.
 
@@ -144,7 +137,7 @@ def _dataset_record(run_dir: Path) -> dict[str, Any] | None:
     """``RUN/dataset.json``, or None without one.
 
     Raises:
-        ValueError: (exit 2) a record that is damaged or lacks the data file's path and digest.
+        UserError: (exit 2) a record that is damaged or lacks the data file's path and digest.
     """
     from pyskick.run_dir import RunDir
 
@@ -152,7 +145,7 @@ def _dataset_record(run_dir: Path) -> dict[str, Any] | None:
     if record is not None and not (
         isinstance(record.get("path"), str) and isinstance(record.get("sha256"), str)
     ):
-        raise ValueError(f"{run_dir / DATASET_RECORD} is not a dataset record (no path or sha256)")
+        raise UserError(f"{run_dir / DATASET_RECORD} is not a dataset record (no path or sha256)")
     return record
 
 
@@ -197,51 +190,159 @@ def resolve_run_options(config: Any, spec: Any, resume_dir: Path | None) -> dict
         raise click.BadParameter(str(exc), param_hint="--sidekick-option") from None
 
 
-def dataset_option(f: F) -> F:
-    return click.option(
-        "--dataset", default="synthetic-scenes", show_default=True, help=DATASET_HELP
-    )(f)
+# ---- option declarations ----------------------------------------------------------------
+# Each option that several commands take is declared once here; `NAME_option(**changes)` is
+# its decorator, `changes` being a command's own help or default (never another meaning).
 
 
-def device_option(f: F) -> F:
-    return click.option(
-        "--device",
-        type=click.Choice(["auto", "cpu", "cuda"]),
-        default=None,
-        help="Where to run (default: the config's, auto = CUDA when available).",
-    )(f)
+def shared_option(*decls: str, **attrs: Any) -> Callable[..., Callable[[F], F]]:
+    """An option declared once: the returned factory makes its decorator, keyword arguments
+    overriding the declaration's (e.g. a command's own default or help)."""
+
+    def make(**changes: Any) -> Callable[[F], F]:
+        return click.option(*decls, **{**attrs, **changes})
+
+    return make
+
+
+def _seed_in_range(_ctx: click.Context, _param: click.Parameter, value: int | None) -> int | None:
+    """Refuse a seed above the one limit every command shares (before any work)."""
+    if value is None:
+        return None
+    from pyskick.training.trainer import MAX_SEED  # imports torch: only for a given seed
+
+    if value > MAX_SEED:
+        raise click.BadParameter(f"{value} is out of range (0 to {MAX_SEED})")
+    return value
+
+
+dataset_option = shared_option(
+    "--dataset", default="synthetic-scenes", show_default=True, help=DATASET_HELP
+)
+preset_option = shared_option(
+    "--preset",
+    type=click.Choice(TRAIN_PRESET_NAMES),
+    default=None,
+    help="Training preset (default: paper-modelnet for ModelNet-Hard-shaped data, else "
+    "paper-sun360).",
+)
+config_option = shared_option(
+    "--config",
+    "config_path",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=None,
+    help="A flat TOML file of TrainConfig fields (applied over the preset).",
+)
+device_option = shared_option(
+    "--device",
+    type=click.Choice(["auto", "cpu", "cuda"]),
+    default=None,
+    help="Where to run (default: the config's, auto = CUDA when available).",
+)
+seed_option = shared_option(
+    "--seed",
+    type=click.IntRange(min=0),
+    callback=_seed_in_range,
+    default=None,
+    help="Random seed, 0 to 2^32-1.",
+)
+epochs_option = shared_option(
+    "--epochs", type=click.IntRange(min=1), default=None, help="Epochs to train."
+)
+pretrain_epochs_option = shared_option(
+    "--pretrain-epochs", type=click.IntRange(min=1), default=None, help="One-view epochs."
+)
+batch_size_option = shared_option(
+    "--batch-size",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Global training batch size (split over the processes of a torchrun launch).",
+)
+eval_batch_size_option = shared_option(
+    "--eval-batch-size",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Episodes per forward pass (memory only; results do not change).",
+)
+glimpses_option = shared_option(
+    "-T",
+    "--glimpses",
+    "T",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Glimpses per episode (the paper's T; default: the preset's).",
+)
+split_option = shared_option(
+    "--split", default="test", show_default=True, help="Split of the dataset file (a name)."
+)
+one_view_option = shared_option(
+    "--one-view",
+    "one_view",
+    type=click.Path(exists=True, path_type=Path),
+    default=None,
+    help="A one-view run (folder or checkpoint).",
+)
+sidekick_name_option = shared_option(
+    "--sidekick",
+    type=RegisteredName("sidekick"),
+    default=None,
+    help="A registered sidekick (`pyskick plugins --all` describes them).",
+)
+critic_name_option = shared_option(
+    "--critic",
+    type=RegisteredName("critic"),
+    default=None,
+    help="A registered critic (`pyskick plugins --all` describes them).",
+)
+actor_name_option = shared_option(
+    "--actor",
+    type=RegisteredName("actor"),
+    default=None,
+    help="A registered actor (`pyskick plugins --all` describes them).",
+)
+sidekick_option_option = shared_option(
+    "--sidekick-option",
+    "sidekick_option",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Set an option of the sidekick (repeatable), e.g. decay_every=5; `pyskick plugins "
+    "--all` lists each sidekick's options and defaults.",
+)
+methods_option = shared_option(
+    "--methods",
+    default=None,
+    help="Comma-separated Table 1 rows (default: all; one-view is always run), e.g. "
+    "'ltla,ours(rew)'.",
+)
+seeds_option = shared_option(
+    "--seeds",
+    type=click.IntRange(min=1),
+    default=3,
+    show_default=True,
+    help="Training seeds per method: seed k of every method uses the same data order and "
+    "starts, so methods are compared paired, seed by seed.",
+)
+json_option = shared_option(
+    "--json", "as_json", is_flag=True, help="Print one JSON object on stdout."
+)
 
 
 def training_options(f: F) -> F:
     """Options shared by `pretrain` and `train` (each overrides the preset/config value)."""
     options = [
-        dataset_option,
-        click.option(
-            "--preset",
-            type=click.Choice(TRAIN_PRESET_NAMES),
-            default=None,
-            help="Training preset (default: paper-modelnet for ModelNet-Hard-shaped data, else "
-            "paper-sun360).",
-        ),
-        click.option(
-            "--config",
-            "config_path",
-            type=click.Path(exists=True, dir_okay=False, path_type=Path),
-            default=None,
-            help="A flat TOML file of TrainConfig fields (applied over the preset).",
-        ),
-        click.option("--epochs", type=click.IntRange(min=1), default=None, help="Epochs to train."),
-        click.option(
-            "--batch-size", type=click.IntRange(min=1), default=None, help="Global batch size."
-        ),
+        dataset_option(),
+        preset_option(),
+        config_option(),
+        epochs_option(),
+        batch_size_option(),
         click.option(
             "--lr",
             type=click.FloatRange(min=0, min_open=True),
             default=None,
             help="Adam learning rate.",
         ),
-        click.option("--seed", type=int, default=None, help="Random seed."),
-        device_option,
+        seed_option(),
+        device_option(),
         click.option(
             "--out",
             "out_dir",

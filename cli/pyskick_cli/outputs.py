@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 import click
 
 from pyskick._io import check_writable_folder
+from pyskick.errors import UserError
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -32,17 +33,17 @@ def check_outputs(paths: Iterable[Path], *, overwrite: bool) -> None:
         overwrite: the user's ``--overwrite``.
 
     Raises:
-        ValueError: (exit 2) one line naming the first file that exists or is a folder, or that
+        UserError: (exit 2) one line naming the first file that exists or is a folder, or that
             lies under a folder that cannot be made or written (a file, a dangling link, a
             read-only folder: see :func:`pyskick._io.check_writable_folder`).
     """
     for path in paths:
         path = Path(path)
         if path.is_dir():
-            raise ValueError(f"{path} is a folder; the output must be a file")
+            raise UserError(f"{path} is a folder; the output must be a file")
         if not overwrite and (path.exists() or path.is_symlink()):
-            raise ValueError(f"{path} already exists; pass --overwrite to replace it")
+            raise UserError(f"{path} already exists; pass --overwrite to replace it")
         try:
             check_writable_folder(path.parent)
         except ValueError as exc:
-            raise ValueError(f"cannot write {path}: {exc}") from None
+            raise UserError(f"cannot write {path}: {exc}") from None

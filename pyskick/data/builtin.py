@@ -13,6 +13,7 @@ from typing import Any
 
 from pyskick import progress
 from pyskick.data import synthetic_objects, synthetic_scenes
+from pyskick.errors import UserError
 
 Generator = Callable[[Path, int, int], Any]
 
@@ -39,7 +40,7 @@ def cache_file_name(name: str, generate: Generator, num: int, seed: int) -> str:
 def check_builtin_name(name: str) -> None:
     """Raise ValueError (listing the valid names) unless ``name`` is a built-in dataset."""
     if name not in BUILTIN_DATASETS:
-        raise ValueError(
+        raise UserError(
             f"unknown dataset {name!r}; built-in datasets: {', '.join(sorted(BUILTIN_DATASETS))}"
         )
 

@@ -22,6 +22,7 @@ import numpy as np
 import torch
 
 from pyskick.data.spec import PRESET_SPECS, GridSpec
+from pyskick.errors import UserError, UserFileNotFoundError
 
 SCHEMA_VERSION = 1
 REQUIRED_SPLITS = ("train", "val", "test")
@@ -53,11 +54,11 @@ _CGROUP_ROOT = Path("/sys/fs/cgroup")
 _H5_ERRORS = (OSError, KeyError, RuntimeError, TypeError, ValueError, MemoryError)
 
 
-class ViewgridFileError(ValueError):
+class ViewgridFileError(UserError):
     """A viewgrid file that cannot be used: not HDF5, damaged, malformed or too large to read.
 
     The message is one line naming the file (and the split, when one is at fault). It is a
-    ``ValueError``, so the CLI reports it as bad input (exit 2).
+    :class:`~pyskick.errors.UserError`, so the CLI reports it as bad input (exit 2).
     """
 
 
@@ -212,7 +213,7 @@ def read_limit() -> int:
     except ValueError:
         value = 0
     if value < 1:
-        raise ValueError(f"{READ_LIMIT_ENV} must be a positive number of bytes, got {text!r}")
+        raise UserError(f"{READ_LIMIT_ENV} must be a positive number of bytes, got {text!r}")
     return value
 
 
@@ -458,7 +459,7 @@ class ViewgridFile:
     def __init__(self, path: str | os.PathLike) -> None:
         self.path = Path(path)
         if not self.path.is_file():
-            raise FileNotFoundError(f"no viewgrid file at {self.path}")
+            raise UserFileNotFoundError(f"no viewgrid file at {self.path}")
         try:
             f = h5py.File(self.path, "r")
         except OSError as exc:
@@ -547,7 +548,7 @@ class ViewgridFile:
 
     def _check_split(self, name: str) -> None:
         if name not in self.splits:
-            raise ValueError(f"{self.path}: no split {name!r}; available: {', '.join(self.splits)}")
+            raise UserError(f"{self.path}: no split {name!r}; available: {', '.join(self.splits)}")
 
 
 def _to_uint8(block: np.ndarray) -> np.ndarray:
@@ -823,5 +824,5 @@ def resolve_dataset(name_or_path: str | os.PathLike, *, data_dir: Path | None = 
         return path
     valid = ", ".join(sorted(BUILTIN_DATASETS))
     if path.suffix in (".h5", ".hdf5") or os.sep in name:
-        raise FileNotFoundError(f"no dataset file at {path} (built-in datasets: {valid})")
-    raise ValueError(f"unknown dataset {name!r}; use one of {valid} or a path to an .h5 file")
+        raise UserFileNotFoundError(f"no dataset file at {path} (built-in datasets: {valid})")
+    raise UserError(f"unknown dataset {name!r}; use one of {valid} or a path to an .h5 file")

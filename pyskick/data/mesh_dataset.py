@@ -21,6 +21,7 @@ from pyskick.data.hdf5 import write_viewgrids
 from pyskick.data.meshes import load_mesh, render_viewgrid
 from pyskick.data.panoramas import assign_splits
 from pyskick.data.spec import MODELNET_HARD
+from pyskick.errors import UserError, UserFileNotFoundError
 
 MESH_SUFFIXES = (".obj", ".off")
 
@@ -43,7 +44,7 @@ def find_meshes(
     """
     root = Path(folder)
     if not root.is_dir():
-        raise FileNotFoundError(f"mesh folder {root} does not exist")
+        raise UserFileNotFoundError(f"mesh folder {root} does not exist")
     paths = sorted(p for p in root.rglob("*") if p.is_file() and p.suffix.lower() in MESH_SUFFIXES)
     found = []
     for path in paths:
@@ -85,11 +86,11 @@ def convert_meshes(
     """
     sources = find_meshes(folder, report)
     if not sources:
-        raise ValueError(f"no meshes (.obj or .off) under {folder}")
+        raise UserError(f"no meshes (.obj or .off) under {folder}")
     classes = sorted({cls for _, cls in sources})
     unknown = sorted(set(unseen_classes) - set(classes))
     if unknown:
-        raise ValueError(
+        raise UserError(
             f"--unseen-classes names classes with no meshes: {', '.join(unknown)}; "
             f"classes found: {', '.join(classes)}"
         )
@@ -104,7 +105,7 @@ def convert_meshes(
                 grid = render_viewgrid(vertices, faces, rng=np.random.default_rng([seed, index]))
             except (ValueError, OSError) as exc:
                 if strict:
-                    raise ValueError(f"{path}: {exc}") from exc
+                    raise UserError(f"{path}: {exc}") from exc
                 report(path, str(exc))
             else:
                 grids.append(grid)

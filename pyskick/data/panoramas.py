@@ -25,6 +25,7 @@ from pyskick import progress
 from pyskick.data.hdf5 import REQUIRED_SPLITS, write_viewgrids
 from pyskick.data.projection import CUBE_FACES, cubemap_to_viewgrid, equirect_to_viewgrid
 from pyskick.data.spec import SUN360, GridSpec
+from pyskick.errors import UserError, UserFileNotFoundError
 
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png")
 # Panoramas are box-filtered down to this many samples per view pixel before projection, and
@@ -67,7 +68,7 @@ def find_panoramas(
     """
     root = Path(folder)
     if not root.is_dir():
-        raise FileNotFoundError(f"no panorama folder at {root}")
+        raise UserFileNotFoundError(f"no panorama folder at {root}")
     sources: list[PanoramaSource] = []
     problems: list[tuple[Path, str]] = []
     for directory in sorted([root, *(p for p in root.rglob("*") if p.is_dir())]):
@@ -245,9 +246,13 @@ def parse_split(text: str) -> tuple[float, float, float]:
     try:
         values = tuple(float(v) for v in text.split(","))
     except ValueError:
-        raise ValueError(f"--split must be three comma-separated numbers, got {text!r}") from None
+        raise UserError(
+            f"--split-fractions must be three comma-separated numbers, got {text!r}"
+        ) from None
     if len(values) != 3 or not all(math.isfinite(v) and v > 0 for v in values):
-        raise ValueError(f"--split must be three positive numbers (train,val,test), got {text!r}")
+        raise UserError(
+            f"--split-fractions must be three positive numbers (train,val,test), got {text!r}"
+        )
     total = sum(values)
     return (values[0] / total, values[1] / total, values[2] / total)
 
@@ -258,7 +263,7 @@ def assign_splits(num: int, fractions: Sequence[float], seed: int) -> dict[str, 
     Every split gets at least one sample; indices are sorted within a split.
     """
     if num < len(REQUIRED_SPLITS):
-        raise ValueError(
+        raise UserError(
             f"need at least {len(REQUIRED_SPLITS)} readable inputs (one per split), got {num}"
         )
     sizes = [max(1, round(num * f)) for f in fractions[1:]]
@@ -319,11 +324,11 @@ def convert_panoramas(
         if strict and bad:  # the conversion failed: no line of its own besides the error
             path, reason = bad[0]
             more = f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""
-            raise ValueError(f"{path}: {reason}{more}")
+            raise UserError(f"{path}: {reason}{more}")
     for path, reason in bad:
         report(path, reason)
     if not sources:
-        raise ValueError(f"no panoramas (.jpg, .jpeg, .png or cubemap folders) under {folder}")
+        raise UserError(f"no panoramas (.jpg, .jpeg, .png or cubemap folders) under {folder}")
     indices = assign_splits(len(kept), tuple(split), seed)
     stacked = torch.stack(grids)
     splits = {name: stacked[torch.from_numpy(idx)] for name, idx in indices.items()}

@@ -10,6 +10,7 @@ import torch
 from PIL import Image
 
 from pyskick.data.hdf5 import ViewgridFile, remove_stale_temporaries, temporary_path
+from pyskick.errors import UserError
 
 VIEW_GAP = 2
 GRID_GAP = 10
@@ -64,7 +65,7 @@ def check_preview_path(out: str | os.PathLike) -> Path:
     """The preview's output path; raises ValueError unless it names a ``.png`` file."""
     out = Path(out)
     if out.suffix.lower() != ".png":
-        raise ValueError(f"preview output must be a .png file, got {out}")
+        raise UserError(f"preview output must be a .png file, got {out}")
     return out
 
 
@@ -78,9 +79,9 @@ def render_preview(
 ) -> Path:
     """Write a PNG contact sheet of the first ``num`` viewgrids of a split."""
     if num < 1:
-        raise ValueError(f"--num must be >= 1, got {num}")
+        raise UserError(f"--num must be >= 1, got {num}")
     if scale < 1:
-        raise ValueError(f"--scale must be >= 1, got {scale}")
+        raise UserError(f"--scale must be >= 1, got {scale}")
     out = check_preview_path(out)
     data = ViewgridFile(path).split(split)
     grids = data.load(range(min(num, len(data))))

@@ -31,6 +31,7 @@ from torch import Tensor
 from pyskick import progress
 from pyskick._io import atomic_path
 from pyskick.envs import LookAroundEnv, StartZeroing
+from pyskick.errors import UserError
 from pyskick.evaluation.stats import ErrorSummary, improvement_pct, summarize
 from pyskick.models import CompletionPolicy, ModelConfig
 
@@ -370,7 +371,7 @@ def _check_grids(grids: object, cfg: ModelConfig) -> None:
         raise TypeError(f"grids must be uint8 (raw 0-255 views), got {grids.dtype}")
     expected = (cfg.n_elevations, cfg.n_azimuths, cfg.channels, cfg.view_size, cfg.view_size)
     if grids.dim() != 6 or tuple(grids.shape[1:]) != expected or grids.shape[0] == 0:
-        raise ValueError(
+        raise UserError(
             f"grids must have shape [n>0, {', '.join(map(str, expected))}] for this model, "
             f"got {list(grids.shape)}"
         )

@@ -24,6 +24,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from pyskick.errors import UserError, UserFileNotFoundError
 from pyskick.experiments.layout import SETTINGS_FILE, eval_path
 
 
@@ -56,11 +57,11 @@ def _load(path: Path) -> dict[str, np.ndarray]:
         with np.load(path, allow_pickle=False) as data:
             arrays = {key: np.asarray(data[key]) for key in data.files}
     except (OSError, EOFError, ValueError, KeyError, zipfile.BadZipFile):
-        raise ValueError(f"{path} is not a readable evaluation file") from None
+        raise UserError(f"{path} is not a readable evaluation file") from None
     if not {"per_sample", "metric"} <= set(arrays):
-        raise ValueError(f"{path} is not an evaluation file (no per_sample/metric)")
+        raise UserError(f"{path} is not an evaluation file (no per_sample/metric)")
     if "samples_sha256" not in arrays:
-        raise ValueError(
+        raise UserError(
             f"{path} does not record its test samples (written by an older pyskick); "
             "evaluate the run again"
         )
@@ -77,30 +78,30 @@ def _stack(label: str, metric: str, paths: list[Path], *, run: Path | None = Non
     for path in paths:
         arrays = _load(path)
         if str(arrays["metric"]) != metric:
-            raise ValueError(f"{path} is an evaluation of metric {arrays['metric']}, not {metric}")
+            raise UserError(f"{path} is an evaluation of metric {arrays['metric']}, not {metric}")
         recorded = arrays.get("checkpoint_sha256")
         if best is not None and recorded is not None and str(recorded) != checkpoint_digest(best):
-            raise ValueError(
+            raise UserError(
                 f"{path} evaluated an earlier best.pt of {run}; run `pyskick evaluate {run}` again"
             )
         rows.append(torch.from_numpy(arrays["per_sample"].astype(np.float64)))
         digests.add(str(arrays["samples_sha256"]))
     if len(digests) != 1 or len({row.numel() for row in rows}) != 1:
-        raise ValueError(f"the seeds of {label} were evaluated on different test samples")
+        raise UserError(f"the seeds of {label} were evaluated on different test samples")
     return ErrorSet(label, metric, torch.stack(rows), digests.pop())
 
 
 def _from_file(label: str, path: Path, metric: str) -> ErrorSet:
     npz = path.with_suffix(".npz") if path.suffix == ".json" else path
     if not npz.is_file():
-        raise ValueError(f"{label}: no evaluation file {npz}")
+        raise UserError(f"{label}: no evaluation file {npz}")
     return _stack(label, metric, [npz])
 
 
 def _from_run(label: str, run: Path, metric: str) -> list[ErrorSet]:
     found = sorted((run / "eval").glob(f"*-{metric}-*.npz"))
     if not found:
-        raise ValueError(
+        raise UserError(
             f"{label} has no {metric} evaluation: run `pyskick evaluate {run} --metric {metric}`"
         )
     return [_stack(label, metric, [path], run=run) for path in found]
@@ -119,7 +120,7 @@ def _from_reproduce(label: str, folder: Path, method: str, metric: str) -> Error
             }
         )
         listed = ", ".join(names) if names else "none"
-        raise ValueError(f"{folder} has no {metric} evaluation of {method} (methods: {listed})")
+        raise UserError(f"{folder} has no {metric} evaluation of {method} (methods: {listed})")
     return _stack(label, metric, paths)
 
 
@@ -144,14 +145,16 @@ def load_errors(spec: str | os.PathLike[str], metric: str) -> list[ErrorSet]:
         return [_from_file(label, path, metric)]
     if path.is_dir():
         if (path / SETTINGS_FILE).is_file():
-            raise ValueError(f"{label} is a reproduce folder: name a method as {label}:METHOD")
+            raise UserError(f"{label} is a reproduce folder: name a method as {label}:METHOD")
         return _from_run(label, path, metric)
     folder, sep, method = label.rpartition(":")
     if sep and folder and method and (Path(folder) / SETTINGS_FILE).is_file():
         return [_from_reproduce(label, Path(folder), method, metric)]
     if sep and folder and Path(folder).is_dir():
-        raise ValueError(f"{folder} is not a reproduce folder (no {SETTINGS_FILE})")
-    raise FileNotFoundError(f"{label}: no such evaluation file, run folder or REPRODUCE_DIR:METHOD")
+        raise UserError(f"{folder} is not a reproduce folder (no {SETTINGS_FILE})")
+    raise UserFileNotFoundError(
+        f"{label}: no such evaluation file, run folder or REPRODUCE_DIR:METHOD"
+    )
 
 
 def paired_sets(a: list[ErrorSet], b: list[ErrorSet]) -> tuple[ErrorSet, ErrorSet]:
@@ -162,12 +165,12 @@ def paired_sets(a: list[ErrorSet], b: list[ErrorSet]) -> tuple[ErrorSet, ErrorSe
     """
     common = [(x, y) for x in a for y in b if x.samples_sha256 == y.samples_sha256]
     if not common:
-        raise ValueError(
+        raise UserError(
             f"{a[0].label} and {b[0].label} were evaluated on different test samples "
             "(evaluate both on the same split of the same dataset)"
         )
     if len(common) > 1:
-        raise ValueError(
+        raise UserError(
             f"{a[0].label} and {b[0].label} share several evaluated test sets; name the "
             "evaluation files (RUN/eval/*.npz) instead"
         )

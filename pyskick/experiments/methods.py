@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from pyskick.errors import UserError
 from pyskick.registry import Registries
 
 
@@ -65,11 +66,11 @@ def select_methods(names: Sequence[str] | None = None) -> list[Method]:
         raise TypeError("names must be a sequence of method names, not a string")
     unknown = [name for name in names if name not in METHOD_NAMES]
     if unknown:
-        raise ValueError(f"unknown method {unknown[0]!r}; valid methods: {', '.join(METHOD_NAMES)}")
+        raise UserError(f"unknown method {unknown[0]!r}; valid methods: {', '.join(METHOD_NAMES)}")
     if len(set(names)) != len(names):
-        raise ValueError("a method is listed twice")
+        raise UserError("a method is listed twice")
     if not names:
-        raise ValueError("no method selected")
+        raise UserError("no method selected")
     chosen = {ONE_VIEW, *names}
     return [method for method in METHODS if method.name in chosen]
 
@@ -100,7 +101,7 @@ def check_available(methods: Sequence[Method], registries: Registries) -> None:
     for method in methods:
         missing = missing_plugins(method, registries)
         if missing:
-            raise ValueError(
+            raise UserError(
                 f"method {method.name} needs {' and '.join(missing)}, which no installed plugin "
                 "registers (see `pyskick plugins --all`; leave it out with --methods)"
             )

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from pyskick import progress
 from pyskick._io import write_json
+from pyskick.errors import UserError, UserFileNotFoundError
 from pyskick.evaluation.evaluate import METRICS, EvalResult
 from pyskick.experiments.layout import (
     SETTINGS_FILE,
@@ -144,7 +145,7 @@ def reproduce(
         if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
             raise TypeError(f"{name} must be an int, got {value!r}")
         if value is not None and value < 1:
-            raise ValueError(f"{name} must be positive, got {value}")
+            raise UserError(f"{name} must be positive, got {value}")
     chosen = select_methods(methods)
     check_available(chosen, get_registries())
     given_options, given_record = split_sidekick_options(
@@ -152,17 +153,17 @@ def reproduce(
     )
     path = Path(dataset)
     if not path.is_file():
-        raise FileNotFoundError(f"dataset file {path} does not exist")
+        raise UserFileNotFoundError(f"dataset file {path} does not exist")
     source = ViewgridFile(path)
     spec = source.spec
     if eval_split not in ("test", "val"):
-        raise ValueError(f"eval_split must be 'test' or 'val', got {eval_split!r}")
+        raise UserError(f"eval_split must be 'test' or 'val', got {eval_split!r}")
     if eval_split not in source.splits:
-        raise ValueError(f"{path} has no {eval_split} split")
+        raise UserError(f"{path} has no {eval_split} split")
     available = source.num_samples(eval_split)
     n_test = available if num_test is None else num_test
     if n_test > available:
-        raise ValueError(
+        raise UserError(
             f"num_test {n_test} exceeds the {available} {eval_split} viewgrids of {path}"
         )
     if preset is None:  # as `pyskick train`: the config file's, else the dataset's paper preset
@@ -180,12 +181,12 @@ def reproduce(
     )
     for name in _PER_METHOD:
         if getattr(train_config, name) != getattr(base, name):
-            raise ValueError(
+            raise UserError(
                 f"config file {config} sets {name}, which each method sets itself"
                 + (" (give sidekick options with --sidekick-option)" if "sidekick" in name else "")
             )
     if source.num_samples("train") < train_config.batch_size:
-        raise ValueError(
+        raise UserError(
             f"batch_size {train_config.batch_size} exceeds the "
             f"{source.num_samples('train')} training viewgrids of {path}"
         )
@@ -272,16 +273,16 @@ def check_settings(out_dir: Path, settings: dict[str, Any]) -> None:
             recorded setting differs (fewer epochs than recorded included).
     """
     if out_dir.exists() and not out_dir.is_dir():
-        raise ValueError(f"--out {out_dir} exists and is not a folder")
+        raise UserError(f"--out {out_dir} exists and is not a folder")
     record = out_dir / SETTINGS_FILE
     if not record.is_file():
         return
     try:
         saved = json.loads(record.read_text())
     except (OSError, json.JSONDecodeError) as exc:
-        raise ValueError(f"{record} is unreadable ({exc}); choose another --out") from None
+        raise UserError(f"{record} is unreadable ({exc}); choose another --out") from None
     if "train_config" not in saved:
-        raise ValueError(
+        raise UserError(
             f"{out_dir} was written by an older pyskick (no train_config in {SETTINGS_FILE}); "
             "use another --out"
         )
@@ -292,19 +293,19 @@ def check_settings(out_dir: Path, settings: dict[str, Any]) -> None:
                 for name in sorted({*saved[key], *settings[key]})
                 if saved[key].get(name) != settings[key].get(name)
             )
-            raise ValueError(
+            raise UserError(
                 f"{out_dir} holds results of {field} {saved[key].get(field)!r}, not "
                 f"{settings[key].get(field)!r}; use another --out or the same settings"
             )
         if saved.get(key) != settings[key]:
             shown = "another dataset" if key == "dataset_sha256" else repr(saved.get(key))
             mine = "this one" if key == "dataset_sha256" else repr(settings[key])
-            raise ValueError(
+            raise UserError(
                 f"{out_dir} holds results of {key} {shown}, not {mine}; "
                 "use another --out or the same settings"
             )
     if settings["epochs"] < saved.get("epochs", 0):
-        raise ValueError(
+        raise UserError(
             f"{out_dir} holds runs of {saved['epochs']} epochs; cannot shorten them to "
             f"{settings['epochs']} (use another --out)"
         )
@@ -373,20 +374,20 @@ def split_sidekick_options(
         name, dot, option = key.rpartition(".")
         if dot:
             if name not in declared:
-                raise ValueError(
+                raise UserError(
                     f"sidekick option {key}: no selected method uses sidekick {name!r} "
                     f"(selected sidekicks: {', '.join(sorted(declared)) or 'none'})"
                 )
             if option not in declared[name]:
                 valid = ", ".join(sorted(declared[name])) or "none"
-                raise ValueError(
+                raise UserError(
                     f"sidekick {name!r} has no option {option!r}; valid options: {valid}"
                 )
             targets = [name]
         else:
             targets = sorted(n for n, options in declared.items() if key in options)
             if not targets:
-                raise ValueError(
+                raise UserError(
                     f"no selected sidekick has option {key!r} (options: "
                     + "; ".join(
                         f"{n}: {', '.join(sorted(o)) or 'none'}"

@@ -35,6 +35,8 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from pyskick.errors import UserError, UserFileNotFoundError
+
 Demonstrations = tuple[Tensor, Tensor]
 """``(actions [T-1, B] int64, mask [T-1, B] bool)``: where mask is True the action is forced."""
 
@@ -52,7 +54,7 @@ def checkpoint_digest(run_or_checkpoint: str | os.PathLike[str]) -> str:
     if path.is_dir():
         path = path / "best.pt"
     if not path.is_file():
-        raise FileNotFoundError(f"model checkpoint {path} does not exist")
+        raise UserFileNotFoundError(f"model checkpoint {path} does not exist")
     return file_digest(path)
 
 
@@ -105,7 +107,7 @@ class Sidekick:
 
         if self.score_options(T) is None:
             if self.scores_file is not None:
-                raise ValueError(f"sidekick {self.name!r} has no scores to load from a file")
+                raise UserError(f"sidekick {self.name!r} has no scores to load from a file")
             return
         if self.scores_file is not None:
             scores = load_scores_file(self, grids, self.scores_file, T=T)

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pyskick.errors import UserError
 from pyskick.options import OptionValue, resolve_options
 from pyskick.sidekicks.base import Sidekick
 
@@ -55,7 +56,7 @@ def run_options(
     )
     for key in given or {}:
         if key in recorded and merged[key] != recorded[key]:
-            raise ValueError(
+            raise UserError(
                 f"cannot resume: {owner} option {key} is {merged[key]!r} but the run used "
                 f"{recorded[key]!r}"
             )

@@ -38,6 +38,7 @@ from torch import Tensor
 
 from pyskick import __version__, progress
 from pyskick._io import atomic_path
+from pyskick.errors import UserError, UserFileNotFoundError
 from pyskick.sidekicks.base import Sidekick
 
 _LOG = logging.getLogger(__name__)
@@ -59,7 +60,7 @@ def has_scores(sidekick: Sidekick) -> bool:
 def _options(sidekick: Sidekick, T: int) -> dict[str, Any]:
     options = sidekick.score_options(T)
     if options is None:
-        raise ValueError(f"sidekick {sidekick.name!r} has no scores (score_options is None)")
+        raise UserError(f"sidekick {sidekick.name!r} has no scores (score_options is None)")
     return options
 
 
@@ -173,9 +174,9 @@ def write_scores(
     """
     path = Path(path)
     if not path.parent.is_dir():
-        raise ValueError(f"cannot write {path}: folder {path.parent} does not exist")
+        raise UserError(f"cannot write {path}: folder {path.parent} does not exist")
     if path.is_dir():
-        raise ValueError(f"cannot write {path}: it is a folder")
+        raise UserError(f"cannot write {path}: it is a folder")
     if not per_split:
         raise ValueError("no splits to write")
     checked: dict[str, dict[str, Tensor]] = {}
@@ -221,17 +222,17 @@ def read_score_meta(path: str | os.PathLike[str]) -> dict[str, Any]:
     """
     path = Path(path)
     if not path.is_file():
-        raise FileNotFoundError(f"score file {path} does not exist")
+        raise UserFileNotFoundError(f"score file {path} does not exist")
     try:
         f = h5py.File(path, "r")
     except OSError as exc:
-        raise ValueError(f"{path} is not an HDF5 score file ({exc})") from None
+        raise UserError(f"{path} is not an HDF5 score file ({exc})") from None
     with f:
         if "pyskick_scores" not in f.attrs:
-            raise ValueError(f"{path} is not a pyskick score file (no 'pyskick_scores' attribute)")
+            raise UserError(f"{path} is not a pyskick score file (no 'pyskick_scores' attribute)")
         version = int(f.attrs["pyskick_scores"])
         if version != SCORES_FORMAT_VERSION:
-            raise ValueError(
+            raise UserError(
                 f"{path} has score format {version}; this pyskick reads {SCORES_FORMAT_VERSION}"
             )
         return {
@@ -261,9 +262,9 @@ def read_scores(path: str | os.PathLike[str], split: str, expected_key: str) -> 
     meta = read_score_meta(path)
     if split not in meta["splits"]:
         splits = ", ".join(meta["splits"]) or "none"
-        raise ValueError(f"score file {path} has no split {split!r}; its splits: {splits}")
+        raise UserError(f"score file {path} has no split {split!r}; its splits: {splits}")
     if meta["splits"][split] != expected_key:
-        raise ValueError(
+        raise UserError(
             f"stale scores: computed for other data/model/options ({path}, split {split!r}, "
             f"sidekick {meta['sidekick']!r})"
         )

@@ -22,6 +22,7 @@ import torch
 from torch import nn
 
 from pyskick._io import atomic_path
+from pyskick.errors import UserError, UserFileNotFoundError
 from pyskick.models import CompletionPolicy, ModelConfig
 
 if TYPE_CHECKING:
@@ -60,7 +61,7 @@ def load_checkpoint(
     """
     path = Path(path)
     if not path.is_file():
-        raise FileNotFoundError(f"checkpoint {path} does not exist")
+        raise UserFileNotFoundError(f"checkpoint {path} does not exist")
     try:
         state = torch.load(path, map_location=map_location, weights_only=True)
     except Exception as exc:
@@ -69,11 +70,11 @@ def load_checkpoint(
             why = "truncated, damaged or not a checkpoint file"
         else:
             why = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0][:120]}"
-        raise ValueError(f"{path} is not a readable pyskick checkpoint ({why})") from exc
+        raise UserError(f"{path} is not a readable pyskick checkpoint ({why})") from exc
     if not isinstance(state, dict) or "format" not in state:
-        raise ValueError(f"{path} is not a pyskick checkpoint (no 'format' key)")
+        raise UserError(f"{path} is not a pyskick checkpoint (no 'format' key)")
     if state["format"] > FORMAT_VERSION:
-        raise ValueError(
+        raise UserError(
             f"{path} has checkpoint format {state['format']}; this pyskick reads up to "
             f"{FORMAT_VERSION}: upgrade pyskick"
         )
@@ -109,7 +110,7 @@ def load_run(
     state = load_checkpoint(path, map_location=map_location)
     for key in keys:
         if key not in state:
-            raise ValueError(f"{path} is not a pyskick training checkpoint (no {key!r})")
+            raise UserError(f"{path} is not a pyskick training checkpoint (no {key!r})")
     return path, state
 
 
@@ -199,7 +200,7 @@ def restore_training(run: Checkpointed, state: dict[str, Any], grid_shape: tuple
         ValueError: the data's grids, the critic's kind or the number of processes differ.
     """
     if ModelConfig.from_dict(state["model_config"]) != run.model_config:
-        raise ValueError(
+        raise UserError(
             f"cannot resume: the data's viewgrids {list(grid_shape)} do not match the run's model"
         )
     run.policy.load_state_dict(state["model"])
@@ -207,7 +208,7 @@ def restore_training(run: Checkpointed, state: dict[str, Any], grid_shape: tuple
         # Checkpoints from before critic_residual existed hold critics of the return.
         recorded = bool(state["config"].get("critic_residual", False))
         if recorded != run.config.critic_residual:
-            raise ValueError(
+            raise UserError(
                 "cannot resume: the run's critic was trained with critic_residual = "
                 f"{recorded}, this run has {run.config.critic_residual}"
             )
@@ -218,7 +219,7 @@ def restore_training(run: Checkpointed, state: dict[str, Any], grid_shape: tuple
     restore_rng_state(state["rng"]["global"])
     action_states = state["rng"]["actions"]
     if len(action_states) != run.dist.world_size:
-        raise ValueError(
+        raise UserError(
             f"cannot resume: the run used {len(action_states)} processes, this one has "
             f"{run.dist.world_size}"
         )

@@ -16,6 +16,7 @@ from types import MappingProxyType
 from typing import Any, Literal, get_args
 
 from pyskick.envs.lookaround import START_ZEROING, StartZeroing
+from pyskick.errors import UserError, UserFileNotFoundError, UserTypeError
 from pyskick.models import PRESETS as MODEL_PRESETS
 
 DeviceName = Literal["auto", "cpu", "cuda"]
@@ -78,7 +79,7 @@ class TrainConfig:
     """Model preset name (:data:`pyskick.models.PRESETS`); N, M, C and the view size are
     replaced by the data's."""
     T: int = 4
-    """Glimpse budget of an episode (``--T``); pretraining always uses T = 1."""
+    """Glimpse budget of an episode (``-T/--glimpses``); pretraining always uses T = 1."""
     epochs: int = 1000
     """Epochs of policy training (:func:`~pyskick.training.train`)."""
     pretrain_epochs: int = 100
@@ -147,44 +148,46 @@ class TrainConfig:
 
     def __post_init__(self) -> None:
         if not isinstance(self.model, str) or self.model not in MODEL_PRESETS:
-            raise ValueError(
+            raise UserError(
                 f"TrainConfig.model must be one of {', '.join(MODEL_PRESETS)}, got {self.model!r}"
             )
         for name, choices in _CHOICES.items():
             value = getattr(self, name)
             if value not in choices:
-                raise ValueError(
+                raise UserError(
                     f"TrainConfig.{name} must be one of {', '.join(choices)}, got {value!r}"
                 )
         for name in _REGISTERED_NAMES:
             value = getattr(self, name)
             if not isinstance(value, str) or not value:
-                raise ValueError(f"TrainConfig.{name} must be a registered name, got {value!r}")
+                raise UserError(f"TrainConfig.{name} must be a registered name, got {value!r}")
         for name in _POSITIVE_INTS + _NON_NEGATIVE_INTS:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int):
-                raise TypeError(f"TrainConfig.{name} must be an int, got {value!r}")
+                raise UserTypeError(f"TrainConfig.{name} must be an int, got {value!r}")
             if value < (1 if name in _POSITIVE_INTS else 0):
                 kind = "positive" if name in _POSITIVE_INTS else ">= 0"
-                raise ValueError(f"TrainConfig.{name} must be {kind}, got {value}")
+                raise UserError(f"TrainConfig.{name} must be {kind}, got {value}")
         for name in _POSITIVE_FLOATS + _NON_NEGATIVE_FLOATS:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int | float):
-                raise TypeError(f"TrainConfig.{name} must be a number, got {value!r}")
+                raise UserTypeError(f"TrainConfig.{name} must be a number, got {value!r}")
             if not value == value or value in (float("inf"), float("-inf")):
-                raise ValueError(f"TrainConfig.{name} must be finite, got {value}")
+                raise UserError(f"TrainConfig.{name} must be finite, got {value}")
             if value < 0 or (name in _POSITIVE_FLOATS and value == 0):
                 kind = "positive" if name in _POSITIVE_FLOATS else ">= 0"
-                raise ValueError(f"TrainConfig.{name} must be {kind}, got {value}")
+                raise UserError(f"TrainConfig.{name} must be {kind}, got {value}")
         for name in _BOOLS:
             if not isinstance(getattr(self, name), bool):
-                raise TypeError(f"TrainConfig.{name} must be a bool, got {getattr(self, name)!r}")
+                raise UserTypeError(
+                    f"TrainConfig.{name} must be a bool, got {getattr(self, name)!r}"
+                )
         options = self.sidekick_options
         if not isinstance(options, Mapping) or not all(
             isinstance(key, str) and isinstance(value, int | float | bool | str)
             for key, value in options.items()
         ):
-            raise TypeError(
+            raise UserTypeError(
                 "TrainConfig.sidekick_options must map option names to int, float, bool or "
                 f"str values, got {options!r}"
             )
@@ -209,7 +212,7 @@ class TrainConfig:
             TypeError: a value of the wrong type.
         """
         if not isinstance(data, Mapping):
-            raise TypeError(f"TrainConfig.from_dict needs a mapping, got {type(data).__name__}")
+            raise UserTypeError(f"TrainConfig.from_dict needs a mapping, got {type(data).__name__}")
         names = [f.name for f in dataclasses.fields(cls)]
         if "sidekick_options" not in data:
             # Written before the sidekick options existed: drop the fields that moved there,
@@ -218,10 +221,10 @@ class TrainConfig:
             data.setdefault("start_zeroing", "neighbourhood")
         moved = sorted(set(data) & set(_MOVED))
         if moved:
-            raise ValueError(f"TrainConfig.{moved[0]} is now {_MOVED[moved[0]]}")
+            raise UserError(f"TrainConfig.{moved[0]} is now {_MOVED[moved[0]]}")
         unknown = sorted(set(data) - set(names))
         if unknown:
-            raise ValueError(
+            raise UserError(
                 f"TrainConfig got unknown keys {', '.join(unknown)}; valid keys: {', '.join(names)}"
             )
         # An integer where a float is expected (lr = 1 in TOML) is fine; the reverse is not.
@@ -270,7 +273,7 @@ def train_preset(name: str) -> TrainConfig:
     try:
         return TRAIN_PRESETS[name]
     except KeyError:
-        raise ValueError(
+        raise UserError(
             f"unknown training preset {name!r}; valid presets: {', '.join(TRAIN_PRESETS)}"
         ) from None
 
@@ -329,7 +332,7 @@ def load_config(
 def _preset_named(name: object, default: str) -> TrainConfig:
     """The preset ``name`` (``default`` when None)."""
     if name is not None and not isinstance(name, str):
-        raise TypeError(f"preset must be a string, got {name!r}")
+        raise UserTypeError(f"preset must be a string, got {name!r}")
     return train_preset(name or default)
 
 
@@ -346,7 +349,8 @@ def _from_file(path: str | os.PathLike[str] | None, exc: Exception) -> Exception
     """``exc`` (a ValueError or TypeError) with the config file's name in front."""
     if path is None:
         return exc
-    return (TypeError if isinstance(exc, TypeError) else ValueError)(f"config file {path}: {exc}")
+    kind = UserTypeError if isinstance(exc, TypeError) else UserError
+    return kind(f"config file {path}: {exc}")
 
 
 def config_preset(path: str | os.PathLike[str]) -> str | None:
@@ -357,7 +361,7 @@ def config_preset(path: str | os.PathLike[str]) -> str | None:
     """
     value = _read_toml(Path(path)).get("preset")
     if value is not None and not isinstance(value, str):
-        raise TypeError(f"config file {path}: preset must be a string, got {value!r}")
+        raise UserTypeError(f"config file {path}: preset must be a string, got {value!r}")
     return value
 
 
@@ -371,42 +375,42 @@ def _read_toml(path: Path) -> dict[str, Any]:
             not UTF-8 text, not TOML, or not shaped like a config.
     """
     if not path.exists():
-        raise FileNotFoundError(f"config file {path} does not exist")
+        raise UserFileNotFoundError(f"config file {path} does not exist")
     if path.is_dir():
-        raise ValueError(f"config file {path} is a directory, not a TOML file")
+        raise UserError(f"config file {path} is a directory, not a TOML file")
     if not path.is_file():  # a FIFO or device would block or never end
-        raise ValueError(f"config file {path} is not a regular file")
+        raise UserError(f"config file {path} is not a regular file")
     try:
         size = path.stat().st_size
         if size > MAX_CONFIG_BYTES:
-            raise ValueError(
+            raise UserError(
                 f"config file {path} is too large for a config ({size} bytes; at most "
                 f"{MAX_CONFIG_BYTES}): is it the right file?"
             )
         data = path.read_bytes()
     except OSError as exc:
-        raise ValueError(f"config file {path} cannot be read: {exc.strerror or exc}") from None
+        raise UserError(f"config file {path} cannot be read: {exc.strerror or exc}") from None
     try:
         # TOML is UTF-8 whatever the locale; a byte-order mark (some editors write one) is fine.
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        raise ValueError(
+        raise UserError(
             f"config file {path} is not a UTF-8 text file (byte 0x{data[exc.start]:02x} at "
             f"offset {exc.start}): a TOML config is expected"
         ) from None
     try:
         values = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise ValueError(f"config file {path} is not valid TOML: {exc}") from None
+        raise UserError(f"config file {path} is not valid TOML: {exc}") from None
     if "sidekick_options" in values:
-        raise ValueError(
+        raise UserError(
             f"config file {path}: set sidekick options as keys of a [sidekick] table, "
             "not as sidekick_options"
         )
     table = values.pop("sidekick", None) if isinstance(values.get("sidekick"), dict) else None
     nested = sorted(key for key, value in values.items() if isinstance(value, dict))
     if nested:
-        raise ValueError(
+        raise UserError(
             f"config file {path} must be flat apart from a [sidekick] table; got tables "
             f"{', '.join(nested)}"
         )

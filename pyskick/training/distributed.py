@@ -14,6 +14,8 @@ import torch
 import torch.distributed as dist
 from torch import Tensor
 
+from pyskick.errors import UserError
+
 
 @dataclass(frozen=True)
 class DistContext:
@@ -44,9 +46,9 @@ def resolve_device(device: str, local_rank: int = 0) -> torch.device:
         ValueError: unknown name, or ``"cuda"`` without a CUDA device.
     """
     if device not in ("auto", "cpu", "cuda"):
-        raise ValueError(f"device must be auto, cpu or cuda, got {device!r}")
+        raise UserError(f"device must be auto, cpu or cuda, got {device!r}")
     if device == "cuda" and not torch.cuda.is_available():
-        raise ValueError("device 'cuda' requested but no CUDA device is available")
+        raise UserError("device 'cuda' requested but no CUDA device is available")
     if device == "cpu" or not torch.cuda.is_available():
         return torch.device("cpu")
     return torch.device("cuda", local_rank)

@@ -34,6 +34,7 @@ from torch import Tensor, nn
 from pyskick import progress
 from pyskick.actors import Actor, LearnedActor, make_actor
 from pyskick.actors.base import forced_demonstrations
+from pyskick.errors import UserError
 from pyskick.evaluation.evaluate import evaluate_policy, make_env
 from pyskick.models import CompletionPolicy, ModelConfig, preset
 from pyskick.models.critics import ValueHead
@@ -299,7 +300,7 @@ class Trainer:
         if is_main_process():
             self.run.check_free()
         if not self.resume and self.run.latest.exists():
-            raise ValueError(
+            raise UserError(
                 f"{self.run_dir} already holds a run; resume it or choose another folder"
             )
         checkpoint: dict[str, Any] | None = None
@@ -315,9 +316,7 @@ class Trainer:
                 recorded = {"stage": saved.pop("stage", None), "config": saved}
         if recorded is not None:
             if recorded.get("stage") != stage:
-                raise ValueError(
-                    f"cannot resume a {recorded.get('stage')!r} run as a {stage!r} run"
-                )
+                raise UserError(f"cannot resume a {recorded.get('stage')!r} run as a {stage!r} run")
             # Without a sidekick object the run rebuilds its own: the recorded radius, and the
             # recorded sidekick and options unless others were given.
             inherited: tuple[str, ...] = ()
@@ -375,7 +374,7 @@ class Trainer:
         self.device = resolve_device(self.config.device, _local_rank())
         self.dist: DistContext = init_distributed(self.device)
         if self.config.batch_size % self.dist.world_size:
-            raise ValueError(
+            raise UserError(
                 f"batch_size {self.config.batch_size} must be divisible by the number of "
                 f"processes ({self.dist.world_size})"
             )
@@ -399,7 +398,7 @@ class Trainer:
         if _overrides(actor, Actor, "forced_actions") and _overrides(
             self.sidekick, Sidekick, "demonstrations"
         ):
-            raise ValueError(
+            raise UserError(
                 f"actor {actor.name!r} forces the motions and sidekick {self.sidekick.name!r} "
                 "demonstrates them: use one of the two"
             )
@@ -785,10 +784,10 @@ def check_request(config: TrainConfig, data: TrainData) -> None:
         ValueError: one line naming the value.
     """
     if not 0 <= config.seed <= MAX_SEED:
-        raise ValueError(f"seed {config.seed} is out of range (0 to {MAX_SEED})")
+        raise UserError(f"seed {config.seed} is out of range (0 to {MAX_SEED})")
     resolve_device(config.device, _local_rank())
     if data.train.shape[0] < config.batch_size:
-        raise ValueError(
+        raise UserError(
             f"batch_size {config.batch_size} exceeds the {data.train.shape[0]} training viewgrids"
         )
 
@@ -814,7 +813,7 @@ def _init_state(
     """The checkpoint state of ``init``, checked against the run's model."""
     path, state = load_run(init, map_location=map_location, keys=POLICY_KEYS)
     if ModelConfig.from_dict(state["model_config"]) != model_config:
-        raise ValueError(
+        raise UserError(
             f"{path} holds a model of another architecture or data shape than this run "
             f"(model preset {config.model!r}, grids {list(data.grid_shape)})"
         )
@@ -836,7 +835,7 @@ def _model_config(config: TrainConfig, data: TrainData) -> ModelConfig:
             }
         )
     except (TypeError, ValueError) as exc:
-        raise ValueError(f"the data's viewgrids do not fit model {config.model!r}: {exc}") from None
+        raise UserError(f"the data's viewgrids do not fit model {config.model!r}: {exc}") from None
 
 
 def _resumed_config(
@@ -850,7 +849,7 @@ def _resumed_config(
         if name in _RESUMABLE_CHANGES or name in ignored:
             continue
         if getattr(saved, name) != value:
-            raise ValueError(
+            raise UserError(
                 f"cannot resume: config field {name} is {value!r} but the run used "
                 f"{getattr(saved, name)!r}"
             )

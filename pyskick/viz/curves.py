@@ -11,6 +11,7 @@ from pathlib import Path
 import torch
 from torch import Tensor
 
+from pyskick.errors import UserError, UserFileNotFoundError
 from pyskick.viz._mpl import check_figure_path, pyplot, save_figure
 
 METRICS_FILE = "metrics.jsonl"
@@ -25,7 +26,7 @@ def read_curve(run: Path, key: str) -> tuple[list[int], list[float]]:
     """
     path = run / METRICS_FILE if run.is_dir() else run
     if not path.is_file():
-        raise FileNotFoundError(f"{run} has no {METRICS_FILE}")
+        raise UserFileNotFoundError(f"{run} has no {METRICS_FILE}")
     steps: list[int] = []
     values: list[float] = []
     for number, line in enumerate(path.read_text().splitlines(), start=1):
@@ -34,14 +35,14 @@ def read_curve(run: Path, key: str) -> tuple[list[int], list[float]]:
         try:
             record = json.loads(line)
         except json.JSONDecodeError as exc:
-            raise ValueError(f"{path}:{number} is not JSON ({exc.msg})") from None
+            raise UserError(f"{path}:{number} is not JSON ({exc.msg})") from None
         value = record.get(key) if isinstance(record, dict) else None
         finite = isinstance(value, int | float) and math.isfinite(value)
         if finite and "step" in record:
             steps.append(int(record["step"]))
             values.append(float(value))
     if not values:
-        raise ValueError(f"{path} has no finite {key!r} values")
+        raise UserError(f"{path} has no finite {key!r} values")
     return steps, values
 
 
@@ -57,7 +58,7 @@ def mean_curve(runs: Sequence[Path], key: str) -> tuple[list[int], Tensor, Tenso
     curves = [dict(zip(*read_curve(Path(run), key), strict=True)) for run in runs]
     epochs = sorted(set.intersection(*(set(curve) for curve in curves)))
     if not epochs:
-        raise ValueError(f"the runs {[str(r) for r in runs]} share no epoch")
+        raise UserError(f"the runs {[str(r) for r in runs]} share no epoch")
     values = torch.tensor([[curve[e] for e in epochs] for curve in curves], dtype=torch.float64)
     stderr = (
         values.std(0, unbiased=True) / math.sqrt(len(runs))

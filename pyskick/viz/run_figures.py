@@ -15,6 +15,7 @@ from torch import Tensor
 from pyskick.actors import make_actor
 from pyskick.actors.base import forced_demonstrations
 from pyskick.data.spec import GridSpec
+from pyskick.errors import UserError
 from pyskick.viz._mpl import pyplot, save_figure
 from pyskick.viz.belief import belief_heatmaps, optimal_perturbation
 from pyskick.viz.episodes import Episodes, SavedPolicy, load_policy, record_episodes
@@ -157,7 +158,7 @@ def check_run_grids(grids: object, policy: Any) -> None:
         raise TypeError(f"grids must be uint8 (raw 0-255 views), got {grids.dtype}")
     expected = (cfg.n_elevations, cfg.n_azimuths, cfg.channels, cfg.view_size, cfg.view_size)
     if grids.dim() != 6 or tuple(grids.shape[1:]) != expected or grids.shape[0] == 0:
-        raise ValueError(
+        raise UserError(
             f"grids must have shape [n>0, {', '.join(map(str, expected))}] for this run, "
             f"got {list(grids.shape)}"
         )

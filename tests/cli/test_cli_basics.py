@@ -63,11 +63,44 @@ def test_bad_option_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None
     assert "--bogus" in err
 
 
-def test_console_script_and_module_entry_points_agree() -> None:
+@pytest.mark.parametrize("module", ["pyskick", "pyskick_cli"])
+def test_module_entry_points_run_the_cli(module: str) -> None:
     by_module = subprocess.run(
-        [sys.executable, "-m", "pyskick_cli", "--version"],
+        [sys.executable, "-m", module, "--version"],
         capture_output=True,
         text=True,
         check=True,
     )
     assert by_module.stdout.startswith(f"pyskick {__version__}")
+    refused = subprocess.run(
+        [sys.executable, "-m", module, "no-such-command"], capture_output=True, text=True
+    )
+    assert refused.returncode == 2
+    assert "No such command" in refused.stderr
+
+
+def test_import_pyskick_is_light_and_reaches_every_subpackage() -> None:
+    # A fresh process: `import pyskick` loads neither torch nor a subpackage, and each
+    # subpackage is then an attribute, imported on first use.
+    script = (
+        "import sys, pyskick\n"
+        "assert 'torch' not in sys.modules, 'torch'\n"
+        "packages = ('actors', 'data', 'envs', 'evaluation', 'experiments', 'models', 'ops',\n"
+        "            'sidekicks', 'training', 'viz')\n"
+        "loaded = [m for m in sys.modules if m.startswith('pyskick.')\n"
+        "          and m.split('.')[1] in packages]\n"
+        "assert not loaded, loaded\n"
+        "for missing in ('no_such_module', '_io'):  # unknown, or private: not exposed\n"
+        "    try:\n"
+        "        getattr(pyskick, missing)\n"
+        "    except AttributeError as exc:\n"
+        "        assert missing in str(exc), exc\n"
+        "    else:\n"
+        "        raise AssertionError(missing)\n"
+        "assert isinstance(pyskick.ops.build_info(), dict)\n"
+        "for name in (*packages, 'errors', 'registry', 'plugins'):\n"
+        "    assert getattr(pyskick, name).__name__ == 'pyskick.' + name, name\n"
+        "    assert name in dir(pyskick), name\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr

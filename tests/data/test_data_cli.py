@@ -173,7 +173,7 @@ def test_from_panoramas_reports_and_strict_fails(
             str(folder),
             "--out",
             str(out),
-            "--split",
+            "--split-fractions",
             "1,1,1",
             "--seed",
             "3",
@@ -185,7 +185,8 @@ def test_from_panoramas_reports_and_strict_fails(
     with h5py.File(out) as f:
         assert [f[s].shape[0] for s in ("train", "val", "test")] == [1, 1, 1]
     code, _, err = _run(
-        ["data", "from-panoramas", str(folder), "--out", str(out), "--split", "1,1"], capsys
+        ["data", "from-panoramas", str(folder), "--out", str(out), "--split-fractions", "1,1"],
+        capsys,
     )
     assert code == 2
-    assert "--split" in err
+    assert "--split-fractions" in err

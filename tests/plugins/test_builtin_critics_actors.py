@@ -160,7 +160,7 @@ def test_plugin_critic_and_actor_drive_train_and_evaluate(
             "--device", "cpu"]  # fmt: skip
     one = tmp_path / "one"
     assert run(["pretrain", *fast, "--out", str(one)], capsys)[0] == 0
-    train = [*fast, "--init", str(one), "--T", "3"]
+    train = [*fast, "--init", str(one), "--glimpses", "3"]
     critic_run, actor_run = tmp_path / "c", tmp_path / "a"
     args = ["train", *train, "--critic", "hidden-critic", "--out", str(critic_run)]
     code, _, err = run(args, capsys)

@@ -75,7 +75,7 @@ def test_train_command_with_the_demo_sidekick(
     one, demo = tmp_path / "one", tmp_path / "demo"
     code, err = run_cli(["pretrain", *fast, "--epochs", "1", "--out", str(one)], capsys)
     assert code == 0, err
-    args = ["train", *fast, "--epochs", "2", "--init", str(one), "--out", str(demo), "--T", "2"]
+    args = ["train", *fast, "--epochs", "2", "--init", str(one), "--out", str(demo), "-T", "2"]
     code, err = run_cli(
         [*args, "--sidekick", "demo", "--sidekick-option", "hybrid_schedule=1"], capsys
     )

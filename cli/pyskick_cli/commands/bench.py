@@ -7,6 +7,8 @@ from typing import Any
 
 import click
 
+from pyskick.errors import UserError
+
 DEVICES = ("cpu", "cuda", "all")
 
 
@@ -17,7 +19,7 @@ def _resolve_devices(device: str) -> list[str]:
     from pyskick.ops import has_cuda
 
     if device not in DEVICES:
-        raise ValueError(f"bench: --device must be one of {', '.join(DEVICES)}, got {device!r}")
+        raise UserError(f"bench: --device must be one of {', '.join(DEVICES)}, got {device!r}")
     cuda_ready = torch.cuda.is_available() and has_cuda()
     if device == "cuda" and not cuda_ready:
         missing = (
@@ -25,7 +27,7 @@ def _resolve_devices(device: str) -> list[str]:
             if not torch.cuda.is_available()
             else ("pyskick was built without CUDA kernels (rebuild with PYSKICK_WITH_CUDA=ON)")
         )
-        raise ValueError(f"bench: --device cuda, but {missing}")
+        raise UserError(f"bench: --device cuda, but {missing}")
     if device == "cpu" or (device == "all" and not cuda_ready):
         return ["cpu"]
     return ["cuda"] if device == "cuda" else ["cpu", "cuda"]
@@ -37,7 +39,7 @@ def _parse_ops(ops: str) -> list[str]:
     names = [name.strip() for name in ops.split(",") if name.strip()]
     unknown = [name for name in names if name not in BENCH_OPS]
     if not names or unknown:
-        raise ValueError(
+        raise UserError(
             f"bench: --ops must be a comma-separated list of {', '.join(BENCH_OPS)}, got {ops!r}"
         )
     return list(dict.fromkeys(names))  # drop duplicates, keep order
@@ -140,7 +142,7 @@ def bench(quick: bool, device: str, ops: str, repeats: int, as_json: bool) -> No
     from pyskick.ops.benchmark import run_suite
 
     if repeats < 1:
-        raise ValueError(f"bench: --repeats must be >= 1, got {repeats}")
+        raise UserError(f"bench: --repeats must be >= 1, got {repeats}")
     names = _parse_ops(ops)
     devices = _resolve_devices(device)
     if not has_native():

@@ -6,6 +6,9 @@ import json
 
 import click
 
+from pyskick.errors import UserError
+from pyskick_cli.options import json_option
+
 METRIC_CHOICES = ("avg", "adv", "all")
 
 
@@ -19,7 +22,7 @@ METRIC_CHOICES = ("avg", "adv", "all")
     show_default=True,
     help="Which evaluation to compare (all: each metric both runs were evaluated on).",
 )
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
+@json_option()
 def compare(reference: str, candidate: str, metric: str, as_json: bool) -> None:
     """Compare CANDIDATE (B) with REFERENCE (A) on the same test samples, paired.
 
@@ -48,7 +51,7 @@ def compare(reference: str, candidate: str, metric: str, as_json: bool) -> None:
         try:
             results[name] = compare_errors(a.errors, b.errors, metric=name)
         except ValueError as exc:
-            raise ValueError(f"{reference} vs {candidate}: {exc}") from None
+            raise UserError(f"{reference} vs {candidate}: {exc}") from None
     if not results or (metric != "all" and first_error is not None):
         assert first_error is not None
         raise first_error

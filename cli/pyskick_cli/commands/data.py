@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
+from pyskick_cli.options import json_option, seed_option, split_option
 from pyskick_cli.outputs import check_outputs, overwrite_option
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -26,15 +27,6 @@ def data() -> None:
 MAX_NUM = 1_000_000
 
 
-def _seed_in_range(_ctx: click.Context, _param: click.Parameter, value: int | None) -> int | None:
-    """Refuse a seed above the one limit every command shares (before anything is generated)."""
-    from pyskick.training.trainer import MAX_SEED
-
-    if value is not None and value > MAX_SEED:
-        raise click.BadParameter(f"{value} is out of range (0 to {MAX_SEED})")
-    return value
-
-
 @data.command()
 @click.argument("name")
 @click.option(
@@ -46,13 +38,7 @@ def _seed_in_range(_ctx: click.Context, _param: click.Parameter, value: int | No
     default=None,
     help=f"Number of viewgrids, 3 to {MAX_NUM} (default: the dataset's).",
 )
-@click.option(
-    "--seed",
-    type=click.IntRange(min=0),
-    callback=_seed_in_range,
-    default=None,
-    help="Generator seed, 0 to 2^32-1 (default: the dataset's).",
-)
+@seed_option(help="Generator seed, 0 to 2^32-1 (default: the dataset's).")
 @overwrite_option
 def make(name: str, out: Path, num: int | None, seed: int | None, overwrite: bool) -> None:
     """Generate the built-in dataset NAME (e.g. synthetic-scenes) into --out."""
@@ -68,7 +54,7 @@ def make(name: str, out: Path, num: int | None, seed: int | None, overwrite: boo
 
 
 def _conversion_options(split_help: str, strict_help: str) -> Callable[[F], F]:
-    """The options every converter shares: FOLDER, --out, --split, --seed, --strict."""
+    """The options every converter shares: FOLDER, --out, --split-fractions, --seed, --strict."""
 
     def decorate(f: F) -> F:
         options = [
@@ -80,15 +66,14 @@ def _conversion_options(split_help: str, strict_help: str) -> Callable[[F], F]:
                 help="Output .h5 file.",
             ),
             click.option(
-                "--split", "split_text", default="0.7,0.15,0.15", show_default=True, help=split_help
-            ),
-            click.option(
-                "--seed",
-                type=click.IntRange(min=0),
-                default=0,
+                "--split-fractions",
+                "split_text",
+                default="0.7,0.15,0.15",
                 show_default=True,
-                help="Seed of the split.",
+                metavar="TRAIN,VAL,TEST",
+                help=split_help,
             ),
+            seed_option(default=0, show_default=True, help="Seed of the split (0 to 2^32-1)."),
             click.option(
                 "--strict/--no-strict", default=False, show_default=True, help=strict_help
             ),
@@ -221,7 +206,7 @@ def _channel_stats(split: ViewgridSplit) -> dict:
 
 @data.command()
 @click.argument("path", type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of text.")
+@json_option(help="Print one JSON object instead of text.")
 def info(path: Path, as_json: bool) -> None:
     """Show the splits, shapes, preset, attributes and per-channel statistics of a viewgrid file."""
     report = _summary(path)
@@ -253,7 +238,7 @@ def info(path: Path, as_json: bool) -> None:
     type=click.Path(dir_okay=False, path_type=Path),
     help="Output .png file.",
 )
-@click.option("--split", default="test", show_default=True, help="Split to show.")
+@split_option(help="Split to show (a name).")
 @click.option(
     "--num", type=click.IntRange(min=1), default=4, show_default=True, help="Number of viewgrids."
 )

@@ -17,8 +17,17 @@ from pathlib import Path
 
 import click
 
+from pyskick.errors import UserError
 from pyskick_cli.commands.reproduce import SIDEKICK_OPTION_HELP, parse_methods, run_table
-from pyskick_cli.options import parse_sidekick_options
+from pyskick_cli.options import (
+    batch_size_option,
+    epochs_option,
+    methods_option,
+    parse_sidekick_options,
+    pretrain_epochs_option,
+    seeds_option,
+    sidekick_option_option,
+)
 
 DATA_SEED = 123
 DEMO_METHODS = ("rnd-actions", "ltla", "ours(rew)", "ours(demo)")
@@ -38,25 +47,14 @@ two sidekicks (docs/reproduce.md, "The demo")."""
     "--num", type=click.IntRange(min=10), default=800, show_default=True,
     help="Synthetic scenes to generate (80% train, 10% val, 10% test).",
 )  # fmt: skip
-@click.option(
-    "--pretrain-epochs", type=click.IntRange(min=1), default=30, show_default=True,
-    help="Epochs of one-view pretraining.",
-)  # fmt: skip
-@click.option(
-    "--epochs", type=click.IntRange(min=1), default=10, show_default=True,
-    help="Epochs of policy training of every method.",
-)  # fmt: skip
-@click.option(
-    "--seeds", type=click.IntRange(min=1), default=4, show_default=True,
+@pretrain_epochs_option(default=30, show_default=True, help="Epochs of one-view pretraining.")
+@epochs_option(default=10, show_default=True, help="Epochs of policy training of every method.")
+@seeds_option(
+    default=4,
     help="Training seeds per method (seed k of every method: same data order and starts).",
-)  # fmt: skip
-@click.option(
-    "--batch-size", type=click.IntRange(min=1), default=32, show_default=True,
-    help="Batch size of every stage.",
-)  # fmt: skip
-@click.option(
-    "--methods",
-    default=None,
+)
+@batch_size_option(default=32, show_default=True, help="Training batch size of every stage.")
+@methods_option(
     help="Comma-separated Table 1 rows (default: " + ", ".join(DEMO_METHODS) + ").",
 )
 @click.option(
@@ -64,10 +62,7 @@ two sidekicks (docs/reproduce.md, "The demo")."""
     is_flag=True,
     help="Every Table 1 method whose plugins are installed (about 3x longer).",
 )
-@click.option(
-    "--sidekick-option", "sidekick_option", multiple=True, metavar="KEY=VALUE",
-    help=SIDEKICK_OPTION_HELP,
-)  # fmt: skip
+@sidekick_option_option(help=SIDEKICK_OPTION_HELP)
 def demo(
     out: Path,
     num: int,
@@ -97,7 +92,7 @@ def demo(
     if record.is_file():  # refuse before generating data that the folder's runs did not use
         recorded = json.loads(record.read_text()).get("dataset")
         if recorded != str(data_path.resolve()):
-            raise ValueError(
+            raise UserError(
                 f"{out} holds a demo on {recorded}, not on {num} scenes; "
                 "use another --out or the same --num"
             )

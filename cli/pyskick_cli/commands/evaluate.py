@@ -9,19 +9,23 @@ import click
 
 from pyskick_cli.options import (
     DATASET_HELP,
+    RUN_DATASET_HELP,
+    actor_name_option,
+    dataset_option,
     device_option,
-    registered,
+    eval_batch_size_option,
+    json_option,
+    one_view_option,
     resolve_dataset_path,
     run_dataset,
+    split_option,
 )
 from pyskick_cli.outputs import check_outputs, overwrite_option
 
 
 @click.command()
 @click.argument("run", type=click.Path(exists=True, path_type=Path))
-@click.option(
-    "--dataset", default=None, help=DATASET_HELP + " Default: the dataset RUN was trained on."
-)
+@dataset_option(default=None, show_default=False, help=DATASET_HELP + RUN_DATASET_HELP)
 @click.option(
     "--metric",
     type=click.Choice(["avg", "adv"]),
@@ -30,25 +34,14 @@ from pyskick_cli.outputs import check_outputs, overwrite_option
     help="avg: every other elevation and azimuth as starts, mean over starts; adv: all starts, "
     "worst start per sample.",
 )
-@click.option("--split", default="test", show_default=True, help="Split of the dataset file.")
-@click.option(
-    "--actor",
-    default=None,
+@split_option()
+@actor_name_option(
     help="Override the run's actor with a registered one: learned (greedy), random "
     "(rnd-actions), demo-actions (full observability), ...; see `pyskick plugins --all`.",
 )
-@click.option(
-    "--one-view",
-    "one_view",
-    type=click.Path(exists=True, path_type=Path),
-    default=None,
-    help="A one-view run to report the % improvement against.",
-)
-@click.option(
-    "--batch-size", type=click.IntRange(min=1), default=256, show_default=True,
-    help="Episodes per forward pass (memory only).",
-)  # fmt: skip
-@device_option
+@one_view_option(help="A one-view run (folder or checkpoint) to report the % improvement against.")
+@eval_batch_size_option(default=256, show_default=True)
+@device_option()
 @click.option(
     "--save",
     type=click.Path(dir_okay=False, path_type=Path),
@@ -56,7 +49,7 @@ from pyskick_cli.outputs import check_outputs, overwrite_option
     help="Also write the per-sample errors to this .npz file.",
 )
 @overwrite_option
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
+@json_option()
 def evaluate(
     run: Path,
     dataset: str | None,
@@ -64,7 +57,7 @@ def evaluate(
     split: str,
     actor: str | None,
     one_view: Path | None,
-    batch_size: int,
+    eval_batch_size: int,
     device: str | None,
     save: Path | None,
     as_json: bool,
@@ -83,8 +76,6 @@ def evaluate(
     from pyskick.experiments.errors import run_eval_file
     from pyskick.sidekicks.base import checkpoint_digest
 
-    if actor is not None:
-        registered("actor", actor, "--actor")
     # Where the results go must be writable before anything is computed.
     try:
         if save is not None:
@@ -109,7 +100,7 @@ def evaluate(
     mean = tuple(source.spec.channel_mean)
     options = {
         "channel_mean": mean,
-        "batch_size": batch_size,
+        "batch_size": eval_batch_size,
         "device": device or "auto",
         "spec": source.spec,
     }

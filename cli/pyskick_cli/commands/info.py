@@ -7,9 +7,11 @@ import platform
 
 import click
 
+from pyskick_cli.options import json_option
+
 
 @click.command()
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of text.")
+@json_option(help="Print one JSON object instead of text.")
 def info(as_json: bool) -> None:
     """Show the version, the native build, the devices torch sees and the registered names."""
     import torch

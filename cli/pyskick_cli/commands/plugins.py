@@ -7,6 +7,8 @@ from typing import Any
 
 import click
 
+from pyskick_cli.options import json_option
+
 
 def plugin_report(include_builtins: bool) -> dict[str, Any]:
     """Plugins (with distribution, version, hooks, registered names) and load failures."""
@@ -62,7 +64,7 @@ def _option_record(option: Any) -> dict[str, Any]:
 
 @click.command()
 @click.option("--all", "include_builtins", is_flag=True, help="Include pyskick's built-ins.")
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@json_option(help="Print one JSON object.")
 def plugins(include_builtins: bool, as_json: bool) -> None:
     """List installed plugins, their hooks and the names they registered."""
     # Loading the plugin commands records their failures too.

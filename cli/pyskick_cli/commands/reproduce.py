@@ -9,11 +9,18 @@ from pathlib import Path
 import click
 
 from pyskick_cli.options import (
-    DATASET_HELP,
-    TRAIN_PRESET_NAMES,
+    batch_size_option,
+    config_option,
+    dataset_option,
     device_option,
+    epochs_option,
+    methods_option,
     parse_sidekick_options,
+    preset_option,
+    pretrain_epochs_option,
     resolve_dataset_path,
+    seeds_option,
+    sidekick_option_option,
 )
 
 SIDEKICK_OPTION_HELP = (
@@ -53,44 +60,23 @@ def run_table(
 
 
 @click.command()
-@click.option("--dataset", required=True, help=DATASET_HELP)
+@dataset_option(required=True, default=None, show_default=False)
 @click.option(
     "--out",
     type=click.Path(file_okay=False, path_type=Path),
     required=True,
     help="Folder of the runs, evaluations, table and report (rerun to resume).",
 )
-@click.option(
-    "--preset",
-    type=click.Choice(TRAIN_PRESET_NAMES),
-    default=None,
-    help="Training preset (default: paper-modelnet for ModelNet-Hard-shaped data, else "
-    "paper-sun360).",
-)
-@click.option(
-    "--config",
-    "config_path",
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    default=None,
+@preset_option()
+@config_option(
     help="A TOML file of TrainConfig fields applied over the preset for every method (lr, "
     "start_zeroing, ...); not sidekick, actor or critic.",
 )
-@click.option("--epochs", type=click.IntRange(min=1), default=None, help="Policy-training epochs.")
-@click.option(
-    "--pretrain-epochs", type=click.IntRange(min=1), default=None, help="One-view epochs."
-)
-@click.option("--batch-size", type=click.IntRange(min=1), default=None, help="Batch size.")
-@click.option(
-    "--methods",
-    default=None,
-    help="Comma-separated Table 1 rows (default: all; one-view is always run), e.g. "
-    "'ltla,ours(rew)'.",
-)
-@click.option(
-    "--seeds", type=click.IntRange(min=1), default=3, show_default=True,
-    help="Training seeds per method: seed k of every method uses the same data order and "
-    "starts, so methods are compared paired, seed by seed.",
-)  # fmt: skip
+@epochs_option(help="Policy-training epochs.")
+@pretrain_epochs_option()
+@batch_size_option()
+@methods_option()
+@seeds_option()
 @click.option(
     "--num-test", type=click.IntRange(min=1), default=None,
     help="Evaluate on the first N test viewgrids (default: all).",
@@ -103,14 +89,8 @@ def run_table(
     help="Split the table is computed on: test (the paper's), or val to compare settings "
     "without looking at the test split.",
 )
-@device_option
-@click.option(
-    "--sidekick-option",
-    "sidekick_option",
-    multiple=True,
-    metavar="KEY=VALUE",
-    help=SIDEKICK_OPTION_HELP,
-)
+@device_option()
+@sidekick_option_option(help=SIDEKICK_OPTION_HELP)
 @click.option("--no-report", is_flag=True, help="Write the table only (no figures, no page).")
 def reproduce(
     dataset: str,

@@ -10,13 +10,16 @@ from typing import TYPE_CHECKING
 import click
 
 from pyskick_cli.options import (
-    TRAIN_PRESET_NAMES,
+    config_option,
     dataset_option,
     device_option,
+    eval_batch_size_option,
+    glimpses_option,
     parse_sidekick_options,
-    registered,
+    preset_option,
     resolve_dataset_path,
     resolve_run_options,
+    sidekick_name_option,
     sidekick_option_option,
 )
 from pyskick_cli.outputs import check_outputs, overwrite_option
@@ -41,13 +44,12 @@ def _split_names(value: str, available: tuple[str, ...]) -> list[str]:
 
 
 @click.command()
-@click.option(
-    "--sidekick",
+@sidekick_name_option(
     required=True,
     help="A registered sidekick that computes scores (rew, demo, ...; see `pyskick plugins "
     "--all`).",
 )
-@sidekick_option_option
+@sidekick_option_option()
 @click.option(
     "--model",
     type=click.Path(exists=True, path_type=Path),
@@ -55,7 +57,7 @@ def _split_names(value: str, available: tuple[str, ...]) -> list[str]:
     help="The one-view run (or checkpoint) that scores; default: the cached one-view model of "
     "the dataset and preset, pretrained if missing (as `pyskick train` does).",
 )
-@dataset_option
+@dataset_option()
 @click.option(
     "--out",
     "out",
@@ -70,35 +72,22 @@ def _split_names(value: str, available: tuple[str, ...]) -> list[str]:
     show_default=True,
     help="Comma-separated splits of the dataset to score.",
 )
-@click.option(
-    "--T",
-    "T",
-    type=click.IntRange(min=1),
-    default=None,
+@glimpses_option(
     help="Glimpse budget of the training to come (default: the preset's; only sidekicks whose "
     "scores depend on it use it).",
 )
-@click.option(
-    "--preset",
-    type=click.Choice(TRAIN_PRESET_NAMES),
-    default=None,
+@preset_option(
     help="Training preset (default: paper-modelnet for ModelNet-Hard-shaped data, else "
     "paper-sun360); picks the cached one-view model and T.",
 )
-@click.option(
-    "--config",
-    "config_path",
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    default=None,
+@config_option(
     help="A flat TOML file of TrainConfig fields (applied over the preset), as given to "
     "`pyskick train`: it picks the same cached one-view model.",
 )
-@device_option
-@click.option(
-    "--batch-size",
-    type=click.IntRange(min=1),
-    default=None,
-    help="Episodes per forward pass while scoring (default: the preset's eval_batch_size).",
+@device_option()
+@eval_batch_size_option(
+    help="Episodes per forward pass while scoring (memory only; default: the preset's "
+    "eval_batch_size).",
 )
 def score(
     sidekick: str,
@@ -111,7 +100,7 @@ def score(
     preset: str | None,
     config_path: Path | None,
     device: str | None,
-    batch_size: int | None,
+    eval_batch_size: int | None,
     overwrite: bool,
 ) -> None:
     """Precompute a sidekick's scores of a dataset into one file, for `pyskick train --scores`.
@@ -135,7 +124,6 @@ def score(
     from pyskick.training.distributed import init_distributed, resolve_device
     from pyskick.training.one_view_cache import cache_key, cache_root, cached_one_view
 
-    registered("sidekick", sidekick, "--sidekick")
     try:  # missing folders are created when the file is written
         check_outputs([out], overwrite=overwrite)
     except ValueError as exc:
@@ -147,7 +135,7 @@ def score(
     overrides = {
         "T": T,
         "device": device,
-        "eval_batch_size": batch_size,
+        "eval_batch_size": eval_batch_size,
         "sidekick": sidekick,
         "sidekick_options": parse_sidekick_options(sidekick_option),
     }

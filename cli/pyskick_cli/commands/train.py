@@ -10,7 +10,10 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from pyskick_cli.options import (
+    actor_name_option,
     check_run_dataset,
+    critic_name_option,
+    glimpses_option,
     parse_sidekick_options,
     record_run_dataset,
     recorded_init,
@@ -18,6 +21,7 @@ from pyskick_cli.options import (
     registered,
     resolve_dataset_path,
     resolve_run_options,
+    sidekick_name_option,
     sidekick_option_option,
     training_options,
 )
@@ -163,28 +167,22 @@ def pretrain(
     help="A one-view run (or checkpoint) to start from; default: pretrain one, or reuse the "
     "cached one for this dataset and config.",
 )
-@click.option("--T", "T", type=click.IntRange(min=2), default=None, help="Glimpses per episode.")
-@click.option(
-    "--critic",
-    default=None,
+@glimpses_option(type=click.IntRange(min=2))
+@critic_name_option(
     help="A registered critic (baseline of the policy gradient): average, critic (learned) or "
     "asymm-critic (learned, sees the whole grid: asymm-ac); see `pyskick plugins --all`.",
 )
-@click.option(
-    "--actor",
-    default=None,
+@actor_name_option(
     help="A registered actor (who picks the motions): learned (the policy), random "
     "(rnd-actions) or demo-actions (greedy coverage; needs full observability at test time); "
     "see `pyskick plugins --all`.",
 )
-@click.option(
-    "--sidekick",
-    default=None,
+@sidekick_name_option(
     help="A registered sidekick: none (ltla, the default), rew (reward shaping from one-view "
     "scores), demo (greedy coverage demonstrations) or one a plugin adds (rnd-rewards, "
     "expert-clone, ...); see `pyskick plugins --all`.",
 )
-@sidekick_option_option
+@sidekick_option_option()
 @click.option(
     "--scores",
     "scores_file",
@@ -225,9 +223,6 @@ def train(
     from pyskick.training.one_view_cache import cached_one_view
     from pyskick.training.trainer import Trainer, check_init
 
-    if sidekick is not None:
-        registered("sidekick", sidekick, "--sidekick")
-    _check_names(critic, actor)
     path, spec_preset = _prepare(dataset, out_dir, resume, "train")
     config = _config(
         preset, config_path, spec_preset, epochs=epochs, batch_size=batch_size, lr=lr, seed=seed,
@@ -237,7 +232,7 @@ def train(
     if resume and sidekick is None and config.sidekick == "none":
         # Not given again: a resumed run continues with its own sidekick.
         config = config.replace(sidekick=recorded_sidekick(out_dir) or "none")
-    # A config file's names too, before any work.
+    # A config file's names, before any work (the command line's are checked when parsed).
     _check_names(config.critic, config.actor)
     registered("sidekick", config.sidekick, "--sidekick")
     spec = ViewgridFile(path).spec

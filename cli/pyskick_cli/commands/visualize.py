@@ -9,9 +9,15 @@ import click
 
 from pyskick_cli.options import (
     DATASET_HELP,
+    RUN_DATASET_HELP,
+    dataset_option,
+    device_option,
+    one_view_option,
     recorded_init,
     resolve_dataset_path,
     run_dataset,
+    seed_option,
+    split_option,
 )
 from pyskick_cli.outputs import check_outputs, overwrite_option
 
@@ -56,9 +62,7 @@ def _figures(out_dir: Path, chosen: list[int], kinds: list[str], *, curves: bool
 
 @click.command()
 @click.argument("run", type=click.Path(exists=True, path_type=Path))
-@click.option(
-    "--dataset", default=None, help=DATASET_HELP + " Default: the dataset RUN was trained on."
-)
+@dataset_option(default=None, show_default=False, help=DATASET_HELP + RUN_DATASET_HELP)
 @click.option(
     "--out",
     "out_dir",
@@ -66,14 +70,14 @@ def _figures(out_dir: Path, chosen: list[int], kinds: list[str], *, curves: bool
     type=click.Path(file_okay=False, path_type=Path),
     help="Folder for the figures (created).",
 )
-@click.option("--split", default="test", show_default=True, help="Split of the dataset file.")
+@split_option()
 @click.option(
     "--examples", type=click.IntRange(min=1), default=3, show_default=True,
     help="Viewgrids to draw (chosen at random from the split).",
 )  # fmt: skip
-@click.option(
-    "--seed", type=int, default=0, show_default=True,
-    help="Seed of the viewgrids, the start views and the heatmap optimiser.",
+@seed_option(
+    default=0, show_default=True,
+    help="Seed of the viewgrids, the start views and the heatmap optimiser (0 to 2^32-1).",
 )  # fmt: skip
 @click.option("--no-heatmaps", "no_heatmaps", is_flag=True, help="Skip the Eq. 10 policy heatmaps.")
 @click.option(
@@ -90,19 +94,9 @@ def _figures(out_dir: Path, chosen: list[int], kinds: list[str], *, curves: bool
     "grid of the same viewgrids, scored by the one-view model (RUN itself if it is one, else "
     "the run it started from, or --one-view).",
 )
-@click.option(
-    "--one-view",
-    "one_view",
-    type=click.Path(exists=True, path_type=Path),
-    default=None,
-    help="The one-view run that scores the sidekick maps.",
-)
-@click.option(
-    "--device",
-    type=click.Choice(["auto", "cpu", "cuda"]),
-    default="auto",
-    show_default=True,
-    help="Where the models run (auto = CUDA when available).",
+@one_view_option(help="The one-view run (folder or checkpoint) that scores the sidekick maps.")
+@device_option(
+    default="auto", show_default=True, help="Where the models run (auto = CUDA when available)."
 )
 @overwrite_option
 def visualize(

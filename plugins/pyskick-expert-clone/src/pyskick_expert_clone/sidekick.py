@@ -20,6 +20,7 @@ import torch
 from torch import Tensor
 
 from pyskick import progress
+from pyskick.errors import UserError
 from pyskick.sidekicks.base import checkpoint_digest
 from pyskick.sidekicks.hybrid import HybridSupervision
 from pyskick_expert_clone.training import (
@@ -135,7 +136,7 @@ class ExpertCloneSidekick(HybridSupervision):
             ValueError: trajectories of the wrong shape or dtype for ``T``.
         """
         if isinstance(T, bool) or not isinstance(T, int) or T < 2:
-            raise ValueError(f"expert-clone needs T >= 2 glimpses, got T={T!r}")
+            raise UserError(f"expert-clone needs T >= 2 glimpses, got T={T!r}")
         trajectories = scores["trajectories"]
         if trajectories.dtype != torch.int64 or trajectories.dim() != 3:
             raise ValueError(

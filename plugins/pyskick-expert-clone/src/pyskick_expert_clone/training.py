@@ -24,6 +24,7 @@ import torch
 from torch import Tensor
 
 from pyskick.envs import LookAroundEnv
+from pyskick.errors import UserError
 from pyskick.evaluation import ActionMode, select_actions
 from pyskick.evaluation.evaluate import make_env
 from pyskick.models import CompletionPolicy, LSTMState
@@ -255,10 +256,10 @@ def train_expert(
         ValueError: ``T`` < 2, or fewer grids than ``settings.batch_size``.
     """
     if isinstance(T, bool) or not isinstance(T, int) or T < 2:
-        raise ValueError(f"the expert needs episodes with T >= 2 glimpses, got T={T!r}")
+        raise UserError(f"the expert needs episodes with T >= 2 glimpses, got T={T!r}")
     n = grids.shape[0]
     if n < settings.batch_size:
-        raise ValueError(
+        raise UserError(
             f"the expert's batch_size {settings.batch_size} exceeds the {n} training viewgrids"
         )
     cfg = policy.config
@@ -372,7 +373,7 @@ def expert_trajectories(
         ``s``) and ``errors`` ``[n, V]`` float32 final MSE of each of those episodes, on CPU.
     """
     if isinstance(T, bool) or not isinstance(T, int) or T < 2:
-        raise ValueError(f"expert trajectories need T >= 2 glimpses, got T={T!r}")
+        raise UserError(f"expert trajectories need T >= 2 glimpses, got T={T!r}")
     cfg = policy.config
     V = cfg.n_views
     env = make_env(cfg, T, channel_mean)

@@ -1,0 +1,54 @@
+"""Click parameter types of the CLI's values that the plugin registries define."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import click
+
+if TYPE_CHECKING:
+    from click.shell_completion import CompletionItem
+
+
+class RegisteredName(click.ParamType):
+    """A name (or alias) registered for one kind: sidekick, critic, actor or dataset.
+
+    The value is kept as typed; an unknown name is a usage error (exit 2) listing the valid
+    names. Help and shell completion list the registered names too: the registries are built
+    when a command's help is shown, never by ``pyskick --help``.
+    """
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+        self.name = f"{kind} name"
+
+    def _registry(self) -> Any:
+        from pyskick.plugins import get_registries
+
+        return get_registries()[self.kind]
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
+        from pyskick.registry import UnknownNameError
+
+        try:
+            self._registry().get(value)
+        except UnknownNameError as exc:
+            self.fail(str(exc), param, ctx)
+        return value
+
+    def get_metavar(  # type: ignore[override]
+        self, param: click.Parameter, ctx: click.Context | None = None
+    ) -> str:
+        """``[a|b|c]``, like :class:`click.Choice` (``ctx`` is absent before Click 8.2)."""
+        return "[" + "|".join(self._registry().names()) + "]"
+
+    def shell_complete(
+        self, ctx: click.Context, param: click.Parameter, incomplete: str
+    ) -> list[CompletionItem]:
+        from click.shell_completion import CompletionItem
+
+        names = self._registry().names()
+        return [CompletionItem(name) for name in names if name.startswith(incomplete)]
+
+    def __repr__(self) -> str:
+        return f"RegisteredName({self.kind!r})"
