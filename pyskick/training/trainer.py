@@ -252,8 +252,9 @@ class Trainer:
             init = resume_state.get("init")
         # The one-view run this run started from, saved in checkpoints for evaluate().
         self.init: str | None = str(Path(init).resolve()) if init is not None else None
-        if sidekick is None and stage == "train":
-            # The config's sidekick, with its recorded (or, for a new run, resolved) options.
+        if sidekick is None:
+            # The config's sidekick ("none" when pretraining), with its recorded (or, for a new
+            # run, resolved) options.
             sidekick = make_sidekick(
                 config.sidekick,
                 one_view=None if self.init is None else Path(self.init),

@@ -6,7 +6,9 @@ import json
 
 import click
 
-METRIC_CHOICES = ("avg", "adv", "all")
+from pyskick.metrics import METRICS
+
+METRIC_CHOICES = (*METRICS, "all")
 
 
 @click.command()
@@ -35,7 +37,7 @@ def compare(reference: str, candidate: str, metric: str, as_json: bool) -> None:
     from pyskick.evaluation.compare import compare_errors
     from pyskick.experiments.errors import load_errors, paired_sets
 
-    metrics = ("avg", "adv") if metric == "all" else (metric,)
+    metrics = tuple(METRICS) if metric == "all" else (metric,)
     results = {}
     first_error: ValueError | None = None
     for name in metrics:
