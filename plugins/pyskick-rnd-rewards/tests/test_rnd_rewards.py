@@ -122,6 +122,21 @@ def test_sidekick_contract() -> None:
         draw_centres(torch.zeros(3, 4, 8, dtype=torch.uint8), seed=0, k=1)
 
 
+def test_the_template_uses_only_the_public_sidekick_api() -> None:
+    # What a plugin copies must not reach into pyskick's sidekick modules.
+    import ast
+
+    import pyskick_rnd_rewards
+
+    modules = set()
+    for source in Path(pyskick_rnd_rewards.__file__).parent.glob("*.py"):
+        for node in ast.walk(ast.parse(source.read_text())):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("pyskick."):
+                modules.add(node.module)
+    assert "pyskick.sidekicks" in modules
+    assert not [m for m in modules if m.startswith("pyskick.sidekicks.")], modules
+
+
 def test_factory_follows_the_rew_presets() -> None:
     entry = make_plugin_host().registries.sidekick.get("rnd-rewards")
     assert entry.plugin == "pyskick-rnd-rewards"
