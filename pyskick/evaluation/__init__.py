@@ -14,13 +14,13 @@ from __future__ import annotations
 
 from pyskick.evaluation.actors import ACTION_MODES, ActionMode, select_actions
 from pyskick.evaluation.evaluate import (
-    METRICS,
     EvalResult,
     evaluate,
     evaluate_policy,
     evaluation_starts,
 )
 from pyskick.evaluation.stats import ErrorSummary, improvement_pct, summarize
+from pyskick.metrics import METRICS, Metric
 
 __all__ = [
     "ACTION_MODES",
@@ -28,6 +28,7 @@ __all__ = [
     "ActionMode",
     "ErrorSummary",
     "EvalResult",
+    "Metric",
     "evaluate",
     "evaluate_policy",
     "evaluation_starts",

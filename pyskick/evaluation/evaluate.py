@@ -1,5 +1,7 @@
 """The paper's evaluation: final-step reconstruction error from fixed starts (paper-reference §6).
 
+The metrics (:mod:`pyskick.metrics`) say which starts and how a sample's errors reduce:
+
 - ``avg``: starts at every other elevation and azimuth (elevations 0, 2, ..., azimuths 0, 2,
   ...); a sample's error is the mean over its starts.
 - ``adv``: starts at all ``N * M`` views; a sample's error is the max over its starts.
@@ -22,7 +24,7 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, get_args
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -33,15 +35,13 @@ from pyskick._io import atomic_path
 from pyskick.envs import LookAroundEnv, StartZeroing
 from pyskick.errors import UserError
 from pyskick.evaluation.stats import ErrorSummary, improvement_pct, summarize
+from pyskick.metrics import DEFAULT_METRIC, Metric, get_metric
 from pyskick.models import CompletionPolicy, ModelConfig
 
 if TYPE_CHECKING:
     # Imported lazily at run time: pyskick.actors imports pyskick.evaluation.actors.
     from pyskick.actors import Actor
     from pyskick.data.spec import GridSpec
-
-Metric = Literal["avg", "adv"]
-METRICS: tuple[str, ...] = get_args(Metric)
 
 # Written by the CLI next to a run (``pyskick train``): the data file and the one-view run.
 _RUN_RECORD = "dataset.json"
@@ -52,7 +52,7 @@ class EvalResult:
     """Per-sample errors of one evaluation and their summary."""
 
     metric: str
-    """``"avg"`` or ``"adv"``."""
+    """The metric's name (``"avg"``, ``"adv"``: :data:`pyskick.metrics.METRICS`)."""
     actor: str
     """Name of the actor that moved (``"learned"``, ``"random"`` or a plugin's)."""
     T: int
@@ -62,7 +62,8 @@ class EvalResult:
     per_start: Tensor
     """``[n, S]`` float64 final-step MSE of every sample from every start."""
     per_sample: Tensor
-    """``[n]`` float64 per-sample error (mean over starts for avg, max for adv)."""
+    """``[n]`` float64 per-sample error (the metric's reduction: mean over starts for avg,
+    max for adv)."""
     summary: ErrorSummary
     """Mean, std and standard error ×1000."""
     improvement_pct: float | None = None
@@ -113,15 +114,14 @@ def samples_digest(grids: Tensor) -> str:
     return digest.hexdigest()
 
 
-def evaluation_starts(n_elevations: int, n_azimuths: int, metric: Metric) -> Tensor:
-    """``[S]`` int64 start views of ``metric`` (avg: 2 x 4 = 8 for SUN360, adv: all)."""
-    if metric not in METRICS:
-        raise ValueError(f"metric must be one of {', '.join(METRICS)}, got {metric!r}")
-    if metric == "adv":
-        return torch.arange(n_elevations * n_azimuths)
-    rows = torch.arange(0, n_elevations, 2)
-    cols = torch.arange(0, n_azimuths, 2)
-    return (rows[:, None] * n_azimuths + cols[None, :]).flatten()
+def evaluation_starts(n_elevations: int, n_azimuths: int, metric: str | Metric) -> Tensor:
+    """``[S]`` int64 start views of ``metric`` (avg: 2 x 4 = 8 for SUN360, adv: all).
+
+    Raises:
+        ValueError: an unknown metric name.
+    """
+    views = get_metric(metric).starts(n_elevations, n_azimuths)
+    return torch.tensor(views, dtype=torch.int64)
 
 
 def make_env(
@@ -158,7 +158,7 @@ def evaluate_policy(
     *,
     channel_mean: Sequence[float] | None,
     T: int,
-    metric: Metric = "avg",
+    metric: str | Metric = DEFAULT_METRIC,
     actor: Actor | str = "learned",
     sample_indices: Tensor | None = None,
     batch_size: int = 256,
@@ -171,7 +171,8 @@ def evaluate_policy(
         grids: ``[n, N, M, C, H, W]`` uint8 viewgrids (any device; moved chunk by chunk).
         channel_mean: per-channel mean (0–255) the policy was trained with.
         T: glimpses per episode (1 for a one-view model).
-        metric: ``"avg"`` or ``"adv"``.
+        metric: a registered metric name (``"avg"``, ``"adv"``) or a
+            :class:`~pyskick.metrics.Metric`.
         actor: an :class:`~pyskick.actors.Actor` already prepared (on ``grids``, or on a
             larger set that ``sample_indices`` points into), or a registered actor name,
             built here without a one-view model, spec or config and prepared on ``grids``
@@ -200,6 +201,7 @@ def evaluate_policy(
         raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
     if not isinstance(actor, Actor | str):
         raise TypeError(f"actor must be an Actor or a registered name, got {type(actor).__name__}")
+    metric = get_metric(metric)
     cfg = policy.config
     _check_grids(grids, cfg)
     device = next(policy.parameters()).device
@@ -259,9 +261,9 @@ def evaluate_policy(
     finally:
         policy.train(was_training)
     per_start = torch.cat(errors)
-    per_sample = per_start.mean(1) if metric == "avg" else per_start.amax(1)
+    per_sample = metric.reduce(per_start)
     return EvalResult(
-        metric=metric,
+        metric=metric.name,
         actor=actor.name,
         T=T,
         starts=starts,
@@ -275,7 +277,7 @@ def evaluate_policy(
 def evaluate(
     run_or_checkpoint: str | os.PathLike[str],
     grids: Tensor,
-    metric: Metric = "avg",
+    metric: str | Metric = DEFAULT_METRIC,
     *,
     channel_mean: Sequence[float] | None,
     actor: Actor | str | None = None,
@@ -296,7 +298,8 @@ def evaluate(
     Args:
         run_or_checkpoint: a run folder (its ``best.pt`` is used) or a checkpoint file.
         grids: ``[n, N, M, C, H, W]`` uint8 viewgrids (e.g. the test split).
-        metric: ``"avg"`` or ``"adv"``.
+        metric: a registered metric name (``"avg"``, ``"adv"``) or a
+            :class:`~pyskick.metrics.Metric`.
         channel_mean: per-channel mean (0–255) of the dataset.
         actor: override the run's actor: a registered name or an :class:`~pyskick.actors.Actor`.
             Default: the run's ``config.actor`` (``"learned"`` for a pretrained model).

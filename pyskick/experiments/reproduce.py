@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from pyskick import progress
 from pyskick._io import write_json
 from pyskick.errors import UserError, UserFileNotFoundError
-from pyskick.evaluation.evaluate import METRICS, EvalResult
+from pyskick.evaluation.evaluate import EvalResult
 from pyskick.experiments.layout import (
     SETTINGS_FILE,
     TIMINGS_FILE,
@@ -40,6 +40,7 @@ from pyskick.experiments.layout import (
 )
 from pyskick.experiments.methods import ONE_VIEW, Method, check_available, select_methods
 from pyskick.experiments.report import build_table, write_report, write_table
+from pyskick.metrics import METRICS
 
 if TYPE_CHECKING:
     from torch import Tensor
@@ -134,7 +135,7 @@ def reproduce(
     """
     from pyskick.data import ViewgridFile
     from pyskick.plugins import get_registries
-    from pyskick.sidekicks.reward import NMS_PRESETS
+    from pyskick.sidekicks import nms_preset
     from pyskick.training import TrainData, load_config
     from pyskick.training.config import config_preset
     from pyskick.training.one_view_cache import file_digest
@@ -253,7 +254,7 @@ def reproduce(
         if report:
             say("reproduce: drawing the report")
             index = write_report(
-                out, table, test, channel_mean=spec.channel_mean, nms=NMS_PRESETS[spec.preset],
+                out, table, test, channel_mean=spec.channel_mean, nms=nms_preset(spec.preset),
                 device=train_config.device, spec=spec, log=say,
             )  # fmt: skip
         overall.advance(label="report" if report else "table")

@@ -1,8 +1,14 @@
 """Sidekicks: helpers that shape or demonstrate the policy's training (paper §3.2–3.3).
 
-The classes load lazily, so that the torch-free parts (:mod:`pyskick.options`,
-:mod:`pyskick.sidekicks.defaults`) can be imported by plugin registration, which every
-``pyskick`` command runs, without importing torch.
+The public API for sidekicks and the plugins that add them: the contract
+(:class:`Sidekick`, :func:`has_scores`), the bases of the two kinds of help
+(:class:`RewardMaps`, :class:`HybridSupervision`), building by name (:func:`make_sidekick`)
+and the declarations of the built-in options (:data:`REWARD_OPTIONS`, :data:`HYBRID_OPTION`,
+:data:`NMS_PRESETS`, :func:`nms_preset`).
+
+The names load lazily, so that the torch-free parts (:class:`SidekickOption`, the option
+declarations and presets) can be imported by plugin registration, which every ``pyskick``
+command runs, without importing torch.
 """
 
 from __future__ import annotations
@@ -12,27 +18,49 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from pyskick.options import SidekickOption
-    from pyskick.sidekicks.base import Demonstrations, NoSidekick, Sidekick
+    from pyskick.sidekicks.base import (
+        Demonstrations,
+        NoSidekick,
+        Sidekick,
+        checkpoint_digest,
+        has_scores,
+    )
+    from pyskick.sidekicks.defaults import HYBRID_OPTION, NMS_PRESETS, REWARD_OPTIONS, nms_preset
     from pyskick.sidekicks.factory import make_sidekick, run_options
     from pyskick.sidekicks.hybrid import HybridSupervision
+    from pyskick.sidekicks.reward_maps import RewardMaps
 
 _EXPORTS = {
     "Demonstrations": "pyskick.sidekicks.base",
     "NoSidekick": "pyskick.sidekicks.base",
     "Sidekick": "pyskick.sidekicks.base",
+    "checkpoint_digest": "pyskick.sidekicks.base",
+    "has_scores": "pyskick.sidekicks.base",
+    "HYBRID_OPTION": "pyskick.sidekicks.defaults",
+    "NMS_PRESETS": "pyskick.sidekicks.defaults",
+    "REWARD_OPTIONS": "pyskick.sidekicks.defaults",
+    "nms_preset": "pyskick.sidekicks.defaults",
     "HybridSupervision": "pyskick.sidekicks.hybrid",
+    "RewardMaps": "pyskick.sidekicks.reward_maps",
     "SidekickOption": "pyskick.options",
     "make_sidekick": "pyskick.sidekicks.factory",
     "run_options": "pyskick.sidekicks.factory",
 }
 
 __all__ = [
+    "HYBRID_OPTION",
+    "NMS_PRESETS",
+    "REWARD_OPTIONS",
     "Demonstrations",
     "HybridSupervision",
     "NoSidekick",
+    "RewardMaps",
     "Sidekick",
     "SidekickOption",
+    "checkpoint_digest",
+    "has_scores",
     "make_sidekick",
+    "nms_preset",
     "run_options",
 ]
 

@@ -16,12 +16,20 @@ checkpoint so a resumed run continues them exactly.
 
 **Scores.** What a sidekick precomputes from full observability (one-view scores, coverage
 matrices, expert trajectories) goes through three methods so that it can be cached and sharded:
-:meth:`Sidekick.score_options` names everything the scores depend on besides the viewgrids,
-:meth:`Sidekick.compute_scores` computes per-sample arrays, :meth:`Sidekick.load_scores` takes
-them before training. The default :meth:`Sidekick.prepare` ties them together: it loads
+:meth:`Sidekick.score_options` names everything the scores depend on besides the viewgrids and
+the code, :meth:`Sidekick.compute_scores` computes per-sample arrays,
+:meth:`Sidekick.load_scores` takes them before training. A sidekick has scores exactly when its
+class overrides :meth:`Sidekick.compute_scores` (:func:`has_scores`); it then overrides the
+other two as well. The default :meth:`Sidekick.prepare` ties them together: it loads
 :attr:`Sidekick.scores_file` when one was handed over (``pyskick train --scores``), refusing
 stale scores, and otherwise takes them from the score cache, computing them there on a miss
 (sharded under torchrun; :mod:`pyskick.sidekicks.scores`).
+
+**Names.** A sidekick's :attr:`Sidekick.name` is the name it was registered under, stamped by
+:func:`~pyskick.sidekicks.make_sidekick` (classes do not name themselves): runs record it as
+``TrainConfig.sidekick`` and in checkpoints. One built by hand is named by its class
+(``module.QualName``), which no registry resolves: resuming such a run needs the sidekick
+object again.
 """
 
 from __future__ import annotations
@@ -39,6 +47,19 @@ from pyskick.errors import UserError, UserFileNotFoundError
 
 Demonstrations = tuple[Tensor, Tensor]
 """``(actions [T-1, B] int64, mask [T-1, B] bool)``: where mask is True the action is forced."""
+
+
+def has_scores(sidekick: Sidekick) -> bool:
+    """Whether ``sidekick`` precomputes scores: its class overrides
+    :meth:`Sidekick.compute_scores` (the one test of it; see the module docstring)."""
+    return type(sidekick).compute_scores is not Sidekick.compute_scores
+
+
+def class_path(sidekick: Sidekick) -> str:
+    """``module.QualName`` of ``sidekick``'s class: the code that computes its scores (score
+    keys) and the name of a sidekick built by hand."""
+    cls = type(sidekick)
+    return f"{cls.__module__}.{cls.__qualname__}"
 
 
 def checkpoint_digest(run_or_checkpoint: str | os.PathLike[str]) -> str:
@@ -66,13 +87,27 @@ class Sidekick:
     maps) computed once.
     """
 
-    name: str = "sidekick"
-    """Registry name, recorded in the run's config (``TrainConfig.sidekick``);
-    :func:`~pyskick.sidekicks.make_sidekick` sets it to the name the factory was registered
-    under."""
+    _registered_name: str | None = None
+
+    @property
+    def name(self) -> str:
+        """The name the factory was registered under, set by
+        :func:`~pyskick.sidekicks.make_sidekick`; recorded in the run's config
+        (``TrainConfig.sidekick``) and checkpoints. A sidekick built by hand is named by its
+        class, ``module.QualName``."""
+        return self._registered_name or class_path(self)
+
+    @name.setter
+    def name(self, value: str) -> None:
+        if not isinstance(value, str) or not value:
+            raise ValueError(f"a sidekick's name must be a non-empty string, got {value!r}")
+        self._registered_name = value
+
     options: Mapping[str, Any] = MappingProxyType({})
     """The resolved options this sidekick was built with (:func:`~pyskick.sidekicks.make_sidekick`
-    sets them), recorded as ``TrainConfig.sidekick_options``; empty for one built by hand."""
+    sets them), recorded as ``TrainConfig.sidekick_options``; for one built by hand, what its
+    class records (:class:`~pyskick.sidekicks.RewardMaps` and
+    :class:`~pyskick.sidekicks.HybridSupervision` record their arguments), else empty."""
     reward_radius: int | None = None
     """The environment's reward-zeroing radius around visited views that this sidekick's
     reward maps assume (the NMS radius); the trainer sets ``TrainConfig.reward_radius`` from
@@ -88,10 +123,10 @@ class Sidekick:
     def prepare(self, grids: Tensor, *, T: int, device: torch.device) -> None:
         """Called once before training with the training viewgrids.
 
-        The default (when :meth:`score_options` is not None) loads the scores of ``grids``
-        from :attr:`scores_file`, or else from the score cache, computing them on a miss
-        (:func:`~pyskick.sidekicks.scores.cached_scores`); override it for a sidekick that
-        needs something else.
+        The default, for a sidekick with scores (:func:`has_scores`), loads the scores of
+        ``grids`` from :attr:`scores_file`, or else from the score cache, computing them on a
+        miss (:func:`~pyskick.sidekicks.scores.cached_scores`); override it for a sidekick
+        that needs something else.
 
         Args:
             grids: ``[n, N, M, C, H, W]`` uint8 training viewgrids (CPU).
@@ -105,7 +140,7 @@ class Sidekick:
         """
         from pyskick.sidekicks.scores import cached_scores, load_scores_file
 
-        if self.score_options(T) is None:
+        if not has_scores(self):
             if self.scores_file is not None:
                 raise UserError(f"sidekick {self.name!r} has no scores to load from a file")
             return
@@ -115,14 +150,16 @@ class Sidekick:
             scores = cached_scores(self, grids, T=T, device=device)
         self.load_scores(scores, T=T, device=device)
 
-    def score_options(self, T: int) -> dict[str, Any] | None:
-        """Everything the scores depend on besides the viewgrids, or None without scores.
+    def score_options(self, T: int) -> dict[str, Any]:
+        """Everything the scores depend on besides the viewgrids and the code (a sidekick with
+        scores overrides this).
 
         Plain JSON types only (model digests, NMS parameters, T when it matters): the cache
-        key is built from these and the viewgrids' content, so two runs share scores exactly
-        when they would compute the same ones.
+        key is built from these, the class that computes the scores, its distribution's
+        version and the viewgrids' content, so two runs share scores exactly when they would
+        compute the same ones.
         """
-        return None
+        raise NotImplementedError(f"sidekick {self.name!r} has no scores (no score options)")
 
     def compute_scores(self, grids: Tensor, *, T: int, device: torch.device) -> dict[str, Tensor]:
         """Per-sample score arrays of ``grids`` ``[n, N, M, C, H, W]`` uint8.
@@ -164,6 +201,5 @@ class Sidekick:
 
 
 class NoSidekick(Sidekick):
-    """No sidekick: no rewards, no demonstrations (the ltla baseline)."""
-
-    name = "none"
+    """No sidekick: no rewards, no demonstrations (the ltla baseline; registered as
+    ``none``)."""

@@ -13,6 +13,8 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
+from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 from pyskick.options import SidekickOption
@@ -21,8 +23,11 @@ if TYPE_CHECKING:
     from pyskick.data.spec import GridSpec
     from pyskick.training.config import TrainConfig
 
-NMS_PRESETS = {"sun360": (4, 1), "modelnet-hard": (5, 2), "custom": (4, 1)}
-"""``(k, radius)`` of the reward sidekick's NMS per dataset preset."""
+NMS_PRESETS: Mapping[str, tuple[int, int]] = MappingProxyType(
+    {"sun360": (4, 1), "modelnet-hard": (5, 2), "custom": (4, 1)}
+)
+"""``(k, radius)`` of the reward sidekick's NMS per dataset preset (read-only; a reward-map
+plugin reuses them through the ``k`` and ``radius`` defaults of :data:`REWARD_OPTIONS`)."""
 
 PAPER_EPOCHS = 1000
 """The paper's policy-training length, the unit of the schedule fractions below."""

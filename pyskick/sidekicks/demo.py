@@ -41,8 +41,6 @@ class DemoSidekick(HybridSupervision):
         batch_size: episodes per forward pass while computing the coverage.
     """
 
-    name = "demo"
-
     def __init__(
         self,
         one_view: str | os.PathLike[str],
@@ -68,7 +66,6 @@ class DemoSidekick(HybridSupervision):
         """The one-view model's digest and the channel mean (not T: the coverage comes from
         first-glimpse reconstructions)."""
         return {
-            "sidekick": "demo",
             "one_view_sha256": checkpoint_digest(self.one_view),
             "channel_mean": list(self.channel_mean),
         }

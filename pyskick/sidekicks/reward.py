@@ -4,9 +4,8 @@ With full observability, the sidekick previews every view of a training viewgrid
 one-view model: a view is informative when reconstructing the whole grid from it alone (the
 observed view pasted) leaves a small error. Scores ``1 / (1000 · err)`` are min-max normalised
 per viewgrid to [0, 1] and thinned by greedy NMS (``nms_rewards``: k peaks, Chebyshev radius,
-azimuth wrapping, elevation clipping). The environment pays a peak's score the first time its
-neighbourhood is visited; the trainer multiplies it by :meth:`RewardSidekick.reward_scale`,
-which is divided by ``decay_factor`` every ``decay_every`` epochs.
+azimuth wrapping, elevation clipping). The maps are paid out and their scale decayed as
+:class:`~pyskick.sidekicks.reward_maps.RewardMaps` does.
 
 Scale: the authors' maps are on a 0–255 scale with ``reward_scale_expert = 1e-4``; pyskick's
 maps are in [0, 1], so the default scale is ``255e-4`` and the bonuses are the authors'.
@@ -16,16 +15,16 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 from torch import Tensor
 
 from pyskick.ops import nms_rewards
-from pyskick.sidekicks.base import Sidekick, checkpoint_digest
-from pyskick.sidekicks.defaults import NMS_PRESETS
+from pyskick.sidekicks.base import checkpoint_digest
+from pyskick.sidekicks.reward_maps import RewardMaps
 
-__all__ = ["NMS_PRESETS", "RewardSidekick", "one_view_scores"]
+__all__ = ["RewardSidekick", "one_view_scores"]
 
 
 def one_view_scores(errors: Tensor) -> Tensor:
@@ -44,7 +43,7 @@ def one_view_scores(errors: Tensor) -> Tensor:
     return ((flat - lo) / (hi - lo + 1e-8)).reshape(errors.shape).float()
 
 
-class RewardSidekick(Sidekick):
+class RewardSidekick(RewardMaps):
     """ours(rew): reward maps from one-view scores after NMS, with a decaying scale.
 
     Args:
@@ -58,7 +57,7 @@ class RewardSidekick(Sidekick):
         batch_size: episodes per forward pass while scoring.
     """
 
-    name = "rew"
+    maps_score: ClassVar[str] = "nms"
 
     def __init__(
         self,
@@ -72,34 +71,21 @@ class RewardSidekick(Sidekick):
         decay_factor: float = 10.0,
         batch_size: int = 256,
     ) -> None:
-        if k < 1 or radius < 0 or scale < 0 or decay_every < 1 or decay_factor <= 0:
-            raise ValueError(
-                f"reward sidekick needs k >= 1, radius >= 0, scale >= 0, decay_every >= 1 and "
-                f"decay_factor > 0; got k={k}, radius={radius}, scale={scale}, "
-                f"decay_every={decay_every}, decay_factor={decay_factor}"
-            )
+        if k < 1:
+            raise ValueError(f"reward sidekick needs k >= 1 NMS peaks, got k={k}")
+        super().__init__(
+            radius=radius, scale=scale, decay_every=decay_every, decay_factor=decay_factor
+        )
         self.one_view = Path(one_view)
         self.channel_mean = tuple(channel_mean)
-        self.k, self.radius = k, radius
-        self.reward_radius = radius
-        self.initial_scale, self.scale = scale, scale
-        self.decay_every, self.decay_factor = decay_every, decay_factor
+        self.k = k
         self.batch_size = batch_size
-        self.maps: Tensor | None = None
-        # What a run records (make_sidekick stamps the same resolved values).
-        self.options: dict[str, Any] = {
-            "scale": scale,
-            "decay_every": decay_every,
-            "decay_factor": decay_factor,
-            "k": k,
-            "radius": radius,
-        }
+        self.options = {**self.options, "k": k}
 
     def score_options(self, T: int) -> dict[str, Any]:
         """The one-view model's checkpoint digest, the input normalisation and the NMS
         parameters (not T: the scores are first-glimpse errors)."""
         return {
-            "sidekick": "rew",
             "one_view_sha256": checkpoint_digest(self.one_view),
             "channel_mean": list(self.channel_mean),
             "k": self.k,
@@ -109,11 +95,12 @@ class RewardSidekick(Sidekick):
     def compute_scores(self, grids: Tensor, *, T: int, device: torch.device) -> dict[str, Tensor]:
         """``normal`` ``[n, N, M]``: one-view scores in [0, 1]; ``nms``: the reward maps."""
         from pyskick.evaluation import evaluate
+        from pyskick.metrics import EVERY_START
 
         result = evaluate(
             self.one_view,
             grids,
-            "adv",  # every start view
+            EVERY_START,
             channel_mean=self.channel_mean,
             T=1,
             actor="learned",
@@ -123,24 +110,3 @@ class RewardSidekick(Sidekick):
         N, M = grids.shape[1:3]
         normal = one_view_scores(result.per_start.reshape(-1, N, M))
         return {"normal": normal, "nms": nms_rewards(normal, self.k, self.radius)}
-
-    def load_scores(self, scores: dict[str, Tensor], *, T: int, device: torch.device) -> None:
-        self.maps = scores["nms"].to(device=device, dtype=torch.float32)
-
-    def reward_maps(self, indices: Tensor, epoch: int) -> Tensor:
-        if self.maps is None:
-            raise RuntimeError("RewardSidekick.prepare() must run before training")
-        return self.maps[indices.to(self.maps.device)]
-
-    def reward_scale(self, epoch: int) -> float:
-        return self.scale
-
-    def on_epoch_end(self, epoch: int) -> None:
-        if (epoch + 1) % self.decay_every == 0:
-            self.scale /= self.decay_factor
-
-    def state_dict(self) -> dict[str, Any]:
-        return {"scale": self.scale}
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.scale = float(state["scale"])

@@ -1,9 +1,11 @@
 """Sidekick score files, the score cache and sharded score computation.
 
 A sidekick's scores (:meth:`~pyskick.sidekicks.base.Sidekick.compute_scores`) depend on the
-viewgrids and on :meth:`~pyskick.sidekicks.base.Sidekick.score_options` only, so they are
-identified by :func:`score_key`: SHA-256 over the sidekick's name, its options (JSON, sorted
-keys), the viewgrids' content digest and the pyskick version. A score file is an HDF5 file
+viewgrids, on :meth:`~pyskick.sidekicks.base.Sidekick.score_options` and on the code only, so
+they are identified by :func:`score_key`: SHA-256 over the class that computes them
+(``module.QualName``, not the name it was registered under: a sidekick built by hand or through
+an alias shares the scores), its options (JSON, sorted keys), the viewgrids' content digest and
+the code's versions. A score file is an HDF5 file
 (layout in ``docs/data-formats.md``) holding one group per split, each stamped with the key of
 that split's viewgrids; :func:`read_scores` refuses a group whose key differs, so scores are
 never stale.
@@ -39,12 +41,14 @@ from torch import Tensor
 from pyskick import __version__, progress
 from pyskick._io import atomic_path
 from pyskick.errors import UserError, UserFileNotFoundError
-from pyskick.sidekicks.base import Sidekick
+from pyskick.sidekicks.base import Sidekick, class_path, has_scores
 
 _LOG = logging.getLogger(__name__)
 
-SCORES_FORMAT_VERSION = 1
-"""Value of the ``pyskick_scores`` root attribute of the files this module writes."""
+SCORES_FORMAT_VERSION = 2
+"""Value of the ``pyskick_scores`` root attribute of the files this module writes. Version 1
+keyed scores by the sidekick's registry name; version 2 by the class that computes them, so
+version-1 files are refused (their keys would never match)."""
 
 CACHE_GROUP = "grids"
 """The one group of a cache entry: entries are keyed by content, not by split name."""
@@ -52,15 +56,21 @@ CACHE_GROUP = "grids"
 _T = TypeVar("_T")
 
 
-def has_scores(sidekick: Sidekick) -> bool:
-    """Whether ``sidekick``'s class computes scores at all (overrides ``compute_scores``)."""
-    return type(sidekick).compute_scores is not Sidekick.compute_scores
-
-
 def _options(sidekick: Sidekick, T: int) -> dict[str, Any]:
+    """``sidekick.score_options(T)``, checked to be a dict.
+
+    Raises:
+        ValueError: the sidekick has no scores (:func:`has_scores`).
+        TypeError: its ``score_options`` returned something else than a dict.
+    """
+    if not has_scores(sidekick):
+        raise UserError(f"sidekick {sidekick.name!r} has no scores")
     options = sidekick.score_options(T)
-    if options is None:
-        raise UserError(f"sidekick {sidekick.name!r} has no scores (score_options is None)")
+    if not isinstance(options, dict):
+        raise TypeError(
+            f"sidekick {sidekick.name!r} computes scores, so its score_options must return a "
+            f"dict, got {type(options).__name__}"
+        )
     return options
 
 
@@ -90,26 +100,27 @@ def code_versions(sidekick: Sidekick) -> dict[str, str]:
 
 
 def options_key(sidekick: Sidekick, T: int) -> str:
-    """SHA-256 over the sidekick's name, ``score_options(T)`` and the code's versions: the
+    """SHA-256 over the sidekick's class, ``score_options(T)`` and the code's versions: the
     identity of the scoring, whatever the viewgrids (a score file's root ``key``)."""
     options = _options(sidekick, T)
     return _sha256_json(
-        {"sidekick": sidekick.name, "options": options, "code": code_versions(sidekick)}
+        {"scorer": class_path(sidekick), "options": options, "code": code_versions(sidekick)}
     )
 
 
 def score_key(sidekick: Sidekick, grids: Tensor, T: int) -> str:
     """The identity of ``sidekick``'s scores of ``grids`` ``[n, N, M, C, H, W]``.
 
-    SHA-256 over the JSON (sorted keys) of the sidekick's name, ``score_options(T)``, the
-    viewgrids' content digest and the code's versions (:func:`code_versions`).
+    SHA-256 over the JSON (sorted keys) of the class that computes them (``module.QualName``),
+    ``score_options(T)``, the viewgrids' content digest and the code's versions
+    (:func:`code_versions`). The name the sidekick was registered under is not part of it.
 
     Raises:
         ValueError: the sidekick has no scores.
     """
     return _sha256_json(
         {
-            "sidekick": sidekick.name,
+            "scorer": class_path(sidekick),
             "options": _options(sidekick, T),
             "grids": grids_digest(grids),
             "code": code_versions(sidekick),
@@ -122,7 +133,8 @@ class ScoreMeta:
     """What a score file records besides the arrays."""
 
     sidekick: str
-    """The sidekick's registry name."""
+    """The sidekick's name (its registry name; see :attr:`Sidekick.name`), for people: the
+    keys identify the scores."""
     options: dict[str, Any]
     """Its ``score_options(T)``."""
     key: str

@@ -17,16 +17,16 @@ from typing import Any, Literal, get_args
 
 from pyskick.envs.lookaround import START_ZEROING, StartZeroing
 from pyskick.errors import UserError, UserFileNotFoundError, UserTypeError
+from pyskick.metrics import DEFAULT_METRIC, METRICS
 from pyskick.models import PRESETS as MODEL_PRESETS
 
 DeviceName = Literal["auto", "cpu", "cuda"]
 FrozenBatchNormName = Literal["train", "eval"]
-ValMetric = Literal["avg", "adv"]
 
 _CHOICES: dict[str, tuple[str, ...]] = {
     "device": get_args(DeviceName),
     "frozen_batchnorm": get_args(FrozenBatchNormName),
-    "val_metric": get_args(ValMetric),
+    "val_metric": tuple(METRICS),
     "start_zeroing": START_ZEROING,
 }
 _POSITIVE_INTS = ("T", "epochs", "pretrain_epochs", "batch_size", "eval_batch_size")
@@ -126,9 +126,9 @@ class TrainConfig:
     frozen_batchnorm: FrozenBatchNormName = "train"
     """BatchNorm of frozen modules: "train" keeps updating running statistics (the authors'
     behaviour, the default), "eval" fixes them."""
-    val_metric: ValMetric = "avg"
-    """Validation starts: "avg" (every other elevation and azimuth, mean over starts) or "adv"
-    (all starts, max)."""
+    val_metric: str = DEFAULT_METRIC
+    """Validation metric (:data:`pyskick.metrics.METRICS`): "avg" (every other elevation and
+    azimuth, mean over starts) or "adv" (all starts, max)."""
     eval_batch_size: int = 256
     """Episodes per forward pass in validation and evaluation (memory only; no effect on
     results)."""

@@ -353,7 +353,7 @@ class Trainer:
         with its recorded (or, for a new run, resolved) options; :class:`NoSidekick` when
         pretraining. Its options and reward radius are recorded in the config."""
         sidekick = self._given_sidekick
-        if sidekick is None and self.stage == "train":
+        if sidekick is None:  # the config's ("none" when pretraining)
             sidekick = make_sidekick(
                 self.config.sidekick,
                 one_view=None if self.init is None else Path(self.init),

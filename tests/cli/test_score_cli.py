@@ -75,12 +75,13 @@ def test_score_then_train_with_the_scores(
     assert meta["sidekick"] == "rew"
     mean = list(ViewgridFile(data).spec.channel_mean)
     assert meta["options"] == {
-        "sidekick": "rew", "one_view_sha256": checkpoint_digest(one), "channel_mean": mean,
-        "k": 4, "radius": 1,
+        "one_view_sha256": checkpoint_digest(one), "channel_mean": mean, "k": 4, "radius": 1,
     }  # fmt: skip
     assert list(meta["splits"]) == ["train", "val"]
-    # The file holds what the sidekick computes, stamped with the key of each split's grids.
+    # The file holds what the sidekick computes, stamped with the key of each split's grids:
+    # the scores of the class, so one built by hand (named by its class) reads them too.
     rew = RewardSidekick(one, channel_mean=MEAN, k=4, radius=1)
+    assert rew.name == "pyskick.sidekicks.reward.RewardSidekick"
     source = ViewgridFile(data)
     train_grids, val_grids = source.split("train").load(), source.split("val").load()
     assert read_scores(out, "train", score_key(rew, train_grids, 4))["nms"].shape == (16, 4, 8)

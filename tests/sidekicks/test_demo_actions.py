@@ -13,8 +13,10 @@ from pyskick.data.spec import GridSpec
 from pyskick.evaluation.evaluate import make_env
 from pyskick.ops import greedy_coverage
 from pyskick.plugins import DEFAULT_PLUGINS, make_plugin_host
+from pyskick.sidekicks import make_sidekick
 from pyskick.sidekicks.coverage import load_one_view, one_view_coverage
 from pyskick.sidekicks.demo import DemoSidekick
+from pyskick.sidekicks.scores import score_key
 from pyskick.training.config import TrainConfig
 from pyskick.training.rollout import collect_rollout
 
@@ -79,17 +81,21 @@ def test_builtins_register_demo_and_demo_actions(one_view_ckpt: Path) -> None:
     sidekick_entry = host.registries.sidekick.get("demo")
     assert sidekick_entry.plugin == "pyskick.builtins.demo"
     assert [option.name for option in sidekick_entry.options] == ["hybrid_schedule"]
-    sidekick = sidekick_entry.factory(
-        one_view=one_view_ckpt, spec=spec, config=config, options={"hybrid_schedule": 7}
+    sidekick = make_sidekick(
+        "demo", one_view=one_view_ckpt, spec=spec, config=config, options={"hybrid_schedule": 7}
     )
     assert isinstance(sidekick, DemoSidekick)
-    assert (sidekick.hybrid_schedule, sidekick.channel_mean) == (7, MEAN)
+    assert (sidekick.name, sidekick.hybrid_schedule, sidekick.channel_mean) == ("demo", 7, MEAN)
     actor_entry = host.registries.actor.get("demo-actions")
     assert actor_entry.plugin == "pyskick.builtins.demo"
     assert "needs full observability at test time" in actor_entry.summary
     actor = actor_entry.factory(one_view=one_view_ckpt, spec=spec, config=config)
     assert isinstance(actor, DemoActionsActor)
     assert actor.sidekick.channel_mean == MEAN
+    # The actor's coverage is the demo sidekick's: one cache entry serves both (scores are
+    # keyed by the class that computes them, not by the name it was registered under).
+    grids = torch.zeros(2, N, M, 1, 16, 16, dtype=torch.uint8)
+    assert score_key(actor.sidekick, grids, 3) == score_key(sidekick, grids, 3)
 
 
 def test_evaluating_a_shard_forces_by_positions_in_the_prepared_set(

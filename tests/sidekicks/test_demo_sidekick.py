@@ -147,7 +147,6 @@ def test_score_options_and_bad_scores(one_view_ckpt: Path) -> None:
     options = sidekick.score_options(4)
     assert options == sidekick.score_options(2)  # first-glimpse reconstructions: no T
     assert options == {
-        "sidekick": "demo",
         "one_view_sha256": checkpoint_digest(one_view_ckpt),
         "channel_mean": [110.0],
     }

@@ -107,10 +107,14 @@ def test_the_key_follows_grids_model_options_and_version(
     assert score_key(ViewMeans(), grids[:6], 2) != key
     assert score_key(ViewMeans(scale=0.5), grids, 2) != key
 
-    class Renamed(ViewMeans):
-        name = "other"
+    class Other(ViewMeans):
+        """Another class with the same options: other code, other scores."""
 
-    assert score_key(Renamed(), grids, 2) != key  # same options, another sidekick
+    assert score_key(Other(), grids, 2) != key
+    # The name a sidekick is registered (or known) under is not part of the key.
+    alias = ViewMeans()
+    alias.name = "view-means-alias"
+    assert score_key(alias, grids, 2) == key
     # The rew sidekick: the model checkpoint's bytes and the NMS options, not T.
     ckpt = tmp_path / "best.pt"
     ckpt.write_bytes(b"weights v1")
@@ -143,12 +147,15 @@ def test_a_plugin_sidekicks_key_follows_its_distribution_version(
 
 
 def test_sidekicks_without_scores_have_no_key() -> None:
-    from pyskick.sidekicks import NoSidekick
+    from pyskick.sidekicks import NoSidekick, make_sidekick
 
-    assert not has_scores(NoSidekick())
+    none = make_sidekick("none", one_view=None, spec=None, config=None)
+    assert not has_scores(none)
     assert has_scores(ViewMeans())
     with pytest.raises(ValueError, match="sidekick 'none' has no scores"):
-        score_key(NoSidekick(), example_grids(), 2)
+        score_key(none, example_grids(), 2)
+    with pytest.raises(NotImplementedError, match="NoSidekick' has no scores"):
+        NoSidekick().score_options(2)  # the contract's default: a sidekick without scores
 
 
 def _meta(sidekick: ViewMeans, splits: dict[str, torch.Tensor]) -> ScoreMeta:
@@ -169,9 +176,17 @@ def test_score_files_round_trip_and_refuse_stale_scores(tmp_path: Path) -> None:
             assert torch.equal(back[score], computed[name][score])
             assert back[score].dtype == computed[name][score].dtype
     with h5py.File(path) as f:
-        assert f.attrs["pyskick_scores"] == 1
+        assert f.attrs["pyskick_scores"] == 2
         assert json.loads(f.attrs["options"]) == {"scale": 1.0}
         assert f["val/means"].shape == (3, 2, 3)
+    # A version-1 file keyed its scores by the registry name: refused by its version, not
+    # reported as stale data.
+    old = tmp_path / "v1.h5"
+    old.write_bytes(path.read_bytes())
+    with h5py.File(old, "a") as f:
+        f.attrs["pyskick_scores"] = 1
+    with pytest.raises(ValueError, match="has score format 1; this pyskick reads 2"):
+        read_scores(old, "train", score_key(sidekick, splits["train"], 2))
     with pytest.raises(ValueError, match=r"^stale scores: computed for other data/model/options"):
         read_scores(path, "train", score_key(ViewMeans(scale=3.0), splits["train"], 2))
     with pytest.raises(ValueError, match=r"^stale scores"):

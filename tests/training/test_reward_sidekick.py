@@ -9,7 +9,8 @@ import pytest
 import torch
 
 from pyskick.data.builtin import make_builtin
-from pyskick.sidekicks.reward import NMS_PRESETS, RewardSidekick, one_view_scores
+from pyskick.sidekicks import NMS_PRESETS, nms_preset
+from pyskick.sidekicks.reward import RewardSidekick, one_view_scores
 from pyskick_cli.main import main
 
 FAST = ["--preset", "cpu-demo", "--epochs", "1", "--batch-size", "8", "--device", "cpu"]
@@ -47,6 +48,9 @@ def test_scale_decays_on_schedule_and_survives_state_dict(tmp_path: Path) -> Non
 def test_presets_follow_the_paper() -> None:
     assert NMS_PRESETS["sun360"] == (4, 1)
     assert NMS_PRESETS["modelnet-hard"] == (5, 2)
+    assert nms_preset(None) == nms_preset("unknown") == NMS_PRESETS["custom"]
+    with pytest.raises(TypeError):
+        NMS_PRESETS["sun360"] = (1, 1)  # type: ignore[index]  # read-only: plugins share it
 
 
 def test_train_with_the_reward_sidekick(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

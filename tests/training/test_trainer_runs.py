@@ -187,12 +187,16 @@ def test_a_sidekicks_reward_radius_and_options_survive_resume(
     # A radius-2 reward sidekick (ModelNet-like): its radius sets the config before a resumed
     # run is compared with the recorded one; resumed without the object, the run rebuilds it
     # from the recorded name and options, and ends where an uninterrupted run ends.
-    from pyskick_rnd_rewards.sidekick import RandomRewardSidekick
+    from pyskick.sidekicks import make_sidekick
 
     config = tiny_config.replace(epochs=3)
 
     def sidekick():
-        return RandomRewardSidekick(seed=config.seed, k=2, radius=2, decay_every=1)
+        # Through the registry: the run records the name "rnd-rewards" stamped on it.
+        options = {"k": 2, "radius": 2, "decay_every": 1}
+        return make_sidekick(
+            "rnd-rewards", one_view=None, spec=tiny_data.spec, config=config, options=options
+        )
 
     full = Trainer(config, tmp_path / "full", tiny_data, stage="train", init=pretrained,
                    sidekick=sidekick())  # fmt: skip

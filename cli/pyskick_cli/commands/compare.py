@@ -7,9 +7,10 @@ import json
 import click
 
 from pyskick.errors import UserError
+from pyskick.metrics import METRICS
 from pyskick_cli.options import json_option
 
-METRIC_CHOICES = ("avg", "adv", "all")
+METRIC_CHOICES = (*METRICS, "all")
 
 
 @click.command()
@@ -38,7 +39,7 @@ def compare(reference: str, candidate: str, metric: str, as_json: bool) -> None:
     from pyskick.evaluation.compare import compare_errors
     from pyskick.experiments.errors import load_errors, paired_sets
 
-    metrics = ("avg", "adv") if metric == "all" else (metric,)
+    metrics = tuple(METRICS) if metric == "all" else (metric,)
     results = {}
     first_error: ValueError | None = None
     for name in metrics:

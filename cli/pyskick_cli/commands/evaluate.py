@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from pyskick.metrics import DEFAULT_METRIC, METRICS, metrics_help
 from pyskick_cli.options import (
     DATASET_HELP,
     RUN_DATASET_HELP,
@@ -28,11 +29,10 @@ from pyskick_cli.outputs import check_outputs, overwrite_option
 @dataset_option(default=None, show_default=False, help=DATASET_HELP + RUN_DATASET_HELP)
 @click.option(
     "--metric",
-    type=click.Choice(["avg", "adv"]),
-    default="avg",
+    type=click.Choice(list(METRICS)),
+    default=DEFAULT_METRIC,
     show_default=True,
-    help="avg: every other elevation and azimuth as starts, mean over starts; adv: all starts, "
-    "worst start per sample.",
+    help=metrics_help(),
 )
 @split_option()
 @actor_name_option(

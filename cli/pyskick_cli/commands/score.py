@@ -111,12 +111,11 @@ def score(
     import torch.distributed as dist
 
     from pyskick.data import ViewgridFile
-    from pyskick.sidekicks import make_sidekick
+    from pyskick.sidekicks import has_scores, make_sidekick
     from pyskick.sidekicks.scores import (
         ScoreMeta,
         broadcast_from_main,
         compute_scores_sharded,
-        has_scores,
         score_key,
         write_scores,
     )
@@ -156,10 +155,6 @@ def score(
         )
     if model is None:
         helper = build(cached_one_view(path, config, TrainData.from_file(path)))
-    if helper.score_options(config.T) is None:
-        raise click.BadParameter(
-            f"sidekick {sidekick!r} has no scores with these options", param_hint="--sidekick"
-        )
 
     run_device = resolve_device(config.device, int(os.environ.get("LOCAL_RANK", "0")))
     ctx = init_distributed(run_device)

@@ -122,7 +122,7 @@ def visualize(
     and exampleK_gridI_coverage.png. Figures already in --out are refused unless --overwrite.
     """
     from pyskick.data import ViewgridFile
-    from pyskick.sidekicks.reward import NMS_PRESETS
+    from pyskick.sidekicks import nms_preset
     from pyskick.training.distributed import resolve_device
     from pyskick.viz import draw_sidekick_maps, plot_learning_curves, visualize_run
     from pyskick.viz.curves import read_curve
@@ -174,7 +174,7 @@ def visualize(
             channel_mean=mean,
             out_dir=out_dir,
             names=[f"example{k}_grid{i}" for k, i in enumerate(chosen.tolist())],
-            nms=NMS_PRESETS[source.spec.preset],
+            nms=nms_preset(source.spec.preset),
             device=where,
         )
     for path in written:

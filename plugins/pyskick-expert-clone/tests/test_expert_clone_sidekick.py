@@ -11,7 +11,7 @@ from pyskick_expert_clone.sidekick import ExpertCloneSidekick
 from pyskick_expert_clone.training import ExpertSettings
 
 from pyskick.data import ViewgridFile
-from pyskick.sidekicks import make_sidekick as build_sidekick
+from pyskick.sidekicks import make_sidekick
 from pyskick.sidekicks.base import checkpoint_digest
 from pyskick.training import TrainConfig, TrainData
 
@@ -19,9 +19,10 @@ T = 3
 CPU = torch.device("cpu")
 
 
-def make_sidekick(
+def expert_clone(
     one_view: Path, scenes: TrainData, *, seed: int = 5, hybrid_schedule: int = 2
 ) -> ExpertCloneSidekick:
+    """Built by hand with a tiny expert (the registry's factory takes the run's config)."""
     settings = ExpertSettings(
         epochs=2, batch_size=4, lr=1e-3, weight_decay=1e-6, grad_clip=10.0,
         lambda_entropy=1e-4, seed=seed,
@@ -43,7 +44,7 @@ def grids(scenes: TrainData) -> torch.Tensor:
 @pytest.fixture(scope="module")
 def scores(one_view: Path, scenes: TrainData, grids: torch.Tensor) -> dict[str, torch.Tensor]:
     torch.set_num_threads(1)
-    return make_sidekick(one_view, scenes).compute_scores(grids, T=T, device=CPU)
+    return expert_clone(one_view, scenes).compute_scores(grids, T=T, device=CPU)
 
 
 def test_trajectories_are_valid(scores: dict[str, torch.Tensor], grids: torch.Tensor) -> None:
@@ -62,7 +63,7 @@ def test_same_seed_same_trajectories_and_global_rng_untouched(
 ) -> None:
     torch.manual_seed(99)
     before = torch.get_rng_state()
-    sidekick = make_sidekick(one_view, scenes)
+    sidekick = expert_clone(one_view, scenes)
     again = sidekick.compute_scores(grids, T=T, device=CPU)
     assert torch.equal(torch.get_rng_state(), before)
     assert torch.equal(again["trajectories"], scores["trajectories"])
@@ -72,23 +73,22 @@ def test_same_seed_same_trajectories_and_global_rng_untouched(
 
 
 def test_score_options_name_what_the_scores_depend_on(one_view: Path, scenes: TrainData) -> None:
-    sidekick = make_sidekick(one_view, scenes)
+    sidekick = expert_clone(one_view, scenes)
     options = sidekick.score_options(4)
     assert json.loads(json.dumps(options)) == options  # plain JSON types
-    assert options["sidekick"] == "expert-clone"
     assert options["one_view_sha256"] == checkpoint_digest(one_view)
     assert options["T"] == 4
     assert options["expert_epochs"] == 2
     assert options["seed"] == 5
     assert options != sidekick.score_options(3)
-    assert options != make_sidekick(one_view, scenes, seed=6).score_options(4)
+    assert options != expert_clone(one_view, scenes, seed=6).score_options(4)
     assert sidekick.shardable is False
 
 
 def test_demonstrations_follow_the_trajectories_and_t_sup_anneals(
     one_view: Path, scenes: TrainData, scores: dict[str, torch.Tensor]
 ) -> None:
-    sidekick = make_sidekick(one_view, scenes, hybrid_schedule=2)
+    sidekick = expert_clone(one_view, scenes, hybrid_schedule=2)
     sidekick.load_scores(scores, T=T, device=CPU)
     indices = torch.tensor([3, 0, 7, 3])
     starts = torch.tensor([0, 31, 12, 5])
@@ -112,14 +112,14 @@ def test_demonstrations_follow_the_trajectories_and_t_sup_anneals(
 def test_state_dict_resumes_the_schedule(
     one_view: Path, scenes: TrainData, scores: dict[str, torch.Tensor]
 ) -> None:
-    sidekick = make_sidekick(one_view, scenes, hybrid_schedule=1)
+    sidekick = expert_clone(one_view, scenes, hybrid_schedule=1)
     sidekick.load_scores(scores, T=T, device=CPU)
     sidekick.on_epoch_end(0)
     saved = sidekick.state_dict()
     assert saved == {"T_sup": 1}
     # The trainer restores the checkpoint after prepare(); a restore before must survive too.
     for restore_first in (False, True):
-        resumed = make_sidekick(one_view, scenes, hybrid_schedule=1)
+        resumed = expert_clone(one_view, scenes, hybrid_schedule=1)
         if restore_first:
             resumed.load_state_dict(saved)
         resumed.load_scores(scores, T=T, device=CPU)
@@ -138,7 +138,7 @@ def test_state_dict_resumes_the_schedule(
 def test_bad_scores_and_use_before_prepare(
     one_view: Path, scenes: TrainData, scores: dict[str, torch.Tensor]
 ) -> None:
-    sidekick = make_sidekick(one_view, scenes)
+    sidekick = expert_clone(one_view, scenes)
     with pytest.raises(RuntimeError, match="prepare"):
         sidekick.demonstrations(torch.tensor([0]), torch.tensor([0]), 0)
     with pytest.raises(ValueError, match="T=4 needs 3"):
@@ -146,14 +146,14 @@ def test_bad_scores_and_use_before_prepare(
     with pytest.raises(ValueError, match="int64"):
         sidekick.load_scores({"trajectories": scores["trajectories"].float()}, T=T, device=CPU)
     with pytest.raises(ValueError, match="batch_size"):
-        make_sidekick(one_view, scenes).compute_scores(scenes.train[:3], T=T, device=CPU)
+        expert_clone(one_view, scenes).compute_scores(scenes.train[:3], T=T, device=CPU)
 
 
 def test_factory_takes_the_run_settings(
     one_view: Path, scenes_file: Path, config: TrainConfig
 ) -> None:
     spec = ViewgridFile(scenes_file).spec
-    sidekick = build_sidekick("expert-clone", one_view=one_view, spec=spec, config=config)
+    sidekick = make_sidekick("expert-clone", one_view=one_view, spec=spec, config=config)
     assert sidekick.name == "expert-clone"
     # Not config.epochs: a resumed run may raise it, and the expert must stay the same.
     assert sidekick.settings.epochs == config.pretrain_epochs
@@ -161,7 +161,7 @@ def test_factory_takes_the_run_settings(
         "hybrid_schedule": max(1, round(config.epochs * 0.05)),
         "expert_epochs": config.pretrain_epochs,
     }
-    longer_run = build_sidekick(
+    longer_run = make_sidekick(
         "expert-clone",
         one_view=one_view,
         spec=spec,
@@ -171,14 +171,14 @@ def test_factory_takes_the_run_settings(
     assert sidekick.settings.lr == config.lr
     assert sidekick.settings.seed == config.seed
     assert sidekick.channel_mean == tuple(spec.channel_mean)
-    longer = build_sidekick(
+    longer = make_sidekick(
         "expert-clone", one_view=one_view, spec=spec, config=config,
         options={"expert_epochs": "7", "hybrid_schedule": "3"},
     )  # fmt: skip
     assert longer.settings.epochs == 7
     assert longer.hybrid_schedule == 3
     with pytest.raises(ValueError, match="expert_epochs must be an int >= 1"):
-        build_sidekick(
+        make_sidekick(
             "expert-clone", one_view=one_view, spec=spec, config=config,
             options={"expert_epochs": "0"},
         )  # fmt: skip

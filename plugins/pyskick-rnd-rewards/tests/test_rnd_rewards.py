@@ -21,8 +21,7 @@ from pyskick_rnd_rewards.sidekick import (
 
 from pyskick.data import MODELNET_HARD, SUN360
 from pyskick.plugins import make_plugin_host
-from pyskick.sidekicks import make_sidekick
-from pyskick.sidekicks.reward import RewardSidekick
+from pyskick.sidekicks import REWARD_OPTIONS, RewardMaps, make_sidekick
 from pyskick.training import train_preset
 from pyskick.training.checkpoint import load_checkpoint
 from pyskick_cli.main import main
@@ -98,16 +97,17 @@ def test_maps_depend_only_on_the_seed_and_each_viewgrid() -> None:
 
 def test_sidekick_contract() -> None:
     sidekick = RandomRewardSidekick(seed=3, k=5, radius=2, decay_every=2, decay_factor=4.0)
-    assert sidekick.score_options(T=4) == {
-        "sidekick": "rnd-rewards", "seed": 3, "k": 5, "radius": 2,
-    }  # fmt: skip
+    assert isinstance(sidekick, RewardMaps)
+    assert sidekick.score_options(T=4) == {"seed": 3, "k": 5, "radius": 2}
+    assert sidekick.reward_radius == 2  # the environment zeroes the spread's radius
     data = grids(10, 4, 8)
     sidekick.prepare(data, T=4, device=CPU)  # Sidekick's default: compute then load the scores
     indices = torch.tensor([9, 0, 9])
     expected = random_reward_maps(data, seed=3, k=5, radius=2)[indices]
     assert torch.equal(sidekick.reward_maps(indices, epoch=0), expected)
     # The rew sidekick's reward scale and decay, resumed from the state dict.
-    assert sidekick.reward_scale(0) == RewardSidekick(".", channel_mean=()).reward_scale(0) > 0
+    (default_scale,) = [option.default for option in REWARD_OPTIONS if option.name == "scale"]
+    assert sidekick.reward_scale(0) == default_scale > 0
     for epoch in range(4):
         sidekick.on_epoch_end(epoch)
     assert sidekick.reward_scale(4) == pytest.approx(sidekick.initial_scale / 16)
@@ -120,6 +120,21 @@ def test_sidekick_contract() -> None:
         RandomRewardSidekick(seed=0, k=0)
     with pytest.raises(ValueError, match=r"\[n, N, M, C, H, W\]"):
         draw_centres(torch.zeros(3, 4, 8, dtype=torch.uint8), seed=0, k=1)
+
+
+def test_the_template_uses_only_the_public_sidekick_api() -> None:
+    # What a plugin copies must not reach into pyskick's sidekick modules.
+    import ast
+
+    import pyskick_rnd_rewards
+
+    modules = set()
+    for source in Path(pyskick_rnd_rewards.__file__).parent.glob("*.py"):
+        for node in ast.walk(ast.parse(source.read_text())):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("pyskick."):
+                modules.add(node.module)
+    assert "pyskick.sidekicks" in modules
+    assert not [m for m in modules if m.startswith("pyskick.sidekicks.")], modules
 
 
 def test_factory_follows_the_rew_presets() -> None:

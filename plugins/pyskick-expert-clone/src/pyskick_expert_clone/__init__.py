@@ -16,8 +16,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import pyskick
-from pyskick.options import SidekickOption
-from pyskick.sidekicks.defaults import HYBRID_OPTION
+from pyskick.sidekicks import HYBRID_OPTION, SidekickOption  # torch-free
 
 if TYPE_CHECKING:
     from pyskick.hookspecs import Register

@@ -21,8 +21,7 @@ from torch import Tensor
 
 from pyskick import progress
 from pyskick.errors import UserError
-from pyskick.sidekicks.base import checkpoint_digest
-from pyskick.sidekicks.hybrid import HybridSupervision
+from pyskick.sidekicks import HybridSupervision, checkpoint_digest
 from pyskick_expert_clone.training import (
     ExpertEpoch,
     ExpertSettings,
@@ -60,7 +59,6 @@ class ExpertCloneSidekick(HybridSupervision):
         batch_size: episodes per forward pass while dumping trajectories (memory only).
     """
 
-    name = "expert-clone"
     shardable = False  # the expert learns from all grids at once
 
     def __init__(
@@ -90,7 +88,6 @@ class ExpertCloneSidekick(HybridSupervision):
         episodes) and every expert training setting."""
         options = self.settings.to_dict()
         return {
-            "sidekick": "expert-clone",
             "one_view_sha256": checkpoint_digest(self.one_view),
             "channel_mean": list(self.channel_mean),
             "T": T,

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import pyskick
-from pyskick.sidekicks.defaults import REWARD_OPTIONS
+from pyskick.sidekicks import REWARD_OPTIONS  # torch-free
 
 if TYPE_CHECKING:
     from pyskick.data import GridSpec

@@ -5,8 +5,8 @@ everything but the information: per training viewgrid it draws k centres uniform
 N×M grid (independently, so two may coincide) and spreads ``1 / 4^d`` around each one over
 Chebyshev distance ``d <= radius``, azimuth wrapping and elevation clipping as the camera moves.
 The sum is clipped at 1, giving ``[0, 1]`` maps like the rew sidekick's, with the same reward
-scale and decay schedule (this class inherits them from
-:class:`pyskick.sidekicks.reward.RewardSidekick`).
+scale and decay schedule: both sidekicks subclass :class:`pyskick.sidekicks.RewardMaps`, which
+pays the maps out and decays the scale.
 
 Each viewgrid's centres come from a ``torch.Generator`` seeded by the run's seed and a hash of
 that viewgrid's pixels, so a map depends on nothing else: not on the sample's position, the
@@ -16,13 +16,12 @@ order of the data or which rank scores which slice (the sidekick stays ``shardab
 from __future__ import annotations
 
 import hashlib
-from pathlib import Path
 from typing import Any
 
 import torch
 from torch import Tensor
 
-from pyskick.sidekicks.reward import RewardSidekick
+from pyskick.sidekicks import RewardMaps
 
 
 def _grid_seed(grid: Tensor, seed: int) -> int:
@@ -83,34 +82,34 @@ def random_reward_maps(grids: Tensor, *, seed: int, k: int, radius: int) -> Tens
     return spread_maps(draw_centres(grids, seed=seed, k=k), N=N, M=M, radius=radius)
 
 
-class RandomRewardSidekick(RewardSidekick):
-    """rnd-rewards: the rew sidekick with random maps in place of one-view scores.
+class RandomRewardSidekick(RewardMaps):
+    """rnd-rewards: random maps with the rew sidekick's peaks, spread and schedule.
 
-    Only the scores differ from :class:`~pyskick.sidekicks.reward.RewardSidekick`: loading the
-    maps, the reward scale, its decay and the checkpointed state are inherited, so both
+    Only the maps differ from the rew sidekick's: loading them, the reward scale, its decay and
+    the checkpointed state come from :class:`~pyskick.sidekicks.RewardMaps`, so both
     sidekicks pay rewards on the same schedule. No model is needed.
 
     Args:
         seed: seeds the maps (with each viewgrid's content).
         k: centres per viewgrid (the rew sidekick's NMS peaks).
         radius: spread radius; also the environment's reward-zeroing radius.
-        **schedule: ``scale``, ``decay_every``, ``decay_factor`` of the reward scale; the rew
-            sidekick's defaults when omitted.
+        **schedule: ``scale``, ``decay_every``, ``decay_factor`` of the reward scale
+            (:class:`~pyskick.sidekicks.RewardMaps`' defaults when omitted).
     """
-
-    name = "rnd-rewards"
 
     def __init__(self, *, seed: int, k: int = 4, radius: int = 1, **schedule: Any) -> None:
         if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**63:
             raise ValueError(f"rnd-rewards needs a seed in [0, 2**63), got {seed!r}")
-        # The one-view run and channel mean only feed the rew sidekick's scores, replaced below.
-        super().__init__(Path(), channel_mean=(), k=k, radius=radius, **schedule)
-        self.seed = seed
+        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+            raise ValueError(f"rnd-rewards needs k >= 1 centres, got {k!r}")
+        super().__init__(radius=radius, **schedule)
+        self.seed, self.k = seed, k
+        self.options = {**self.options, "k": k}
 
     def score_options(self, T: int) -> dict[str, Any]:
         """The seed and the map shape: the maps depend on nothing else (not on T)."""
-        return {"sidekick": self.name, "seed": self.seed, "k": self.k, "radius": self.radius}
+        return {"seed": self.seed, "k": self.k, "radius": self.radius}
 
     def compute_scores(self, grids: Tensor, *, T: int, device: torch.device) -> dict[str, Tensor]:
-        """``nms``: the ``[n, N, M]`` random reward maps (the key the rew sidekick loads)."""
-        return {"nms": random_reward_maps(grids, seed=self.seed, k=self.k, radius=self.radius)}
+        """``maps``: the ``[n, N, M]`` random reward maps."""
+        return {"maps": random_reward_maps(grids, seed=self.seed, k=self.k, radius=self.radius)}
