@@ -92,7 +92,7 @@ _CUDA_READY = torch.cuda.is_available() and has_cuda()
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--ops", "nms_rewards,warp"], "'--ops': unknown op 'warp'; expected a comma-sep"),
+        (["--ops", "nms_rewards,warp"], "'--ops': got 'nms_rewards,warp' (unknown op 'warp')"),
         (["--ops", ","], "'--ops': got ','; expected a comma-separated list of rotate_viewgrid"),
         (["--repeats", "0"], "'--repeats': 0 is not in the range x>=1"),
         (["--device", "tpu"], "'--device': 'tpu' is not one of 'cpu', 'cuda', 'all'"),

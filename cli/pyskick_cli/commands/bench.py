@@ -32,10 +32,13 @@ class OpList(click.ParamType):
         if isinstance(value, tuple):  # the default
             return value
         names = [name.strip() for name in str(value).split(",") if name.strip()]
-        unknown = ", ".join(repr(name) for name in names if name not in BENCH_OPS)
+        unknown = [repr(name) for name in names if name not in BENCH_OPS]
         if not names or unknown:
-            got = f"unknown op {unknown}" if unknown else f"got {value!r}"
-            self.fail(f"{got}; expected a comma-separated list of {', '.join(BENCH_OPS)}")
+            got = f"got {value!r}"
+            if unknown:
+                got += f" (unknown op{'s' if len(unknown) > 1 else ''} {', '.join(unknown)})"
+            expected = f"expected a comma-separated list of {', '.join(BENCH_OPS)}"
+            self.fail(f"{got}; {expected}", param, ctx)
         return tuple(dict.fromkeys(names))  # drop duplicates, keep order
 
 
