@@ -1,6 +1,7 @@
 # Typed stub of the compiled module pyskick._C (csrc/bindings.cpp). Addresses are
 # Tensor.data_ptr() values; `stream` is torch.cuda.current_stream().cuda_stream. Call the
-# validated wrappers in pyskick.ops instead of these.
+# validated wrappers in pyskick.ops instead of these. tests/ops/test_native_stub.py checks that
+# this file declares the module's functions with their argument names and return types.
 from typing import Any
 
 def build_info() -> dict[str, Any]: ...

@@ -2,7 +2,8 @@
 
 Every op takes ``backend="auto" | "native" | "reference"``. ``auto`` runs the native kernel
 when one was built for the tensors' device and otherwise the twin in
-:mod:`pyskick.ops._reference` (warning once). Ops are not differentiable.
+:mod:`pyskick.ops._reference` (warning once). Ops are not differentiable. ``docs/kernels.md``
+walks through adding an op.
 """
 
 from __future__ import annotations

@@ -1,21 +1,15 @@
-"""Input validation and backend dispatch shared by the op wrappers.
+"""Input validation shared by the op wrappers.
 
-Every wrapper validates once, here, with messages that name the argument and what it got, and
-then picks a backend. Kernels trust what reaches them.
+Every wrapper validates once, with these checks, whose messages name the op, the argument and
+what it got; then it picks a backend (:mod:`pyskick.ops._dispatch`). Kernels trust what reaches
+them.
 """
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Sequence
-from typing import Literal
 
 import torch
-
-from pyskick.ops._native import has_cuda, native_module
-
-Backend = Literal["auto", "native", "reference"]
-BACKENDS = ("auto", "native", "reference")
 
 # Every element count and byte offset must stay far from int64 overflow in the kernels.
 MAX_NUMEL = 2**62
@@ -93,46 +87,3 @@ def check_index_range(name: str, t: torch.Tensor, upper: int, *, op: str) -> Non
     lo, hi = int(t.min()), int(t.max())
     if lo < 0 or hi >= upper:
         raise ValueError(f"{op}: {name} must lie in [0, {upper}), got values in [{lo}, {hi}]")
-
-
-_warned_fallback: set[str] = set()
-
-
-def use_native(op: str, backend: str, device: torch.device) -> bool:
-    """Resolve ``backend`` for ``device``: True to run the native kernel, False for the twin.
-
-    Raises:
-        ValueError: unknown backend name.
-        RuntimeError: ``backend="native"`` but no native kernel was built for ``device``.
-    """
-    if backend not in BACKENDS:
-        raise ValueError(f"{op}: backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
-    if backend == "reference":
-        return False
-    if device.type == "cpu":
-        available, missing = native_module() is not None, "the native module pyskick._C"
-    elif device.type == "cuda":
-        available, missing = has_cuda(), "CUDA kernels (rebuild with PYSKICK_WITH_CUDA=ON)"
-    else:
-        available, missing = False, f"kernels for device type {device.type!r}"
-    if available:
-        return True
-    if backend == "native":
-        raise RuntimeError(
-            f"{op}: backend='native' needs {missing}, which this build of pyskick lacks "
-            "(see `pyskick info`); use backend='reference'"
-        )
-    if device.type not in _warned_fallback:
-        _warned_fallback.add(device.type)
-        warnings.warn(
-            f"pyskick: no native kernels for {device.type} tensors ({missing} missing); "
-            "using the pure-PyTorch reference ops",
-            RuntimeWarning,
-            stacklevel=3,
-        )
-    return False
-
-
-def cuda_stream(device: torch.device) -> int:
-    """Address of the current CUDA stream of ``device``, for the kernels to launch on."""
-    return int(torch.cuda.current_stream(device).cuda_stream)

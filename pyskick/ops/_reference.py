@@ -13,6 +13,8 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from pyskick.ops._render_defaults import DEFAULT_LIGHTS
+
 
 def rotate_viewgrid(
     grid: Tensor,
@@ -233,14 +235,12 @@ def render_mesh_views(
     Args:
         vertices: ``[P, 3]`` float32. faces: ``[F, 3]`` int32. elevations_deg: ``[N]`` float32.
         azimuths_deg: ``[M]`` float32. lights: ``[L, 4]`` float32 (direction, intensity); None
-            for ``DEFAULT_LIGHTS`` of :mod:`pyskick.ops.render`.
+            for ``DEFAULT_LIGHTS`` (:mod:`pyskick.ops._render_defaults`).
 
     Returns:
         ``[N, M, image_size, image_size]`` float32 in [0, 1].
     """
     if lights is None:
-        from pyskick.ops.render import DEFAULT_LIGHTS
-
         lights = DEFAULT_LIGHTS
     import math  # C-library trigonometry, as in the native kernel
 

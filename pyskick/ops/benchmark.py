@@ -1,12 +1,18 @@
-"""Deterministic workloads, copy bandwidth and timing for the kernel benchmarks (design.md §9).
+"""The benchmark table of the kernels, their seeded workloads and the timing (design.md §9).
 
-Shared by ``tests/benchmarks`` (pytest-benchmark) and ``pyskick bench`` (a printed table), so
-both time the same inputs. The performance targets are ratios measured in one run:
+:data:`BENCHMARKS` has one row per op: how to build its inputs, the scales to time, how close
+the native result must be to the twin's, and, for a memory-bound op, its memory bound. Both
+``tests/benchmarks`` (pytest-benchmark) and ``pyskick bench`` (a printed table) read it, so
+they time the same inputs, and ``pyskick bench --ops`` takes its names from it. The
+performance targets are ratios measured in one run:
 
-- ``rotate_viewgrid`` against a plain copy of the same bytes (``grid.clone()``);
-- ``coverage_matrix`` against reading ``recon`` once at the measured copy bandwidth;
-- ``greedy_coverage`` and ``nms_rewards`` against their vectorised PyTorch twins in
-  :mod:`pyskick.ops._reference` (what a user would write instead of a kernel).
+- a ``copy``-bound op (``rotate_viewgrid``) against an allocating copy of the same bytes
+  (``grid.clone()``);
+- a ``read``-bound op (``coverage_matrix``) against reading its input (``recon``) once at the
+  measured copy bandwidth;
+- every op against its vectorised PyTorch twin in :mod:`pyskick.ops._reference` (what a user
+  would write instead of a kernel): the target of the loop-like ``greedy_coverage`` and
+  ``nms_rewards``.
 
 **Copy bandwidth** is what :func:`measure_copy_bandwidth` reports: bytes of the source buffer
 divided by the time of ``dst.copy_(src)`` between two preallocated buffers larger than any
@@ -18,25 +24,19 @@ bandwidth" is therefore a bound that a fused kernel can meet, not an optimistic 
 
 from __future__ import annotations
 
+import inspect
 import statistics
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, Protocol
 
 import torch
 from torch import Tensor
 
+import pyskick.ops
 from pyskick.ops import _reference
-from pyskick.ops.coverage import coverage_matrix
-from pyskick.ops.greedy import greedy_coverage
-from pyskick.ops.nms import nms_rewards
-from pyskick.ops.viewgrid import rotate_viewgrid
 
-BENCH_OPS = ("rotate_viewgrid", "nms_rewards", "greedy_coverage", "coverage_matrix")
-ROTATE_DTYPES = {"uint8": torch.uint8, "float32": torch.float32}
-# coverage_matrix at B=1024 reads 12.9 GB of recon: it runs in chunks of this many samples.
-COVERAGE_CHUNK = 8
 COPY_BYTES = 256 * 2**20  # larger than the last-level cache of CPUs and GPUs alike
 
 
@@ -65,6 +65,189 @@ class GridShape:
 SUN360 = GridShape(n_elevations=4, n_azimuths=8, channels=3, height=32, width=32)
 
 
+class InputBuilder(Protocol):
+    """Seeded CPU inputs of one op for ``batch`` samples: ``(args, kwargs)`` of the public op.
+
+    ``variant`` is one of the row's ``variants`` (None for an op without variants).
+    """
+
+    def __call__(
+        self, batch: int, *, gen: torch.Generator, shape: GridShape, variant: str | None
+    ) -> tuple[tuple[Any, ...], dict[str, Any]]: ...
+
+
+@dataclass(frozen=True)
+class MemoryBound:
+    """The memory bound of an op that moves more bytes than it computes.
+
+    Attributes:
+        kind: ``"copy"``: the op reads and writes ``input``'s bytes once, like ``clone()``; its
+            bound is the measured time of ``input.clone()``. ``"read"``: the op reads ``input``
+            once and writes little; its bound is ``input``'s bytes at the measured copy
+            bandwidth, and its baseline benchmark is ``input.sum()``.
+        input: name of the op's argument whose bytes bound it.
+    """
+
+    kind: Literal["copy", "read"]
+    input: str
+
+    def describe(self) -> str:
+        """One phrase for the legend of ``pyskick bench``."""
+        if self.kind == "copy":
+            return f"{self.input}.clone() of the same bytes"
+        return f"{self.input} bytes / copy bandwidth"
+
+
+@dataclass(frozen=True)
+class Scale:
+    """One input size of an op's benchmark.
+
+    Attributes:
+        batch: samples per timed run.
+        variant: the op's input variant (for ``rotate_viewgrid`` the dtype), or None.
+        chunk: samples per op call (``batch`` must be a multiple); None processes the batch at
+            once. Only one chunk is allocated and it is processed ``batch / chunk`` times.
+        with_reference: False times the native kernel only (the twin would take minutes); its
+            result on the chunk is still checked against the twin's.
+    """
+
+    batch: int
+    variant: str | None = None
+    chunk: int | None = None
+    with_reference: bool = True
+
+
+@dataclass(frozen=True)
+class OpBenchmark:
+    """One row of :data:`BENCHMARKS`: how an op is benchmarked.
+
+    Attributes:
+        inputs: builds the op's seeded inputs.
+        scales: what the full suite (``pyskick bench``, ``make bench``) times.
+        quick: what ``pyskick bench --quick`` times.
+        atol: largest absolute difference allowed between the native result and the twin's
+            (0: bit-identical).
+        bound: the memory bound of a memory-bound op, else None.
+        variants: the values ``Scale.variant`` may take (empty: the op has none).
+    """
+
+    inputs: InputBuilder
+    scales: tuple[Scale, ...]
+    quick: tuple[Scale, ...]
+    atol: float = 0.0
+    bound: MemoryBound | None = None
+    variants: tuple[str, ...] = ()
+
+
+def rotate_inputs(
+    batch: int, *, gen: torch.Generator, shape: GridShape, variant: str | None
+) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """Random viewgrids ``[B, N, M, C, H, W]`` of dtype ``variant`` and azimuth shifts ``[B]``.
+
+    ``uint8`` grids are stored pixels, ``float32`` preprocessed ones; the shifts are any
+    integers in ``[-3M, 3M)``.
+    """
+    size = (batch, shape.n_elevations, shape.n_azimuths, shape.channels, shape.height, shape.width)
+    if variant == "uint8":
+        grid = torch.randint(0, 256, size, generator=gen, dtype=torch.uint8)
+    else:
+        grid = torch.rand(size, generator=gen)
+    shifts = torch.randint(-3 * shape.n_azimuths, 3 * shape.n_azimuths, (batch,), generator=gen)
+    return (grid, shifts), {}
+
+
+def nms_inputs(
+    batch: int, *, gen: torch.Generator, shape: GridShape, variant: str | None
+) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """Random one-view score maps ``[B, N, M]`` in [0, 1); the paper's k = 4 peaks, radius 1."""
+    scores = torch.rand(batch, shape.n_elevations, shape.n_azimuths, generator=gen)
+    return (scores, 4, 1), {}
+
+
+def greedy_inputs(
+    batch: int, *, gen: torch.Generator, shape: GridShape, variant: str | None
+) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """Utilities ``[B, V, V]`` shaped like ``coverage_matrix`` output, from all V start views.
+
+    Each target's column is min-max normalised over the sources into [0, 1], as
+    ``coverage_matrix`` returns it, so the trajectories saturate the way real ones do. The
+    paper's T = 4 glimpses give 3 steps.
+    """
+    V = shape.views
+    raw = torch.rand(batch, V, V, generator=gen)
+    lo, hi = raw.amin(dim=1, keepdim=True), raw.amax(dim=1, keepdim=True)
+    coverage = ((raw - lo) / (hi - lo)).clamp(0.0, 1.0)
+    starts = torch.arange(V).expand(batch, V).contiguous()
+    kwargs = {"n_elevations": shape.n_elevations, "n_azimuths": shape.n_azimuths}
+    return (coverage, starts, 3), kwargs
+
+
+def coverage_inputs(
+    batch: int, *, gen: torch.Generator, shape: GridShape, variant: str | None
+) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """Reconstructions ``[B, V, N, M, C, H, W]`` near a true grid ``[B, N, M, C, H, W]``.
+
+    Each reconstruction is the truth plus seeded noise whose level differs per start view, so
+    the utilities spread over [0, 1] as with a trained model.
+    """
+    N, M, V = shape.n_elevations, shape.n_azimuths, shape.views
+    grid = torch.rand(batch, N, M, shape.channels, shape.height, shape.width, generator=gen)
+    noise_level = torch.rand(batch, V, 1, 1, 1, 1, 1, generator=gen)
+    recon = grid[:, None] + noise_level * torch.randn(batch, V, *grid.shape[1:], generator=gen)
+    return (recon, grid), {}
+
+
+# The benchmark table: one row per op of pyskick.ops, in the order `pyskick bench` runs them;
+# None for an op that is not benchmarked. Scales are SUN360 grids at the paper's batch sizes.
+BENCHMARKS: dict[str, OpBenchmark | None] = {
+    "rotate_viewgrid": OpBenchmark(
+        inputs=rotate_inputs,
+        scales=tuple(Scale(b, variant=d) for b in (32, 1024) for d in ("uint8", "float32")),
+        quick=(Scale(32, variant="uint8"), Scale(32, variant="float32")),
+        bound=MemoryBound("copy", "grid"),
+        variants=("uint8", "float32"),
+    ),
+    "nms_rewards": OpBenchmark(
+        inputs=nms_inputs,
+        # Loop-like ops are cheap and their targets are set at B=1024: quick times it too.
+        scales=(Scale(32), Scale(1024)),
+        quick=(Scale(32), Scale(1024)),
+    ),
+    "greedy_coverage": OpBenchmark(
+        inputs=greedy_inputs,
+        scales=(Scale(32), Scale(1024)),
+        quick=(Scale(32), Scale(1024)),
+    ),
+    "coverage_matrix": OpBenchmark(
+        inputs=coverage_inputs,
+        # B=1024 reads 12.9 GB of recon: chunks of 8, native only (the float64 twin would take
+        # minutes; the kernel's result on the chunk is still checked against the twin's).
+        scales=(Scale(8), Scale(1024, chunk=8, with_reference=False)),
+        quick=(Scale(2),),
+        # The kernel sums squared errors in float32 lanes where the twin uses float64.
+        atol=1e-4,
+        bound=MemoryBound("read", "recon"),
+    ),
+    # Data generation (`pyskick data make`), outside the performance targets of design.md §9.
+    "render_mesh_views": None,
+}
+
+# The ops `pyskick bench` can time; all of them by default.
+BENCH_OPS = tuple(op for op, row in BENCHMARKS.items() if row is not None)
+
+
+def benchmark_of(op: str) -> OpBenchmark:
+    """The table row of ``op``.
+
+    Raises:
+        ValueError: ``op`` has no row (unknown or not benchmarked).
+    """
+    row = BENCHMARKS.get(op)
+    if row is None:
+        raise ValueError(f"benchmark: op must be one of {', '.join(BENCH_OPS)}, got {op!r}")
+    return row
+
+
 @dataclass(frozen=True)
 class Workload:
     """Seeded inputs of one op at one scale, runnable on any backend.
@@ -77,8 +260,7 @@ class Workload:
         kwargs: keyword arguments of the op, ``backend`` excluded.
         chunks: how many times :meth:`run` calls the op on ``args`` (the same chunk is reused:
             it is larger than any cache, so every pass reads memory again).
-        bytes_read: bytes a memory-bound op must at least read per :meth:`run` (the grid for
-            ``rotate_viewgrid``, ``recon`` for ``coverage_matrix``), else 0.
+        bound: the op's memory bound (see :class:`MemoryBound`), or None.
     """
 
     op: str
@@ -87,16 +269,31 @@ class Workload:
     args: tuple[Any, ...]
     kwargs: dict[str, Any] = field(default_factory=dict)
     chunks: int = 1
-    bytes_read: int = 0
+    bound: MemoryBound | None = None
 
     @property
     def device(self) -> torch.device:
         """Device of the input tensors."""
         return self.args[0].device
 
+    @property
+    def bound_input(self) -> Tensor | None:
+        """The input named by the memory bound (one chunk), or None without a bound."""
+        if self.bound is None:
+            return None
+        signature = inspect.signature(getattr(pyskick.ops, self.op))
+        return signature.bind(*self.args, **self.kwargs).arguments[self.bound.input]
+
+    @property
+    def bytes_read(self) -> int:
+        """Bytes of the bound input over all chunks: what a memory-bound op must read per
+        :meth:`run`; 0 without a bound."""
+        tensor = self.bound_input
+        return 0 if tensor is None else tensor.numel() * tensor.element_size() * self.chunks
+
     def run(self, backend: str) -> Any:
         """Run the public op with ``backend`` ("reference" or "native"); the last chunk's result."""
-        fn = _PUBLIC[self.op]
+        fn = getattr(pyskick.ops, self.op)
         result = None
         for _ in range(self.chunks):
             result = fn(*self.args, **self.kwargs, backend=backend)
@@ -106,209 +303,97 @@ class Workload:
         """Run the pure-PyTorch twin directly (no validation): the reference for equality checks."""
         return getattr(_reference, self.op)(*self.args, **self.kwargs)
 
-    def baseline(self) -> Callable[[], Any] | None:
-        """The memory-bound baseline of this op on the same bytes, or None for loop-like ops.
+    def baseline(self) -> Callable[[], Tensor] | None:
+        """The memory-bound baseline on the same bytes, per chunk, or None without a bound.
 
-        ``rotate_viewgrid``: ``grid.clone()`` (reads and writes the grid like the op does).
-        ``coverage_matrix``: ``recon.sum()`` per chunk (reads ``recon`` once).
+        ``copy``: ``input.clone()`` (the last copy is returned). ``read``: ``input.sum()``
+        (the total over the chunks is returned).
         """
-        if self.op == "rotate_viewgrid":
-            grid = self.args[0]
-            return grid.clone
-        if self.op == "coverage_matrix":
-            recon = self.args[0]
+        tensor = self.bound_input
+        if self.bound is None or tensor is None:
+            return None
+        if self.bound.kind == "copy":
 
-            def read_once() -> Tensor:
-                total = recon.new_zeros(())
-                for _ in range(self.chunks):
-                    total = total + recon.sum()
-                return total
+            def copy() -> Tensor:
+                for _ in range(self.chunks - 1):
+                    tensor.clone()
+                return tensor.clone()
 
-            return read_once
-        return None
+            return copy
 
+        def read_once() -> Tensor:
+            total = tensor.new_zeros(())
+            for _ in range(self.chunks):
+                total = total + tensor.sum()
+            return total
 
-_PUBLIC: dict[str, Callable[..., Any]] = {
-    "rotate_viewgrid": rotate_viewgrid,
-    "coverage_matrix": coverage_matrix,
-    "greedy_coverage": greedy_coverage,
-    "nms_rewards": nms_rewards,
-}
-
-
-def _generator(seed: int) -> torch.Generator:
-    # Inputs are drawn on the CPU and moved, so a seed gives the same data on every device.
-    return torch.Generator().manual_seed(seed)
-
-
-def _label(batch: int, extra: str = "", shape: GridShape = SUN360) -> str:
-    name = "sun360" if shape == SUN360 else f"{shape.n_elevations}x{shape.n_azimuths}"
-    return f"{name} B={batch}" + (f" {extra}" if extra else "")
-
-
-def rotate_workload(
-    batch: int,
-    *,
-    dtype: torch.dtype = torch.uint8,
-    device: str | torch.device = "cpu",
-    shape: GridShape = SUN360,
-    seed: int = 0,
-) -> Workload:
-    """Random viewgrids ``[B, N, M, C, H, W]`` and azimuth shifts ``[B]`` (any integer).
-
-    Args:
-        batch: B.
-        dtype: ``torch.uint8`` (stored pixels) or ``torch.float32`` (preprocessed).
-        device: where the tensors live.
-        shape: grid dimensions.
-        seed: seed of the inputs.
-    """
-    gen = _generator(seed)
-    size = (batch, shape.n_elevations, shape.n_azimuths, shape.channels, shape.height, shape.width)
-    if dtype == torch.uint8:
-        grid = torch.randint(0, 256, size, generator=gen, dtype=torch.uint8)
-    elif dtype == torch.float32:
-        grid = torch.rand(size, generator=gen)
-    else:
-        raise ValueError(
-            f"rotate_workload: dtype must be torch.uint8 or torch.float32, got {dtype}"
-        )
-    shifts = torch.randint(-3 * shape.n_azimuths, 3 * shape.n_azimuths, (batch,), generator=gen)
-    grid = grid.to(device)
-    dtype_name = str(dtype).removeprefix("torch.")
-    return Workload(
-        op="rotate_viewgrid",
-        scale=_label(batch, dtype_name, shape),
-        batch=batch,
-        args=(grid, shifts.to(device)),
-        bytes_read=grid.numel() * grid.element_size(),
-    )
-
-
-def nms_workload(
-    batch: int,
-    *,
-    k: int = 4,
-    radius: int = 1,
-    device: str | torch.device = "cpu",
-    shape: GridShape = SUN360,
-    seed: int = 0,
-) -> Workload:
-    """Random one-view score maps ``[B, N, M]`` in [0, 1); k peaks, suppression radius."""
-    scores = torch.rand(batch, shape.n_elevations, shape.n_azimuths, generator=_generator(seed))
-    return Workload(
-        op="nms_rewards",
-        scale=_label(batch, shape=shape),
-        batch=batch,
-        args=(scores.to(device), k, radius),
-    )
-
-
-def greedy_workload(
-    batch: int,
-    *,
-    steps: int = 3,
-    device: str | torch.device = "cpu",
-    shape: GridShape = SUN360,
-    seed: int = 0,
-) -> Workload:
-    """Utilities ``[B, V, V]`` shaped like ``coverage_matrix`` output, from all V start views.
-
-    Each target's column is min-max normalised over the sources into [0, 1], as
-    ``coverage_matrix`` returns it, so the trajectories saturate the way real ones do.
-
-    Args:
-        batch: B.
-        steps: actions per trajectory (T - 1; the paper's T = 4 gives 3).
-        device: where the tensors live.
-        shape: grid dimensions.
-        seed: seed of the inputs.
-    """
-    V = shape.views
-    raw = torch.rand(batch, V, V, generator=_generator(seed))
-    lo, hi = raw.amin(dim=1, keepdim=True), raw.amax(dim=1, keepdim=True)
-    coverage = ((raw - lo) / (hi - lo)).clamp(0.0, 1.0)
-    starts = torch.arange(V).expand(batch, V).contiguous()
-    return Workload(
-        op="greedy_coverage",
-        scale=_label(batch, shape=shape),
-        batch=batch,
-        args=(coverage.to(device), starts.to(device), steps),
-        kwargs={"n_elevations": shape.n_elevations, "n_azimuths": shape.n_azimuths},
-    )
-
-
-def coverage_workload(
-    batch: int,
-    *,
-    chunk: int | None = None,
-    device: str | torch.device = "cpu",
-    shape: GridShape = SUN360,
-    seed: int = 0,
-) -> Workload:
-    """Reconstructions ``[b, V, N, M, C, H, W]`` near a true grid ``[b, N, M, C, H, W]``.
-
-    Each reconstruction is the truth plus seeded noise whose level differs per start view,
-    so the utilities spread over [0, 1] as with a trained model.
-
-    Args:
-        batch: B, the samples one :meth:`Workload.run` processes.
-        chunk: samples per op call (``batch`` must be a multiple); None processes all at once.
-            Only one chunk is allocated and it is processed ``batch / chunk`` times.
-        device: where the tensors live.
-        shape: grid dimensions.
-        seed: seed of the inputs.
-    """
-    chunk = batch if chunk is None else chunk
-    if chunk < 1 or batch % chunk:
-        raise ValueError(f"coverage_workload: batch {batch} is not a multiple of chunk {chunk}")
-    gen = _generator(seed)
-    N, M, V = shape.n_elevations, shape.n_azimuths, shape.views
-    grid = torch.rand(chunk, N, M, shape.channels, shape.height, shape.width, generator=gen)
-    noise_level = torch.rand(chunk, V, 1, 1, 1, 1, 1, generator=gen)
-    recon = grid[:, None] + noise_level * torch.randn(chunk, V, *grid.shape[1:], generator=gen)
-    recon = recon.to(device)
-    chunks = batch // chunk
-    extra = f"chunks of {chunk}" if chunks > 1 else ""
-    return Workload(
-        op="coverage_matrix",
-        scale=_label(batch, extra, shape),
-        batch=batch,
-        args=(recon, grid.to(device)),
-        chunks=chunks,
-        bytes_read=recon.numel() * recon.element_size() * chunks,
-    )
+        return read_once
 
 
 def build_workload(
     op: str,
     batch: int,
     *,
-    device: str | torch.device = "cpu",
-    dtype: str = "uint8",
+    variant: str | None = None,
     chunk: int | None = None,
+    device: str | torch.device = "cpu",
     shape: GridShape = SUN360,
     seed: int = 0,
 ) -> Workload:
-    """The workload of ``op`` at batch ``batch`` with the paper's settings.
+    """The seeded workload of ``op`` at batch ``batch`` (see :data:`BENCHMARKS`).
 
-    ``rotate_viewgrid`` uses ``dtype`` ("uint8" or "float32"), ``coverage_matrix`` uses
-    ``chunk``; ``nms_rewards`` keeps k=4 peaks at radius 1 and ``greedy_coverage`` runs
-    T=4 (3 steps) from all start views.
+    Inputs are drawn on the CPU and moved, so a seed gives the same data on every device.
+
+    Args:
+        op: an op of :data:`BENCH_OPS`.
+        batch: samples per :meth:`Workload.run`.
+        variant: one of the row's ``variants`` (required when it has some).
+        chunk: samples per op call (``batch`` must be a multiple); None: all at once.
+        device: where the tensors live.
+        shape: grid dimensions.
+        seed: seed of the inputs.
+
+    Raises:
+        ValueError: unknown op, bad variant or chunk.
     """
-    if op == "rotate_viewgrid":
-        if dtype not in ROTATE_DTYPES:
-            raise ValueError(f"build_workload: dtype must be uint8 or float32, got {dtype!r}")
-        return rotate_workload(
-            batch, dtype=ROTATE_DTYPES[dtype], device=device, shape=shape, seed=seed
+    row = benchmark_of(op)
+    if row.variants and variant not in row.variants:
+        raise ValueError(
+            f"build_workload: {op} variant must be one of {', '.join(row.variants)}, "
+            f"got {variant!r}"
         )
-    if op == "nms_rewards":
-        return nms_workload(batch, device=device, shape=shape, seed=seed)
-    if op == "greedy_coverage":
-        return greedy_workload(batch, device=device, shape=shape, seed=seed)
-    if op == "coverage_matrix":
-        return coverage_workload(batch, chunk=chunk, device=device, shape=shape, seed=seed)
-    raise ValueError(f"build_workload: op must be one of {', '.join(BENCH_OPS)}, got {op!r}")
+    if not row.variants and variant is not None:
+        raise ValueError(f"build_workload: {op} has no variants, got {variant!r}")
+    chunk = batch if chunk is None else chunk
+    if chunk < 1 or batch % chunk:
+        raise ValueError(f"build_workload: batch {batch} is not a multiple of chunk {chunk}")
+    gen = torch.Generator().manual_seed(seed)
+    args, kwargs = row.inputs(chunk, gen=gen, shape=shape, variant=variant)
+    args = tuple(a.to(device) if isinstance(a, Tensor) else a for a in args)
+    chunks = batch // chunk
+    name = "sun360" if shape == SUN360 else f"{shape.n_elevations}x{shape.n_azimuths}"
+    extras = [variant] if variant else []
+    extras += [f"chunks of {chunk}"] if chunks > 1 else []
+    return Workload(
+        op=op,
+        scale=" ".join([name, f"B={batch}", *extras]),
+        batch=batch,
+        args=args,
+        kwargs=kwargs,
+        chunks=chunks,
+        bound=row.bound,
+    )
+
+
+def results_equal(op: str, got: Any, expected: Any) -> bool:
+    """Whether a native result matches the twin's within the row's ``atol`` (0: exactly)."""
+    if isinstance(got, tuple):
+        return all(results_equal(op, g, e) for g, e in zip(got, expected, strict=True))
+    got, expected = got.cpu(), expected.cpu()
+    atol = benchmark_of(op).atol
+    if atol == 0:
+        return torch.equal(got, expected)
+    return got.shape == expected.shape and torch.allclose(got, expected, rtol=0, atol=atol)
 
 
 def synchronize(device: str | torch.device) -> None:
@@ -375,58 +460,24 @@ def measure_copy_bandwidth(
     return nbytes / timing.median / 1e9
 
 
-def results_equal(op: str, got: Any, expected: Any) -> bool:
-    """Whether a native result matches the twin's: exact, except ``coverage_matrix``.
-
-    ``coverage_matrix`` sums squared errors in float32 lanes where the twin uses float64, so
-    it is compared to 1e-4 (absolute, on utilities in [0, 1]).
-    """
-    if isinstance(got, tuple):
-        return all(results_equal(op, g, e) for g, e in zip(got, expected, strict=True))
-    got, expected = got.cpu(), expected.cpu()
-    if op == "coverage_matrix":
-        return got.shape == expected.shape and torch.allclose(got, expected, rtol=0, atol=1e-4)
-    return torch.equal(got, expected)
-
-
 @dataclass(frozen=True)
 class Case:
-    """One row group of ``pyskick bench``: an op at a batch (and dtype/chunk).
-
-    ``with_reference=False`` times the native kernel only (its result is still checked).
-    """
+    """One row group of ``pyskick bench``: an op at one of its scales."""
 
     op: str
-    batch: int
-    dtype: str = "uint8"
-    chunk: int | None = None
-    with_reference: bool = True
+    scale: Scale
 
 
 def suite(ops: Iterable[str], *, quick: bool) -> list[Case]:
-    """The cases ``pyskick bench`` runs for ``ops``.
+    """The cases ``pyskick bench`` runs for ``ops``: each row's ``quick`` or full ``scales``.
 
-    Full: SUN360 scale at B=32 and B=1024 (rotate in uint8 and float32), coverage at B=8 and
-    at B=1024 in chunks of 8 (native only: its float64 twin would take minutes; the kernel's
-    result on the chunk is still checked against the twin's). Quick: rotate at B=32 only, the
-    loop-like ops at B=32 and B=1024 (their targets are set there and they are cheap),
-    coverage at B=2.
+    Raises:
+        ValueError: an op without a row.
     """
     cases: list[Case] = []
     for op in ops:
-        if op == "rotate_viewgrid":
-            batches = (32,) if quick else (32, 1024)
-            cases += [Case(op, b, dtype=d) for b in batches for d in ROTATE_DTYPES]
-        elif op in ("nms_rewards", "greedy_coverage"):
-            cases += [Case(op, b) for b in (32, 1024)]
-        elif op == "coverage_matrix":
-            if quick:
-                cases.append(Case(op, 2))
-            else:
-                cases.append(Case(op, 8))
-                cases.append(Case(op, 1024, chunk=COVERAGE_CHUNK, with_reference=False))
-        else:
-            raise ValueError(f"suite: op must be one of {', '.join(BENCH_OPS)}, got {op!r}")
+        row = benchmark_of(op)
+        cases += [Case(op, scale) for scale in (row.quick if quick else row.scales)]
     return cases
 
 
@@ -451,8 +502,8 @@ def run_suite(
     figure on a shared machine); ``speedup`` (reference median / this median, 1.0 for
     the reference itself, None where the twin is not timed); ``vs_native_cpu`` on CUDA native rows
     when the CPU ran too; for memory-bound ops ``gbps`` (``bytes_read`` / median),
-    ``copy_gbps`` (:func:`measure_copy_bandwidth`), ``bound_s`` (rotate: median of
-    ``grid.clone()``; coverage: ``bytes_read`` / copy bandwidth) and ``bound_ratio``
+    ``copy_gbps`` (:func:`measure_copy_bandwidth`), ``bound_s`` (``copy``: median of
+    ``input.clone()``; ``read``: ``bytes_read`` / copy bandwidth) and ``bound_ratio``
     (median / ``bound_s``; design target <= 1.5). Native results are checked against the
     twin's on the timed inputs.
 
@@ -466,14 +517,15 @@ def run_suite(
     rows: list[dict[str, Any]] = []
     for device in devices:
         copy_gbps = None
-        if any(case.op in ("rotate_viewgrid", "coverage_matrix") for case in cases):
+        if any(benchmark_of(case.op).bound is not None for case in cases):
             progress(f"measuring copy bandwidth on {device}")
             copy_gbps = measure_copy_bandwidth(device, repeats=repeats)
         for case in cases:
+            scale = case.scale
             work = build_workload(
-                case.op, case.batch, device=device, dtype=case.dtype, chunk=case.chunk
+                case.op, scale.batch, variant=scale.variant, chunk=scale.chunk, device=device
             )
-            rows += _time_case(work, device, repeats, copy_gbps, progress, case.with_reference)
+            rows += _time_case(work, device, repeats, copy_gbps, progress, scale.with_reference)
     _add_cpu_comparison(rows)
     return rows
 
@@ -487,11 +539,11 @@ def _time_case(
     with_reference: bool,
 ) -> list[dict[str, Any]]:
     bound_s = None
-    baseline = work.baseline()
-    if work.op == "rotate_viewgrid" and baseline is not None:
+    copy = work.baseline() if work.bound is not None and work.bound.kind == "copy" else None
+    if copy is not None:
         progress(f"{work.op} {work.scale} on {device}: copy baseline")
-        bound_s = time_callable(baseline, repeats=repeats, device=device).median
-    elif work.op == "coverage_matrix" and copy_gbps:
+        bound_s = time_callable(copy, repeats=repeats, device=device).median
+    elif work.bound is not None and copy_gbps:  # a "read" bound
         bound_s = work.bytes_read / (copy_gbps * 1e9)
     timings: dict[str, Timing] = {}
     results: dict[str, Any] = {}
@@ -507,9 +559,9 @@ def _time_case(
         raise RuntimeError(f"{work.op} {work.scale} on {device}: native != reference")
     rows = []
     reference = timings["reference"].median if with_reference else None
+    memory_bound = work.bound is not None
     for backend, timing in timings.items():
         median = timing.median
-        memory_bound = work.bytes_read > 0
         rows.append(
             {
                 "op": work.op,

@@ -6,16 +6,8 @@ import torch
 from torch import Tensor
 
 from pyskick.ops import _reference
-from pyskick.ops._checks import (
-    MAX_NUMEL,
-    Backend,
-    check_finite,
-    check_same_device,
-    check_tensor,
-    cuda_stream,
-    use_native,
-)
-from pyskick.ops._native import native_module
+from pyskick.ops._checks import MAX_NUMEL, check_finite, check_same_device, check_tensor
+from pyskick.ops._dispatch import Backend, launch, use_native
 
 OP = "coverage_matrix"
 
@@ -65,14 +57,11 @@ def coverage_matrix(recon: Tensor, grid: Tensor, *, backend: Backend = "auto") -
     out = torch.empty(B, V, V, dtype=torch.float32, device=device)
     if out.numel() == 0:
         return out
-    lib = native_module()
     args = (recon.data_ptr(), grid.data_ptr(), out.data_ptr(), B, N, M, grid[0, 0, 0].numel())
-    if device.type == "cuda":
-        with torch.cuda.device(device):
-            lib.coverage_matrix_cuda(*args, cuda_stream(device))
-    elif not lib.coverage_matrix_cpu(*args):
-        # A squared error was not finite: a NaN/inf input (raises here) or finite values so
-        # large that their error overflowed float32, which is a result like the twin's.
+    # The CPU kernel returns False when a squared error was not finite: a NaN/inf input
+    # (raises here) or finite values so large that their error overflowed float32, which is a
+    # result like the twin's. The CUDA kernel returns None (its inputs were checked above).
+    if launch(OP, device, *args) is False:
         _check_inputs_finite(recon, grid)
     return out
 

@@ -7,16 +7,13 @@ from torch import Tensor
 
 from pyskick.ops import _reference
 from pyskick.ops._checks import (
-    Backend,
     check_index_range,
     check_int,
     check_same_device,
     check_tensor,
     check_unit_range,
-    cuda_stream,
-    use_native,
 )
-from pyskick.ops._native import native_module
+from pyskick.ops._dispatch import Backend, launch, use_native
 
 OP = "greedy_coverage"
 
@@ -98,8 +95,9 @@ def greedy_coverage(
     views = torch.empty(B, S, steps + 1, dtype=torch.int64, device=device)
     if B * S == 0:
         return actions, views
-    lib = native_module()
-    args = (
+    launch(
+        OP,
+        device,
         coverage.data_ptr(),
         starts.data_ptr(),
         actions.data_ptr(),
@@ -114,9 +112,4 @@ def greedy_coverage(
         bool(wrap_azimuth),
         bool(wrap_elevation),
     )
-    if device.type == "cuda":
-        with torch.cuda.device(device):
-            lib.greedy_coverage_cuda(*args, cuda_stream(device))
-    else:
-        lib.greedy_coverage_cpu(*args)
     return actions, views

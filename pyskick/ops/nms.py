@@ -6,16 +6,8 @@ import torch
 from torch import Tensor
 
 from pyskick.ops import _reference
-from pyskick.ops._checks import (
-    Backend,
-    check_finite,
-    check_int,
-    check_same_device,
-    check_tensor,
-    cuda_stream,
-    use_native,
-)
-from pyskick.ops._native import native_module
+from pyskick.ops._checks import check_finite, check_int, check_same_device, check_tensor
+from pyskick.ops._dispatch import Backend, launch, use_native
 
 OP = "nms_rewards"
 
@@ -55,11 +47,5 @@ def nms_rewards(scores: Tensor, k: int, radius: int, *, backend: Backend = "auto
     out = torch.empty_like(scores)
     if out.numel() == 0:
         return out
-    lib = native_module()
-    args = (scores.data_ptr(), out.data_ptr(), B, N, M, k, radius)
-    if device.type == "cuda":
-        with torch.cuda.device(device):
-            lib.nms_rewards_cuda(*args, cuda_stream(device))
-    else:
-        lib.nms_rewards_cpu(*args)
+    launch(OP, device, scores.data_ptr(), out.data_ptr(), B, N, M, k, radius)
     return out

@@ -8,19 +8,12 @@ import torch
 from torch import Tensor
 
 from pyskick.ops import _reference
-from pyskick.ops._checks import (
-    Backend,
-    check_finite,
-    check_int,
-    check_tensor,
-    use_native,
-)
-from pyskick.ops._native import native_module
+from pyskick.ops._checks import check_finite, check_int, check_tensor
+from pyskick.ops._dispatch import Backend, launch, use_native
+from pyskick.ops._render_defaults import DEFAULT_LIGHTS
 
 OP = "render_mesh_views"
 
-# One key light above-front-right and a weaker fill light from the back-left.
-DEFAULT_LIGHTS = torch.tensor([[1.0, 1.5, 2.0, 0.6], [-1.5, 0.5, -1.0, 0.4]])
 MAX_IMAGE_SIZE = 4096
 MAX_SUPERSAMPLE = 16
 # Supersampled side: each thread keeps two float64 buffers of this side squared (256 MiB).
@@ -187,7 +180,9 @@ def render_mesh_views(
     out = torch.empty(N, M, image_size, image_size, dtype=torch.float32)
     if N * M == 0:
         return out.to(device)
-    native_module().render_mesh_views_cpu(
+    launch(
+        OP,
+        torch.device("cpu"),
         vertices.data_ptr(),
         faces.data_ptr(),
         elevations_deg.data_ptr(),

@@ -6,14 +6,8 @@ import torch
 from torch import Tensor
 
 from pyskick.ops import _reference
-from pyskick.ops._checks import (
-    Backend,
-    check_same_device,
-    check_tensor,
-    cuda_stream,
-    use_native,
-)
-from pyskick.ops._native import native_module
+from pyskick.ops._checks import check_same_device, check_tensor
+from pyskick.ops._dispatch import Backend, launch, use_native
 
 OP = "rotate_viewgrid"
 
@@ -71,8 +65,9 @@ def rotate_viewgrid(
     out = torch.empty_like(grid)
     if grid.numel() == 0:
         return out
-    lib = native_module()
-    args = (
+    launch(
+        OP,
+        device,
         grid.data_ptr(),
         out.data_ptr(),
         B,
@@ -83,9 +78,4 @@ def rotate_viewgrid(
         elevation_shift.data_ptr() if elevation_shift is not None else 0,
         inverse,
     )
-    if device.type == "cuda":
-        with torch.cuda.device(device):
-            lib.rotate_viewgrid_cuda(*args, cuda_stream(device))
-    else:
-        lib.rotate_viewgrid_cpu(*args)
     return out

@@ -1,9 +1,10 @@
-"""pytest-benchmark suite of the kernels at SUN360 scale (design.md §9).
+"""pytest-benchmark suite of the kernels at SUN360 scale (design.md §9), from the benchmark table.
 
-Each op's group holds the PyTorch twin ("reference"), the native CPU kernel and, where a GPU
-and the CUDA kernels exist, the native CUDA kernel; the memory-bound groups also hold their
-baseline (a copy of the grid for rotate_viewgrid, one read of recon for coverage_matrix), so
-the ratios can be read off one run:
+Every row of ``pyskick.ops.benchmark.BENCHMARKS`` gives one group per op: at each of its full
+scales the PyTorch twin ("reference"), the native CPU kernel and, where a GPU and the CUDA
+kernels exist, the native CUDA kernel; a memory-bound op's group also holds its baseline (a
+copy of the bytes for a ``copy`` bound, one read of them for a ``read`` bound), so the ratios
+can be read off one run:
 
     pytest tests/benchmarks --benchmark-enable --benchmark-only --benchmark-autosave
 
@@ -15,15 +16,21 @@ always checked against the twin on the benchmarked input.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import pytest
 import torch
 
+from pyskick import ops
 from pyskick.ops import has_cuda, has_native
 from pyskick.ops.benchmark import (
-    COVERAGE_CHUNK,
+    BENCH_OPS,
+    BENCHMARKS,
+    MemoryBound,
+    Scale,
     Workload,
+    benchmark_of,
     build_workload,
     measure_copy_bandwidth,
     results_equal,
@@ -37,23 +44,55 @@ if not has_native():
     pytest.skip("the native module pyskick._C is not built", allow_module_level=True)
 
 CUDA = torch.cuda.is_available() and has_cuda()
-BACKENDS = [
-    "reference",
-    "native-cpu",
-    *([pytest.param("native-cuda", marks=pytest.mark.cuda)] if CUDA else []),
-]
-DEVICES = ["cpu", *([pytest.param("cuda", marks=pytest.mark.cuda)] if CUDA else [])]
-
-# scale id -> (batch, rotate dtype or coverage chunk)
-ROTATE_SCALES = {
-    f"sun360-B{b}-{dtype}": (b, dtype) for b in (32, 1024) for dtype in ("uint8", "float32")
-}
-LOOP_SCALES = {"sun360-B32": 32, "sun360-B1024": 1024}
-COVERAGE_SCALES = {"sun360-B8": (8, None), "sun360-B1024-chunked": (1024, COVERAGE_CHUNK)}
-# The float64 twin would take minutes per chunked B=1024 pass: that scale times native only.
-NATIVE_BACKENDS = [b for b in BACKENDS if b != "reference"]
+BACKENDS = ["reference", "native-cpu", *(["native-cuda"] if CUDA else [])]
+DEVICES = ["cpu", *(["cuda"] if CUDA else [])]
 # With benchmarking disabled the memory-bound ops run on this few samples (chunks of one).
 SMOKE_BATCH = 2
+
+
+def scale_id(scale: Scale) -> str:
+    """``sun360-B1024-uint8``, ``sun360-B1024-chunked``: the ``scale`` the tables group by."""
+    parts = ["sun360", f"B{scale.batch}"]
+    parts += [scale.variant] if scale.variant else []
+    parts += ["chunked"] if scale.chunk else []
+    return "-".join(parts)
+
+
+def _marks(backend_or_device: str) -> list[pytest.MarkDecorator]:
+    return [pytest.mark.cuda] if backend_or_device.endswith("cuda") else []
+
+
+# Every test takes a ``scale`` parameter: the benchmark tables group by it.
+OP_CASES = [
+    pytest.param(
+        op,
+        scale_id(scale),
+        scale,
+        backend,
+        marks=_marks(backend),
+        id=f"{op}-{scale_id(scale)}-{backend}",
+    )
+    for op, row in BENCHMARKS.items()
+    if row is not None
+    for scale in row.scales
+    for backend in BACKENDS
+    # A scale without reference is too slow for the twin: native only.
+    if scale.with_reference or backend != "reference"
+]
+BASELINE_CASES = [
+    pytest.param(
+        op,
+        scale_id(scale),
+        scale,
+        device,
+        marks=_marks(device),
+        id=f"{op}-{scale_id(scale)}-{row.bound.kind}-{device}",
+    )
+    for op, row in BENCHMARKS.items()
+    if row is not None and row.bound is not None
+    for scale in row.scales
+    for device in DEVICES
+]
 
 
 def _device(backend: str) -> str:
@@ -75,105 +114,82 @@ def _timed(fn: Callable[[], Any], device: str) -> Callable[[], Any]:
     return call
 
 
-def _bench_op(benchmark: Any, work: Workload, backend: str, *, rounds: int | None = None) -> None:
-    """Benchmark ``work`` on ``backend`` and check a native result against the twin."""
-    benchmark.group = work.op
+def _workload(benchmark: Any, op: str, scale: Scale, device: str) -> Workload:
+    """The workload of ``op`` at ``scale``, shrunk for a memory-bound op when not timing."""
+    if benchmark.disabled and benchmark_of(op).bound is not None:
+        chunk = None if scale.chunk is None else 1
+        scale = replace(scale, batch=min(scale.batch, SMOKE_BATCH), chunk=chunk)
+    return build_workload(op, scale.batch, variant=scale.variant, chunk=scale.chunk, device=device)
+
+
+def _pedantic_rounds(work: Workload) -> int | None:
+    # A chunked pass reads gigabytes: a few rounds, not pytest-benchmark's calibration.
+    return 3 if work.chunks > 1 else None
+
+
+@pytest.mark.parametrize(("op", "scale", "case", "backend"), OP_CASES)
+def test_bench_op(benchmark: Any, op: str, scale: str, case: Scale, backend: str) -> None:
+    """Time ``op`` on ``backend`` and check a native result against the twin."""
+    work = _workload(benchmark, op, case, _device(backend))
+    benchmark.group = op
     benchmark.extra_info["scale"] = work.scale
-    call = _timed(lambda: work.run(_op_backend(backend)), str(work.device))
+    call = _timed(lambda: work.run(_op_backend(backend)), _device(backend))
+    rounds = _pedantic_rounds(work)
     if rounds is None:
         result = benchmark(call)
     else:
         result = benchmark.pedantic(call, rounds=rounds, iterations=1)
     if backend != "reference":
-        assert results_equal(work.op, result, work.run_twin())
+        assert results_equal(op, result, work.run_twin())
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
-@pytest.mark.parametrize("scale", list(ROTATE_SCALES))
-def test_bench_rotate_viewgrid(benchmark: Any, scale: str, backend: str) -> None:
-    batch, dtype = ROTATE_SCALES[scale]
-    batch = min(batch, SMOKE_BATCH) if benchmark.disabled else batch
-    work = build_workload("rotate_viewgrid", batch, dtype=dtype, device=_device(backend))
-    _bench_op(benchmark, work, backend)
-
-
-@pytest.mark.parametrize("device", DEVICES)
-@pytest.mark.parametrize("scale", list(ROTATE_SCALES))
-def test_bench_rotate_viewgrid_copy(benchmark: Any, scale: str, device: str) -> None:
-    """Baseline: ``grid.clone()`` reads and writes the same bytes as the rotation."""
-    batch, dtype = ROTATE_SCALES[scale]
-    batch = min(batch, SMOKE_BATCH) if benchmark.disabled else batch
-    work = build_workload("rotate_viewgrid", batch, dtype=dtype, device=device)
-    copy = work.baseline()
-    assert copy is not None
-    benchmark.group = work.op
+@pytest.mark.parametrize(("op", "scale", "case", "device"), BASELINE_CASES)
+def test_bench_memory_bound(benchmark: Any, op: str, scale: str, case: Scale, device: str) -> None:
+    """Baseline: a copy (``copy`` bound) or one read (``read`` bound) of the same bytes."""
+    work = _workload(benchmark, op, case, device)
+    baseline = work.baseline()
+    tensor = work.bound_input
+    assert baseline is not None
+    assert tensor is not None
+    benchmark.group = op
     benchmark.extra_info["scale"] = work.scale
-    result = benchmark(_timed(copy, device))
-    grid = work.args[0]
-    assert torch.equal(result, grid)
-    assert result.data_ptr() != grid.data_ptr()
+    call = _timed(baseline, device)
+    rounds = _pedantic_rounds(work)
+    result = benchmark(call) if rounds is None else benchmark.pedantic(call, rounds=rounds)
+    if work.bound is not None and work.bound.kind == "copy":
+        assert torch.equal(result, tensor)
+        assert result.data_ptr() != tensor.data_ptr()
+    else:
+        expected = tensor.double().sum() * work.chunks
+        assert torch.isclose(result.double().cpu(), expected.cpu(), rtol=1e-4)
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
-@pytest.mark.parametrize("scale", list(LOOP_SCALES))
-def test_bench_nms_rewards(benchmark: Any, scale: str, backend: str) -> None:
-    work = build_workload("nms_rewards", LOOP_SCALES[scale], device=_device(backend))
-    _bench_op(benchmark, work, backend)
+# The table and the helpers shared with ``pyskick bench``.
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
-@pytest.mark.parametrize("scale", list(LOOP_SCALES))
-def test_bench_greedy_coverage(benchmark: Any, scale: str, backend: str) -> None:
-    work = build_workload("greedy_coverage", LOOP_SCALES[scale], device=_device(backend))
-    _bench_op(benchmark, work, backend)
-
-
-def _coverage_workload(benchmark: Any, scale: str, device: str) -> Workload:
-    batch, chunk = COVERAGE_SCALES[scale]
-    if benchmark.disabled:
-        batch, chunk = SMOKE_BATCH, (None if chunk is None else 1)
-    return build_workload("coverage_matrix", batch, chunk=chunk, device=device)
-
-
-# Every test takes a ``scale`` parameter: the benchmark tables group by it.
-@pytest.mark.parametrize("backend", BACKENDS)
-@pytest.mark.parametrize("scale", ["sun360-B8"])
-def test_bench_coverage_matrix(benchmark: Any, scale: str, backend: str) -> None:
-    work = _coverage_workload(benchmark, scale, _device(backend))
-    _bench_op(benchmark, work, backend)
-
-
-@pytest.mark.parametrize("backend", NATIVE_BACKENDS)
-@pytest.mark.parametrize("scale", ["sun360-B1024-chunked"])
-def test_bench_coverage_matrix_chunked(benchmark: Any, scale: str, backend: str) -> None:
-    work = _coverage_workload(benchmark, scale, _device(backend))
-    # It reads 12.9 GB per pass: a few rounds, not pytest-benchmark's calibration.
-    _bench_op(benchmark, work, backend, rounds=3)
-
-
-@pytest.mark.parametrize("device", DEVICES)
-@pytest.mark.parametrize("scale", list(COVERAGE_SCALES))
-def test_bench_coverage_matrix_read_once(benchmark: Any, scale: str, device: str) -> None:
-    """Baseline: ``recon.sum()`` per chunk reads the reconstructions once."""
-    work = _coverage_workload(benchmark, scale, device)
-    read_once = work.baseline()
-    assert read_once is not None
-    benchmark.group = work.op
-    benchmark.extra_info["scale"] = work.scale
-    rounds = 3 if work.chunks > 1 else None
-    call = _timed(read_once, device)
-    total = benchmark(call) if rounds is None else benchmark.pedantic(call, rounds=rounds)
-    expected = work.args[0].double().sum() * work.chunks
-    assert torch.isclose(total.double().cpu(), expected.cpu(), rtol=1e-4)
-
-
-# The helpers shared with ``pyskick bench``.
+def test_the_table_has_a_row_for_every_op() -> None:
+    """A new op gets a row (None when it is not benchmarked), and the order of the rows is the
+    order ``pyskick bench`` runs them in."""
+    assert sorted(BENCHMARKS) == sorted(ops.OPS)
+    for op in BENCH_OPS:
+        row = benchmark_of(op)
+        assert row.scales
+        assert row.quick
+        assert row.atol >= 0
+        for scale in (*row.scales, *row.quick):
+            assert scale.variant in (row.variants or (None,)), (op, scale)
+            assert scale.chunk is None or scale.batch % scale.chunk == 0, (op, scale)
+        if row.bound is not None:
+            work = build_workload(op, 1, variant=row.scales[0].variant)
+            assert work.bound_input is not None, f"{op}: no argument named {row.bound.input!r}"
 
 
 def test_workloads_are_seeded() -> None:
-    for op in ("rotate_viewgrid", "nms_rewards", "greedy_coverage", "coverage_matrix"):
-        a, b = build_workload(op, 2, seed=3), build_workload(op, 2, seed=3)
-        c = build_workload(op, 2, seed=4)
+    for op in BENCH_OPS:
+        variant = benchmark_of(op).scales[0].variant
+        a = build_workload(op, 2, variant=variant, seed=3)
+        b = build_workload(op, 2, variant=variant, seed=3)
+        c = build_workload(op, 2, variant=variant, seed=4)
         assert torch.equal(a.args[0], b.args[0])
         assert not torch.equal(a.args[0], c.args[0])
 
@@ -198,13 +214,39 @@ def test_chunked_coverage_workload_reads_every_chunk() -> None:
         build_workload("coverage_matrix", 4, chunk=3)
 
 
+def test_memory_bounds_name_the_bytes() -> None:
+    rotate = build_workload("rotate_viewgrid", 2, variant="float32")
+    assert rotate.bound == MemoryBound("copy", "grid")
+    assert rotate.bound_input is rotate.args[0]
+    assert rotate.bytes_read == 2 * 32 * 3072 * 4
+    assert rotate.scale == "sun360 B=2 float32"
+    nms = build_workload("nms_rewards", 2)
+    assert nms.bound is None
+    assert nms.bytes_read == 0
+    assert nms.baseline() is None
+
+
 def test_bad_workload_names() -> None:
-    with pytest.raises(ValueError, match="op must be one of"):
+    with pytest.raises(ValueError, match="op must be one of rotate_viewgrid, nms_rewards"):
         build_workload("warp", 2)
-    with pytest.raises(ValueError, match="dtype must be uint8 or float32"):
-        build_workload("rotate_viewgrid", 2, dtype="float16")
+    with pytest.raises(ValueError, match="op must be one of"):
+        build_workload("render_mesh_views", 2)  # in the table, not benchmarked
+    with pytest.raises(ValueError, match="variant must be one of uint8, float32, got 'float16'"):
+        build_workload("rotate_viewgrid", 2, variant="float16")
+    with pytest.raises(ValueError, match="nms_rewards has no variants, got 'uint8'"):
+        build_workload("nms_rewards", 2, variant="uint8")
     with pytest.raises(ValueError, match="op must be one of"):
         suite(["warp"], quick=True)
+
+
+def test_suite_reads_the_table() -> None:
+    quick = suite(["rotate_viewgrid", "coverage_matrix"], quick=True)
+    assert [(c.op, c.scale) for c in quick] == [
+        *[("rotate_viewgrid", s) for s in benchmark_of("rotate_viewgrid").quick],
+        *[("coverage_matrix", s) for s in benchmark_of("coverage_matrix").quick],
+    ]
+    full = suite(["coverage_matrix"], quick=False)
+    assert [c.scale for c in full] == list(benchmark_of("coverage_matrix").scales)
 
 
 def test_results_equal_detects_differences() -> None:
@@ -214,7 +256,8 @@ def test_results_equal_detects_differences() -> None:
     changed = result.clone()
     changed[0, 0, 0] += 1e-3
     assert not results_equal("nms_rewards", changed, result)
-    # coverage_matrix: float32 accumulation is allowed 1e-4, not more.
+    # coverage_matrix: float32 accumulation is allowed its row's atol (1e-4), not more.
+    assert benchmark_of("coverage_matrix").atol == 1e-4
     utilities = torch.rand(2, 4, 4)
     assert results_equal("coverage_matrix", utilities + 5e-5, utilities)
     assert not results_equal("coverage_matrix", utilities + 2e-4, utilities)

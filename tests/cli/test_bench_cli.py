@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 
+import click
 import pytest
 import torch
 
@@ -91,13 +92,13 @@ _CUDA_READY = torch.cuda.is_available() and has_cuda()
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--ops", "nms_rewards,warp"], "--ops must be a comma-separated list"),
-        (["--ops", ","], "--ops must be a comma-separated list"),
-        (["--repeats", "0"], "--repeats must be >= 1, got 0"),
-        (["--device", "tpu"], "--device must be one of cpu, cuda, all, got 'tpu'"),
+        (["--ops", "nms_rewards,warp"], "'--ops': got 'nms_rewards,warp' (unknown op 'warp')"),
+        (["--ops", ","], "'--ops': got ','; expected a comma-separated list of rotate_viewgrid"),
+        (["--repeats", "0"], "'--repeats': 0 is not in the range x>=1"),
+        (["--device", "tpu"], "'--device': 'tpu' is not one of 'cpu', 'cuda', 'all'"),
         pytest.param(
             ["--device", "cuda"],
-            "--device cuda, but",
+            "bench: --device cuda, but",
             marks=pytest.mark.skipif(_CUDA_READY, reason="a GPU with CUDA kernels is present"),
         ),
     ],
@@ -109,10 +110,15 @@ def test_bad_values_exit_2(
     assert code == 2
     assert out == ""
     assert err.count("\n") == 1
-    assert err.startswith("Error: bench: ")
+    assert err.startswith("Error: ")
     assert message in err
 
 
 def test_ops_default_lists_every_op() -> None:
     ops_option = next(p for p in bench.params if p.name == "ops")
-    assert ops_option.default == ",".join(BENCH_OPS)
+    with click.Context(bench) as ctx:
+        assert ops_option.get_default(ctx) == BENCH_OPS
+    assert ops_option.type.convert("nms_rewards, rotate_viewgrid,nms_rewards", None, None) == (
+        "nms_rewards",
+        "rotate_viewgrid",
+    )

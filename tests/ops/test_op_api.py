@@ -27,14 +27,11 @@ def test_every_op_has_a_reference_twin(name: str) -> None:
     assert list(inspect.signature(twin).parameters.values()) == expected
 
 
-def test_ops_tuple_lists_every_kernel() -> None:
-    assert ops.OPS == (
-        "rotate_viewgrid",
-        "coverage_matrix",
-        "greedy_coverage",
-        "nms_rewards",
-        "render_mesh_views",
-    )
+def test_ops_lists_every_public_op() -> None:
+    """``OPS`` names every op of pyskick.ops (test_native_stub checks it against pyskick._C)."""
+    helpers = {"OPS", "build_info", "has_cuda", "has_native"}
+    assert sorted(set(ops.__all__) - helpers) == sorted(ops.OPS)
+    assert len(set(ops.OPS)) == len(ops.OPS)
     for name in ops.OPS:
         assert (getattr(ops, name).__doc__ or "").strip(), f"{name} has no docstring"
 
@@ -82,9 +79,16 @@ _BUFFER = torch.zeros(64, dtype=torch.int64)
 
 
 def binding_calls() -> list[tuple[str, tuple, str]]:
-    """Raw calls to pyskick._C that its last-guard checks must turn into ValueError."""
+    """Raw calls to pyskick._C that its last-guard checks must turn into ValueError.
+
+    Each op's CPU and CUDA entry points run the same check function before any launch, so every
+    ``<op>_cpu`` call is also made as ``<op>_cuda(..., stream=0)`` when the build has that entry
+    point: it raises the same error on a machine without a GPU (the stream is never reached).
+    """
     p = _BUFFER.data_ptr()
-    return [
+    render = (p, p, p, p, p, p, 1, 1, 1, 1, 1)  # pointers, then P, F, N, M, L
+    material = (0.4, 0.9, 0.7, 15.0, 0.6)  # ambient, diffuse, specular, shininess, albedo
+    calls = [
         ("rotate_viewgrid_cpu", (p, p, -1, 1, 1, 1, p, 0, False), "sizes must be non-negative"),
         ("rotate_viewgrid_cpu", (0, p, 1, 1, 1, 4, p, 0, False), "grid is a null pointer"),
         ("rotate_viewgrid_cpu", (p, p, 1, 1, 1, 4, 0, 0, False), "azimuth_shift is a null"),
@@ -98,8 +102,18 @@ def binding_calls() -> list[tuple[str, tuple, str]]:
         ("greedy_coverage_cpu", (p, 0, p, p, 1, 1, 1, 1, 3, 1, 1, True, False), "starts is a"),
         ("nms_rewards_cpu", (p, p, 1, 1, 1, -1, 1), "sizes must be non-negative"),
         ("nms_rewards_cpu", (0, p, 1, 1, 1, 1, 1), "scores is a null pointer"),
+        ("render_mesh_views_cpu", (*render, 0, 1, *material, 40.0, 3.0, 1.0), "bad image_size"),
+        ("render_mesh_views_cpu", (*render, 8, 1, *material, 180.0, 3.0, 1.0), "bad fov_deg"),
+        ("render_mesh_views_cpu", (0, *render[1:], 8, 1, *material, 40.0, 3.0, 1.0), "vertices"),
         ("set_num_threads", (0,), "n must be >= 1"),
     ]
+    native = importlib.import_module("pyskick._C") if ops.has_native() else None
+    cuda = [
+        (name.replace("_cpu", "_cuda"), (*args, 0), match)
+        for name, args, match in calls
+        if name.endswith("_cpu") and hasattr(native, name.replace("_cpu", "_cuda"))
+    ]
+    return calls + cuda
 
 
 @pytest.mark.parametrize(

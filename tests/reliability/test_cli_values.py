@@ -165,7 +165,7 @@ OTHER_VALUES: list[tuple[list[str], tuple[str, ...]]] = [
     (["compare", "{work}", "{work}", "--metric", "best"], ("--metric", "'best'")),
     (["bench", "--quick", "--ops", "rotate,nms"], ("--ops", "'rotate,nms'")),
     (["bench", "--quick", "--ops", ","], ("--ops", "','")),
-    (["bench", "--quick", "--repeats", "0"], ("--repeats must be >= 1", "0")),
+    (["bench", "--quick", "--repeats", "0"], ("--repeats", "0 is not in the range x>=1")),
     (["bench", "--quick", "--device", "tpu"], ("--device", "'tpu'")),
     (["visualize", "{work}", "--out", "{work}/v", "--examples", "0"], ("--examples", "0")),
     (["visualize", "{work}", "--out", "{data}"], ("--out", "{data}", "is a file")),

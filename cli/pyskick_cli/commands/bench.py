@@ -12,14 +12,51 @@ from pyskick.errors import UserError
 DEVICES = ("cpu", "cuda", "all")
 
 
+class OpList(click.ParamType):
+    """Comma-separated names of ops in the benchmark table (``pyskick.ops.benchmark``).
+
+    The table is read when a value is converted or bench's help is shown, never when the
+    command is imported: ``pyskick --help`` imports every command and must not import torch.
+    """
+
+    name = "ops"
+
+    def get_metavar(self, param: click.Parameter, ctx: click.Context) -> str:
+        from pyskick.ops.benchmark import BENCH_OPS
+
+        return f"[{'|'.join(BENCH_OPS)}],..."
+
+    def convert(
+        self, value: object, param: click.Parameter | None, ctx: click.Context | None
+    ) -> tuple[str, ...]:
+        from pyskick.ops.benchmark import BENCH_OPS
+
+        if isinstance(value, tuple):  # the default
+            return value
+        names = [name.strip() for name in str(value).split(",") if name.strip()]
+        unknown = [repr(name) for name in names if name not in BENCH_OPS]
+        if not names or unknown:
+            got = f"got {value!r}"
+            if unknown:
+                got += f" (unknown op{'s' if len(unknown) > 1 else ''} {', '.join(unknown)})"
+            expected = f"expected a comma-separated list of {', '.join(BENCH_OPS)}"
+            self.fail(f"{got}; {expected}", param, ctx)
+        return tuple(dict.fromkeys(names))  # drop duplicates, keep order
+
+
+def all_ops() -> tuple[str, ...]:
+    """Every op of the benchmark table, in its order: the default of ``--ops``."""
+    from pyskick.ops.benchmark import BENCH_OPS
+
+    return BENCH_OPS
+
+
 def _resolve_devices(device: str) -> list[str]:
     """Devices to time for ``--device``; a CUDA request without GPU or kernels is bad input."""
     import torch
 
     from pyskick.ops import has_cuda
 
-    if device not in DEVICES:
-        raise UserError(f"bench: --device must be one of {', '.join(DEVICES)}, got {device!r}")
     cuda_ready = torch.cuda.is_available() and has_cuda()
     if device == "cuda" and not cuda_ready:
         missing = (
@@ -31,18 +68,6 @@ def _resolve_devices(device: str) -> list[str]:
     if device == "cpu" or (device == "all" and not cuda_ready):
         return ["cpu"]
     return ["cuda"] if device == "cuda" else ["cpu", "cuda"]
-
-
-def _parse_ops(ops: str) -> list[str]:
-    from pyskick.ops.benchmark import BENCH_OPS
-
-    names = [name.strip() for name in ops.split(",") if name.strip()]
-    unknown = [name for name in names if name not in BENCH_OPS]
-    if not names or unknown:
-        raise UserError(
-            f"bench: --ops must be a comma-separated list of {', '.join(BENCH_OPS)}, got {ops!r}"
-        )
-    return list(dict.fromkeys(names))  # drop duplicates, keep order
 
 
 def _duration(seconds: float) -> str:
@@ -59,6 +84,8 @@ def _times(value: float | None) -> str:
 
 def _table(rows: list[dict[str, Any]]) -> str:
     """Fixed-width table of the rows with a legend of the memory bounds."""
+    from pyskick.ops.benchmark import BENCHMARKS
+
     header = (
         "op",
         "scale",
@@ -94,12 +121,14 @@ def _table(rows: list[dict[str, Any]]) -> str:
     bandwidths = {row["device"]: row["copy_gbps"] for row in rows if row["copy_gbps"]}
     for device, gbps in bandwidths.items():
         text.append(f"copy bandwidth on {device}: {gbps:.1f} GB/s (dst.copy_(src), 256 MiB)")
-    text += [
-        "vs reference: median of the PyTorch twin / this median.",
-        "vs bound: this median / the memory bound (rotate_viewgrid: grid.clone() of the same",
-        "  bytes; coverage_matrix: recon bytes / copy bandwidth).",
-        "GB/s: grid (rotate_viewgrid) or recon (coverage_matrix) bytes / median.",
-    ]
+    text.append("vs reference: median of the PyTorch twin / this median.")
+    bounds = {row["op"]: BENCHMARKS[row["op"]] for row in rows}
+    bounds = {op: row.bound for op, row in bounds.items() if row is not None and row.bound}
+    if bounds:
+        text.append("vs bound: this median / the memory bound:")
+        text += [f"  {op}: {bound.describe()}." for op, bound in bounds.items()]
+        inputs = ", ".join(f"{bound.input} ({op})" for op, bound in bounds.items())
+        text.append(f"GB/s: bytes of {inputs} / median.")
     return "\n".join(text)
 
 
@@ -107,48 +136,46 @@ def _table(rows: list[dict[str, Any]]) -> str:
 @click.option(
     "--quick",
     is_flag=True,
-    help="Small suite for smoke runs (< 30 s on 2 cores): rotate at B=32, coverage at B=2.",
+    help="Small suite for smoke runs (< 30 s on 2 cores): each op's quick scales.",
 )
 @click.option(
     "--device",
+    type=click.Choice(DEVICES),
     default="all",
     show_default=True,
-    metavar="[cpu|cuda|all]",
     help="Where to time: all = the CPU, plus CUDA when a GPU and the CUDA kernels are present.",
 )
 @click.option(
     "--ops",
-    default="rotate_viewgrid,nms_rewards,greedy_coverage,coverage_matrix",
-    show_default=True,
-    help="Comma-separated ops to time.",
+    type=OpList(),
+    default=all_ops,
+    show_default="all",
+    help="Comma-separated ops to time, from the benchmark table (pyskick/ops/benchmark.py).",
 )
 @click.option(
     "--repeats",
-    type=int,
+    type=click.IntRange(min=1),
     default=5,
     show_default=True,
     help="Timed calls per backend after one warm-up call; the median is reported.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON list of rows instead.")
-def bench(quick: bool, device: str, ops: str, repeats: int, as_json: bool) -> None:
+def bench(quick: bool, device: str, ops: tuple[str, ...], repeats: int, as_json: bool) -> None:
     """Time the native kernels against their PyTorch twins and the memory bound.
 
-    SUN360 scale (4x8 views of 3x32x32). Loop-like ops (greedy_coverage, nms_rewards) report
-    the speed-up over their vectorised PyTorch twins; memory-bound ops (rotate_viewgrid,
-    coverage_matrix) also report how close they come to a plain memory copy. Native results
-    are checked against the twins on the timed inputs. Progress goes to stderr.
+    SUN360 scale (4x8 views of 3x32x32). Every op reports the speed-up over its vectorised
+    PyTorch twin; memory-bound ops also report how close they come to their memory bound (a
+    copy of the bytes, or reading them once at the copy bandwidth). Native results are checked
+    against the twins on the timed inputs. Progress goes to stderr.
     """
     from pyskick.ops import has_native
     from pyskick.ops.benchmark import run_suite
 
-    if repeats < 1:
-        raise UserError(f"bench: --repeats must be >= 1, got {repeats}")
-    names = _parse_ops(ops)
     devices = _resolve_devices(device)
     if not has_native():
         raise RuntimeError("bench: the native module pyskick._C is not built (run `make setup`)")
     rows = run_suite(
-        names,
+        ops,
         devices,
         quick=quick,
         repeats=repeats,
