@@ -212,6 +212,43 @@ def device_option(f: F) -> F:
     )(f)
 
 
+def logger_option(f: F) -> F:
+    """``--logger NAME``, repeatable."""
+    return click.option(
+        "--logger",
+        "logger",
+        multiple=True,
+        metavar="NAME",
+        help="Also send the metrics to this registered logger (repeatable): tensorboard or one "
+        "a plugin adds (`pyskick plugins --all` lists them); metrics.jsonl is always written. "
+        "Default: tensorboard when installed (train --resume: the loggers the run recorded).",
+    )(f)
+
+
+def resolve_loggers(given: tuple[str, ...], resume_dir: Path | None = None) -> list[str] | None:
+    """The loggers of a run: ``--logger``'s, else those a resumed run recorded in
+    ``config.json``, else None (the defaults). Each is built once here, so an unknown name or
+    a missing package is refused before anything is written.
+
+    Raises:
+        click.BadParameter: an unknown logger or one that cannot be built (exit 2).
+    """
+    from pyskick.training.loggers import make_loggers
+
+    names: list[str] | None = list(given) if given else None
+    source = ""
+    if names is None and resume_dir is not None:
+        saved = recorded_config(resume_dir) or {}
+        recorded = saved.get("loggers")
+        if isinstance(recorded, list) and all(isinstance(n, str) for n in recorded):
+            names, source = recorded, " (recorded by the run; give --logger to choose others)"
+    try:
+        make_loggers(names)
+    except (ValueError, RuntimeError) as exc:
+        raise click.BadParameter(f"{exc}{source}", param_hint="--logger") from None
+    return names
+
+
 def training_options(f: F) -> F:
     """Options shared by `pretrain` and `train` (each overrides the preset/config value)."""
     options = [
@@ -242,6 +279,7 @@ def training_options(f: F) -> F:
         ),
         click.option("--seed", type=int, default=None, help="Random seed."),
         device_option,
+        logger_option,
         click.option(
             "--out",
             "out_dir",

@@ -23,7 +23,7 @@ import math
 import os
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -57,7 +57,7 @@ from pyskick.training.distributed import (
     init_distributed,
     resolve_device,
 )
-from pyskick.training.loggers import make_logger
+from pyskick.training.loggers import RunInfo, make_loggers
 from pyskick.training.losses import completion_loss, episode_rewards
 from pyskick.training.returns import reward_to_go
 from pyskick.training.rollout import Rollout, collect_rollout
@@ -90,7 +90,12 @@ class TrainResult:
 
 
 def pretrain(
-    config: TrainConfig, out_dir: str | Path, data: TrainData, *, resume: bool = False
+    config: TrainConfig,
+    out_dir: str | Path,
+    data: TrainData,
+    *,
+    resume: bool = False,
+    loggers: Sequence[str] | None = None,
 ) -> TrainResult:
     """Train a one-view (T = 1) reconstruction model for ``config.pretrain_epochs`` epochs.
 
@@ -99,8 +104,9 @@ def pretrain(
         out_dir: the run folder (created).
         data: training and validation viewgrids.
         resume: continue from ``out_dir/latest.pt``.
+        loggers: registered logger names (see :class:`Trainer`).
     """
-    return Trainer(config, out_dir, data, stage="pretrain", resume=resume).fit()
+    return Trainer(config, out_dir, data, stage="pretrain", resume=resume, loggers=loggers).fit()
 
 
 def train(
@@ -112,6 +118,7 @@ def train(
     resume: bool = False,
     sidekick: Sidekick | None = None,
     actor: Actor | None = None,
+    loggers: Sequence[str] | None = None,
 ) -> TrainResult:
     """Train the look-around policy for ``config.epochs`` epochs.
 
@@ -126,6 +133,7 @@ def train(
             ``config.sidekick`` with ``config.sidekick_options`` (see :class:`Trainer`).
         actor: what picks the motions; None builds the registered ``config.actor`` (see
             :class:`Trainer`).
+        loggers: registered logger names (see :class:`Trainer`).
     """
     return Trainer(
         config,
@@ -136,6 +144,7 @@ def train(
         resume=resume,
         sidekick=sidekick,
         actor=actor,
+        loggers=loggers,
     ).fit()
 
 
@@ -165,6 +174,9 @@ class Trainer:
             an Actor given here replaces ``config.actor`` by its name. It is prepared on the
             training viewgrids; a deep copy of it, prepared once on the validation viewgrids,
             moves in validation. Forced motions are taken as demonstrations on every step.
+        loggers: registered logger names for the metrics (``jsonl`` is always on); None:
+            :func:`~pyskick.training.loggers.default_loggers`. Recorded in ``config.json``,
+            not compared on resume (:mod:`pyskick.training.loggers`).
 
     Raises:
         ValueError: incompatible data, init or resumed run, an unknown critic or actor name
@@ -184,6 +196,7 @@ class Trainer:
         resume: bool = False,
         sidekick: Sidekick | None = None,
         actor: Actor | None = None,
+        loggers: Sequence[str] | None = None,
     ) -> None:
         if not isinstance(config, TrainConfig):
             raise TypeError(f"config must be a TrainConfig, got {type(config).__name__}")
@@ -223,6 +236,7 @@ class Trainer:
             else:
                 self.run.check_resumable(stage)
                 saved = dict(self.run.read_record(CONFIG) or {})
+                saved.pop("loggers", None)  # not part of the config: free to change
                 recorded = {"stage": saved.pop("stage", None), "config": saved}
         if recorded is not None:
             if recorded.get("stage") != stage:
@@ -277,6 +291,7 @@ class Trainer:
                 f"processes ({self.dist.world_size})"
             )
         self.epochs = config.pretrain_epochs if stage == "pretrain" else config.epochs
+        self.logger = make_loggers(loggers, rank=self.dist.rank)  # started by fit()
         self.T = config.T
         if actor is None:
             actor = make_actor(
@@ -427,14 +442,18 @@ class Trainer:
         with self.run.locked():
             if self.start_epoch == 0:
                 self.run.reset()  # the log and best.pt of an abandoned attempt
-            self.run.write_record(CONFIG, {"stage": self.stage, **self.config.to_dict()})
+            self.run.write_record(
+                CONFIG,
+                {"stage": self.stage, **self.config.to_dict(), "loggers": self.logger.names},
+            )
             return self._fit()
 
     def _fit(self) -> TrainResult:
         # The log keeps exactly the records of the epochs the checkpoint covers (none for a
         # run that starts from scratch).
-        logger = make_logger(
-            self.run_dir, rank=self.dist.rank, keep_until_step=self.start_epoch - 1
+        logger = self.logger
+        logger.start(
+            RunInfo(self.run_dir, self.stage, self.config.to_dict(), self.start_epoch, self.epochs)
         )
         try:
             for epoch in range(self.start_epoch, self.epochs):
@@ -449,7 +468,7 @@ class Trainer:
                     {"epoch": epoch, "train_error": metrics["train/rec_error"], "val_error": val}
                 )
                 self.sidekick.on_epoch_end(epoch)
-                logger.write(metrics, epoch)
+                logger.log(epoch, metrics)
                 self.save(epoch, best=improved)
                 _progress_line(self, epoch, metrics)
         finally:

@@ -12,8 +12,10 @@ from pyskick_cli.options import (
     DATASET_HELP,
     TRAIN_PRESET_NAMES,
     device_option,
+    logger_option,
     parse_sidekick_options,
     resolve_dataset_path,
+    resolve_loggers,
 )
 
 SIDEKICK_OPTION_HELP = (
@@ -86,7 +88,7 @@ def run_table(
     "--methods",
     default=None,
     help="Comma-separated Table 1 rows (default: all; one-view is always run), e.g. "
-    "'ltla,ours(rew)'.",
+    "'ltla,ours(rew)'; plugins add rows (`pyskick plugins --all` lists them).",
 )
 @click.option(
     "--seeds", type=click.IntRange(min=1), default=3, show_default=True,
@@ -106,6 +108,7 @@ def run_table(
     "without looking at the test split.",
 )
 @device_option
+@logger_option
 @click.option(
     "--sidekick-option",
     "sidekick_option",
@@ -127,6 +130,7 @@ def reproduce(
     num_test: int | None,
     eval_split: str,
     device: str | None,
+    logger: tuple[str, ...],
     sidekick_option: tuple[str, ...],
     no_report: bool,
 ) -> None:
@@ -142,5 +146,5 @@ def reproduce(
         preset=preset, config=config_path, epochs=epochs, pretrain_epochs=pretrain_epochs,
         batch_size=batch_size, seeds=seeds, num_test=num_test, eval_split=eval_split,
         device=device, report=not no_report,
-        sidekick_options=parse_sidekick_options(sidekick_option),
+        sidekick_options=parse_sidekick_options(sidekick_option), loggers=resolve_loggers(logger),
     )  # fmt: skip
