@@ -187,7 +187,7 @@ def logger_names(names: Sequence[str] | None) -> list[str]:
         raise TypeError("loggers must be a sequence of logger names, not a string")
     resolved = [ALWAYS]
     for name in names:
-        primary = lookup("logger", name, field="loggers").name
+        primary = lookup("logger", name).name
         if primary not in resolved:
             resolved.append(primary)
     return resolved

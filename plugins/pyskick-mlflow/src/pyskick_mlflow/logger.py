@@ -43,7 +43,7 @@ class MlflowLogger:
 
     Building it imports MLflow (``ImportError`` without ``mlflow-skinny``) and reads where to
     log: ``MLFLOW_TRACKING_URI`` (MLflow's default without it) and ``MLFLOW_EXPERIMENT_NAME``
-    (default ``pyskick``). Nothing is written before :meth:`start`.
+    (default ``pyskick``). The store is opened (a new sqlite file created) by :meth:`start`.
     """
 
     def __init__(self) -> None:
@@ -51,10 +51,10 @@ class MlflowLogger:
         from mlflow.entities import Metric, Param
         from mlflow.tracking import MlflowClient
 
-        self._metric, self._param = Metric, Param
+        self._metric, self._param, self._client_class = Metric, Param, MlflowClient
         self.tracking_uri = mlflow.get_tracking_uri()
         self.experiment = os.environ.get("MLFLOW_EXPERIMENT_NAME") or DEFAULT_EXPERIMENT
-        self.client = MlflowClient(self.tracking_uri)
+        self.client: Any = None
         self.run_id: str | None = None
         self._last_step = -1
         self._steps = 0
@@ -63,6 +63,7 @@ class MlflowLogger:
         """Create the MLflow run, or continue the one a resumed run recorded."""
         record_path = Path(run.run_dir) / RECORD
         self._steps = run.steps
+        self.client = self._client_class(self.tracking_uri)
         record = _read(record_path)
         if (
             run.first_step > 0
