@@ -12,6 +12,9 @@ are built, and receives a ``register(name, factory, *, aliases=(), options=())``
 - ``options`` (sidekicks only): the :class:`~pyskick.options.SidekickOption` users
   may set with ``--sidekick-option KEY=VALUE``.
 
+Methods (``pyskick_register_methods``) are data, not factories: their callback takes the row's
+fields instead (:class:`RegisterMethod`).
+
 A name may be registered once per kind: a second registration is an error naming both plugins.
 Hooks return nothing.
 """
@@ -23,9 +26,11 @@ from typing import TYPE_CHECKING, Any, Protocol
 import pluggy
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
+    from collections.abc import Callable, Mapping, Sequence
 
     import click
+
+    from pyskick.methods import Role
 
 hookspec = pluggy.HookspecMarker("pyskick")
 hookimpl = pluggy.HookimplMarker("pyskick")
@@ -41,6 +46,24 @@ class Register(Protocol):
         *,
         aliases: Sequence[str] = (),
         options: Sequence[Any] = (),
+    ) -> None: ...
+
+
+class RegisterMethod(Protocol):
+    """The callback of :func:`pyskick_register_methods`: the fields of a
+    :class:`pyskick.methods.Method`."""
+
+    def __call__(
+        self,
+        name: str,
+        *,
+        label: str,
+        actor: str = "learned",
+        critic: str = "average",
+        sidekick: str = "none",
+        sidekick_options: Mapping[str, int | float | bool | str] = ...,
+        role: Role = "baseline",
+        position: int = 100,
     ) -> None: ...
 
 
@@ -94,6 +117,54 @@ def pyskick_register_datasets(register: Register) -> None:
     dataset's HDF5 file.
 
     :param register: ``register(name, factory, *, aliases=())``.
+    """
+
+
+@hookspec
+def pyskick_register_loggers(register: Register) -> None:
+    """Register metric loggers (``--logger NAME`` on ``pretrain``, ``train`` and
+    ``reproduce``): where a run's per-epoch metrics go besides ``RUN/metrics.jsonl``.
+
+    The factory is called as ``factory()`` when a run is set up, before anything is written:
+    import the logger's dependencies there, so that a missing one refuses the run at once. It
+    returns an object with three methods (:class:`pyskick.training.loggers.Logger`), which
+    only the main process (rank 0) calls:
+
+    - ``start(run: RunInfo)`` once, when training starts: ``run.run_dir`` (the run folder),
+      ``run.stage`` (``"pretrain"`` or ``"train"``), ``run.config`` (the run's
+      ``TrainConfig.to_dict()``), ``run.first_step`` (0 for a new run; for a resumed one the
+      first epoch it trains, records of later steps that an interrupted attempt left are
+      stale) and ``run.steps`` (the epochs of the whole run);
+    - ``log(step: int, metrics: dict[str, float])`` after every epoch (``step`` is the
+      0-based epoch; keys are namespaced ``train/...``, ``val/...``, ``perf/...``,
+      ``sidekick/...``; values may be NaN);
+    - ``close()`` once, at the end, also when training failed (the last logged step then
+      falls short of ``run.steps - 1``).
+
+    Loggers do not change results: the run records their names in ``config.json``
+    (``"loggers"``) but a resumed run may use others. Built-in: ``jsonl`` (always on) and
+    ``tensorboard``.
+
+    :param register: ``register(name, factory, *, aliases=())``.
+    """
+
+
+@hookspec
+def pyskick_register_methods(register: RegisterMethod) -> None:
+    """Register methods: rows of Table 1 (``pyskick reproduce --methods NAME``).
+
+    A method is data, not a factory: ``register(name, *, label, actor="learned",
+    critic="average", sidekick="none", sidekick_options={}, role="baseline", position=100)``
+    adds the row ``name`` that trains the registered ``actor``, ``critic`` and ``sidekick``
+    (with ``sidekick_options`` fixed; options given to ``reproduce`` win) from the one-view
+    model. ``label`` is one line saying what the row is; ``role`` is how the report compares
+    it (``"sidekick"``: a proposed method, checked to beat rnd-actions and ltla;
+    ``"baseline"``: any other row); rows are tabulated by ``(position, name)`` (the paper's
+    rows use their Table 1 index 0 to 10). The names a row uses may come from other plugins:
+    a row whose names are not all registered is refused when selected. See
+    :class:`pyskick.methods.Method`.
+
+    :param register: ``register(name, *, label, ...)`` (:class:`RegisterMethod`).
     """
 
 

@@ -33,6 +33,8 @@ DEFAULT_PLUGINS: tuple[str, ...] = (
     "pyskick.builtins.critics",
     "pyskick.builtins.actors",
     "pyskick.builtins.demo",
+    "pyskick.builtins.loggers",
+    "pyskick.builtins.methods",
 )
 
 
@@ -175,10 +177,11 @@ def get_registries() -> Registries:
 
 
 def lookup(kind: str, name: str, *, field: str | None = None) -> Entry:
-    """The entry of ``name`` (or an alias) in the ``kind`` registry of :func:`get_registries`.
+    """The entry of ``name`` (or an alias) in the ``kind`` registry of :func:`get_registries`
+    (methods: ``get_registries().method.get(name)``).
 
     Args:
-        kind: ``"sidekick"``, ``"critic"``, ``"actor"`` or ``"dataset"``.
+        kind: ``"sidekick"``, ``"critic"``, ``"actor"``, ``"dataset"`` or ``"logger"``.
         name: the registered name.
         field: what held the name (e.g. ``"TrainConfig.critic"``), prefixed to the error.
 

@@ -1,7 +1,9 @@
-"""Named registries of sidekicks, critics, actors and datasets, filled by plugins.
+"""Named registries of sidekicks, critics, actors, datasets, loggers and methods, filled by
+plugins.
 
 Every entry records which plugin registered it, so a clash names both sides and
-``pyskick plugins`` can say who provides what.
+``pyskick plugins`` can say who provides what. Five kinds register factories (:class:`Entry`);
+methods, the rows of Table 1, are data (:class:`~pyskick.methods.Method`).
 """
 
 from __future__ import annotations
@@ -9,13 +11,14 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Generic, Protocol, TypeVar
 
 import pluggy
 
 from pyskick.errors import UserError
+from pyskick.methods import Method
 
-KINDS = ("sidekick", "critic", "actor", "dataset")
+KINDS = ("sidekick", "critic", "actor", "dataset", "logger", "method")
 HOOKS = {kind: f"pyskick_register_{kind}s" for kind in KINDS}
 
 
@@ -32,7 +35,7 @@ class Entry:
     """One registered name.
 
     Attributes:
-        kind: ``"sidekick"``, ``"critic"``, ``"actor"`` or ``"dataset"``.
+        kind: ``"sidekick"``, ``"critic"``, ``"actor"``, ``"dataset"`` or ``"logger"``.
         name: the primary name users type.
         factory: builds the registered object.
         plugin: the name of the plugin that registered it.
@@ -55,13 +58,71 @@ class Entry:
         return doc.splitlines()[0] if doc else ""
 
 
+class Named(Protocol):
+    """What a registry holds: a name, aliases and the plugin that registered it."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def aliases(self) -> tuple[str, ...]: ...
+
+    @property
+    def plugin(self) -> str: ...
+
+
+E = TypeVar("E", bound=Named)
+
+
 @dataclass
-class Registry:
+class BaseRegistry(Generic[E]):
     """Names of one kind, with their aliases."""
 
     kind: str
-    _entries: dict[str, Entry] = field(default_factory=dict)
-    _lookup: dict[str, Entry] = field(default_factory=dict)
+    _entries: dict[str, E] = field(default_factory=dict)
+    _lookup: dict[str, E] = field(default_factory=dict)
+
+    def _add(self, entry: E) -> None:
+        """Add ``entry`` under its name and aliases.
+
+        Raises:
+            DuplicateNameError: one of them is taken, naming both plugins.
+        """
+        for key in (entry.name, *entry.aliases):
+            if key in self._lookup:
+                other = self._lookup[key].plugin
+                raise DuplicateNameError(
+                    f"{self.kind} {key!r} registered by both {other} and {entry.plugin}"
+                )
+        self._entries[entry.name] = entry
+        for key in (entry.name, *entry.aliases):
+            self._lookup[key] = entry
+
+    def get(self, name: str) -> E:
+        """The entry for ``name`` or one of its aliases.
+
+        Raises:
+            UnknownNameError: listing the valid names.
+        """
+        try:
+            return self._lookup[name]
+        except KeyError:
+            valid = ", ".join(self.names()) or "(none registered)"
+            raise UnknownNameError(f"unknown {self.kind} {name!r}; valid names: {valid}") from None
+
+    def names(self) -> list[str]:
+        """Primary names, sorted."""
+        return sorted(self._entries)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._lookup
+
+    def __iter__(self) -> Iterator[E]:
+        return iter(self._entries[name] for name in self.names())
+
+
+class Registry(BaseRegistry[Entry]):
+    """Sidekicks, critics, actors, datasets or loggers: names of factories."""
 
     def register(
         self,
@@ -91,38 +152,33 @@ class Registry:
         from pyskick.options import check_declarations
 
         declared = check_declarations(options, owner)
-        entry = Entry(self.kind, name, factory, plugin, tuple(aliases), declared)
-        for key in (name, *entry.aliases):
-            if key in self._lookup:
-                other = self._lookup[key].plugin
-                raise DuplicateNameError(
-                    f"{self.kind} {key!r} registered by both {other} and {plugin}"
-                )
-        self._entries[name] = entry
-        for key in (name, *entry.aliases):
-            self._lookup[key] = entry
+        self._add(Entry(self.kind, name, factory, plugin, tuple(aliases), declared))
 
-    def get(self, name: str) -> Entry:
-        """The entry for ``name`` or one of its aliases.
+
+class MethodRegistry(BaseRegistry[Method]):
+    """The rows of Table 1, listed in table order (by position, then name)."""
+
+    def register(self, name: str, *, plugin: str, **fields: Any) -> None:
+        """Add the method ``name`` with the :class:`~pyskick.methods.Method` ``fields``
+        (``label``, ``actor``, ``critic``, ``sidekick``, ``sidekick_options``, ``role``,
+        ``position``), registered by ``plugin``.
 
         Raises:
-            UnknownNameError: listing the valid names.
+            TypeError: an unknown field or a value of the wrong type.
+            ValueError: a bad value; DuplicateNameError: a name taken.
         """
+        unknown = sorted(set(fields) - (set(Method.__dataclass_fields__) - {"name", "plugin"}))
+        if unknown:
+            raise TypeError(f"plugin {plugin!r}: method {name!r} has no field {unknown[0]!r}")
         try:
-            return self._lookup[name]
-        except KeyError:
-            valid = ", ".join(self.names()) or "(none registered)"
-            raise UnknownNameError(f"unknown {self.kind} {name!r}; valid names: {valid}") from None
+            method = Method(name, plugin=plugin, **fields)
+        except TypeError as exc:  # a missing label, foremost
+            raise TypeError(f"plugin {plugin!r}: method {name!r}: {exc}") from None
+        self._add(method)
 
     def names(self) -> list[str]:
-        """Primary names, sorted."""
-        return sorted(self._entries)
-
-    def __contains__(self, name: object) -> bool:
-        return name in self._lookup
-
-    def __iter__(self) -> Iterator[Entry]:
-        return iter(self._entries[name] for name in self.names())
+        """Names in table order."""
+        return [m.name for m in sorted(self._entries.values(), key=lambda m: (m.position, m.name))]
 
 
 @dataclass
@@ -133,8 +189,10 @@ class Registries:
     critic: Registry
     actor: Registry
     dataset: Registry
+    logger: Registry
+    method: MethodRegistry
 
-    def __getitem__(self, kind: str) -> Registry:
+    def __getitem__(self, kind: str) -> Any:
         if kind not in KINDS:
             raise KeyError(f"unknown registry kind {kind!r}; valid: {', '.join(KINDS)}")
         return getattr(self, kind)
@@ -159,7 +217,9 @@ def build_registries(
             record ``plugin -> error`` instead and keep going without that registration
             (used by ``pyskick plugins`` and ``pyskick info``, which must still work).
     """
-    registries = Registries(*(Registry(kind) for kind in KINDS))
+    registries = Registries(
+        *(Registry(kind) for kind in KINDS if kind != "method"), MethodRegistry("method")
+    )
     for kind, hook_name in HOOKS.items():
         registry = registries[kind]
         # pluggy's call order (last registered first): the built-ins, registered last, claim

@@ -312,7 +312,7 @@ methods_option = shared_option(
     "--methods",
     default=None,
     help="Comma-separated Table 1 rows (default: all; one-view is always run), e.g. "
-    "'ltla,ours(rew)'.",
+    "'ltla,ours(rew)'; plugins add rows (`pyskick plugins --all` lists them).",
 )
 seeds_option = shared_option(
     "--seeds",
@@ -325,6 +325,41 @@ seeds_option = shared_option(
 json_option = shared_option(
     "--json", "as_json", is_flag=True, help="Print one JSON object on stdout."
 )
+
+
+logger_option = shared_option(
+    "--logger",
+    "logger",
+    multiple=True,
+    metavar="NAME",
+    help="Also send the metrics to this registered logger (repeatable): tensorboard or one "
+    "a plugin adds (`pyskick plugins --all` lists them); metrics.jsonl is always written. "
+    "Default: tensorboard when installed (train --resume: the loggers the run recorded).",
+)
+
+
+def resolve_loggers(given: tuple[str, ...], resume_dir: Path | None = None) -> list[str] | None:
+    """The loggers of a run: ``--logger``'s, else those a resumed run recorded in
+    ``config.json``, else None (the defaults). Each is built once here, so an unknown name or
+    a missing package is refused before anything is written.
+
+    Raises:
+        click.BadParameter: an unknown logger or one that cannot be built (exit 2).
+    """
+    from pyskick.training.loggers import make_loggers
+
+    names: list[str] | None = list(given) if given else None
+    source = ""
+    if names is None and resume_dir is not None:
+        saved = recorded_config(resume_dir) or {}
+        recorded = saved.get("loggers")
+        if isinstance(recorded, list) and all(isinstance(n, str) for n in recorded):
+            names, source = recorded, " (recorded by the run; give --logger to choose others)"
+    try:
+        make_loggers(names)
+    except (ValueError, RuntimeError) as exc:
+        raise click.BadParameter(f"{exc}{source}", param_hint="--logger") from None
+    return names
 
 
 def training_options(f: F) -> F:
@@ -343,6 +378,7 @@ def training_options(f: F) -> F:
         ),
         seed_option(),
         device_option(),
+        logger_option(),
         click.option(
             "--out",
             "out_dir",

@@ -13,13 +13,13 @@ See ``docs/reproduce.md``.
 from __future__ import annotations
 
 from pyskick.experiments.methods import (
-    METHOD_NAMES,
-    METHODS,
     ONE_VIEW,
     Method,
     available_methods,
     check_available,
+    method_names,
     missing_plugins,
+    registered_methods,
     select_methods,
 )
 from pyskick.experiments.report import (
@@ -32,8 +32,6 @@ from pyskick.experiments.report import (
 from pyskick.experiments.reproduce import ReproduceResult, reproduce
 
 __all__ = [
-    "METHODS",
-    "METHOD_NAMES",
     "ONE_VIEW",
     "Method",
     "OrderingCheck",
@@ -42,8 +40,10 @@ __all__ = [
     "build_table",
     "check_available",
     "format_table",
+    "method_names",
     "missing_plugins",
     "ordering_checks",
+    "registered_methods",
     "reproduce",
     "select_methods",
     "write_report",

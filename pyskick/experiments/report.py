@@ -73,7 +73,12 @@ def load_seed_errors(out_dir: Path, method: str, seeds: int, metric: str) -> tor
 
 
 def build_table(
-    out_dir: Path, methods: Sequence[str], *, seeds: int, settings: Mapping[str, Any]
+    out_dir: Path,
+    methods: Sequence[str],
+    *,
+    seeds: int,
+    settings: Mapping[str, Any],
+    roles: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """Aggregate ``out_dir/eval`` into the table (the content of ``table.json``).
 
@@ -82,15 +87,27 @@ def build_table(
         methods: method names in table order (``one-view`` first).
         seeds: seeds per trained method.
         settings: the run's recorded settings (copied into the table).
+        roles: each method's role (:data:`pyskick.methods.ROLES`, recorded in its row);
+            None: the registered methods' (``"baseline"`` for a name none registers).
 
     Raises:
         FileNotFoundError: a missing evaluation.
     """
+    if roles is None:
+        from pyskick.plugins import get_registries
+
+        registered = get_registries().method
+        roles = {m: registered.get(m).role if m in registered else "baseline" for m in methods}
     rows = []
     errors: dict[str, dict[str, torch.Tensor]] = {}
     for method in methods:
         k_seeds = 1 if method == ONE_VIEW else seeds
-        row: dict[str, Any] = {"method": method, "seeds": k_seeds, "n_test": settings["n_test"]}
+        row: dict[str, Any] = {
+            "method": method,
+            "role": roles.get(method, "baseline"),
+            "seeds": k_seeds,
+            "n_test": settings["n_test"],
+        }
         errors[method] = {}
         for metric in METRICS:
             per_sample = load_seed_errors(out_dir, method, k_seeds, metric)
@@ -410,12 +427,17 @@ class OrderingCheck:
 
 def ordering_checks(table: Mapping[str, Any]) -> list[OrderingCheck]:
     """The paper's claims present in ``table``, judged by the rows' paired comparisons:
-    one-view is worse than every other method, ltla and every sidekick method
-    (``ours(...)``) are better than rnd-actions, and every sidekick method is better than
-    ltla."""
+    one-view is worse than every other method, ltla and every sidekick method (role
+    ``"sidekick"``: ``ours(...)`` and plugins' rows that say so) are better than rnd-actions,
+    and every sidekick method is better than ltla."""
     rows = {row["method"]: row for row in table["rows"]}
     pairs = [(name, ONE_VIEW) for name in rows if name != ONE_VIEW]
-    ours = [name for name in rows if name.startswith("ours(")]
+    # Tables written before rows had roles: the paper's sidekick rows are ours(...).
+    ours = [
+        name
+        for name, row in rows.items()
+        if row.get("role", "sidekick" if name.startswith("ours(") else "") == "sidekick"
+    ]
     if RANDOM in rows:
         pairs += [(name, RANDOM) for name in ("ltla", *ours) if name in rows]
     if "ltla" in rows:

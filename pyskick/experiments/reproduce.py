@@ -38,7 +38,13 @@ from pyskick.experiments.layout import (
     eval_path,
     run_dir,
 )
-from pyskick.experiments.methods import ONE_VIEW, Method, check_available, select_methods
+from pyskick.experiments.methods import (
+    ONE_VIEW,
+    Method,
+    check_available,
+    method_sidekick_options,
+    select_methods,
+)
 from pyskick.experiments.report import build_table, write_report, write_table
 from pyskick.metrics import METRICS
 
@@ -98,6 +104,7 @@ def reproduce(
     sidekick_options: Mapping[str, Any] | None = None,
     report: bool = True,
     log: Log | None = None,
+    loggers: Sequence[str] | None = None,
 ) -> ReproduceResult:
     """Run Table 1 on ``dataset`` into ``out_dir`` (resumable; see the module docstring).
 
@@ -111,7 +118,8 @@ def reproduce(
             method gets them. Not ``sidekick``/``actor``/``critic`` (each method sets its own)
             nor sidekick options (``sidekick_options`` below).
         epochs, pretrain_epochs, batch_size: override the preset's.
-        methods: Table 1 names to run (``one-view`` is always added); None: all of them.
+        methods: names of registered methods (Table 1 rows, :mod:`pyskick.methods`) to run
+            (``one-view`` is always added); None: all of them.
         seeds: training seeds per method (seed index k trains and evaluates with the config's
             seed + k).
         num_test: evaluate on the first this many viewgrids of ``eval_split`` (None: all).
@@ -124,6 +132,9 @@ def reproduce(
         report: also draw the figures and write ``index.html``.
         log: called with one line per step as it starts (its progress goes to
             :mod:`pyskick.progress`: the stage ``reproduce`` with one advance per step).
+        loggers: registered logger names of every run (``--logger``; ``jsonl`` is always on);
+            None: :func:`~pyskick.training.loggers.default_loggers`. Not recorded in
+            ``reproduce.json``: they do not change results.
 
     Returns:
         :class:`ReproduceResult`.
@@ -138,6 +149,7 @@ def reproduce(
     from pyskick.sidekicks import nms_preset
     from pyskick.training import TrainData, load_config
     from pyskick.training.config import config_preset
+    from pyskick.training.loggers import make_loggers
     from pyskick.training.one_view_cache import file_digest
 
     start = time.perf_counter()
@@ -147,8 +159,10 @@ def reproduce(
             raise TypeError(f"{name} must be an int, got {value!r}")
         if value is not None and value < 1:
             raise UserError(f"{name} must be positive, got {value}")
-    chosen = select_methods(methods)
-    check_available(chosen, get_registries())
+    registries = get_registries()
+    chosen = select_methods(methods, registries)
+    check_available(chosen, registries)
+    make_loggers(loggers)  # unknown names and missing packages refused before any work
     given_options, given_record = split_sidekick_options(
         sidekick_options or {}, [m.sidekick for m in chosen if m.trained]
     )
@@ -231,13 +245,14 @@ def reproduce(
     # earlier call is skipped (counted, not in the rate that the time left is estimated from).
     steps = 1 + len(trained) * seeds + len(evaluations) * len(METRICS) + 1
     with progress.stage("reproduce", total=steps, unit="step", lines="each") as overall:
-        worked = _pretrain(train_config, one_view, data, out, say)
+        worked = _pretrain(train_config, one_view, data, out, say, loggers)
         overall.advance(label=_step(f"pretrain {ONE_VIEW}", worked), skipped=not worked)
         for method in trained:
+            fixed = method_sidekick_options(method, registries)
             for k in range(seeds):
                 worked = _train(
                     method, k, train_config, one_view, data, spec, out, say, given_options,
-                    settings,
+                    settings, fixed, loggers,
                 )  # fmt: skip
                 overall.advance(label=_step(f"train {method.name} seed {k}", worked),
                                 skipped=not worked)  # fmt: skip
@@ -248,7 +263,13 @@ def reproduce(
                 overall.advance(label=_step(f"evaluate {name} seed {k} {metric}", worked),
                                 skipped=not worked)  # fmt: skip
 
-        table = build_table(out, [m.name for m in chosen], seeds=seeds, settings=settings)
+        table = build_table(
+            out,
+            [m.name for m in chosen],
+            seeds=seeds,
+            settings=settings,
+            roles={m.name: m.role for m in chosen},
+        )
         write_table(out, table)
         index = None
         if report:
@@ -330,7 +351,14 @@ def _timed(out: Path, record: dict[str, Any], action: Callable[[], _T]) -> _T:
     return result
 
 
-def _pretrain(config: TrainConfig, run: Path, data: TrainData, out: Path, say: Log) -> bool:
+def _pretrain(
+    config: TrainConfig,
+    run: Path,
+    data: TrainData,
+    out: Path,
+    say: Log,
+    loggers: Sequence[str] | None,
+) -> bool:
     """Pretrain (or continue) the one-view model; False when it was finished already."""
     from pyskick.training import pretrain
 
@@ -346,7 +374,7 @@ def _pretrain(config: TrainConfig, run: Path, data: TrainData, out: Path, say: L
             "seed": 0,
             "epochs": config.pretrain_epochs - done,
         },
-        lambda: pretrain(config, run, data, resume=done > 0),
+        lambda: pretrain(config, run, data, resume=done > 0, loggers=loggers),
     )
     return True
 
@@ -416,8 +444,15 @@ def _train(
     say: Log,
     given_options: Mapping[str, Mapping[str, Any]],
     settings: dict[str, Any],
+    fixed: Mapping[str, Any],
+    loggers: Sequence[str] | None,
 ) -> bool:
-    """Train (or continue) one run; False when it was finished already."""
+    """Train (or continue) seed ``k`` of ``method``; False when it was finished already.
+
+    Sidekick options: the user's (``given_options``) win over the method's own (``fixed``),
+    which win over the defaults resolved for the folder's first run of that sidekick; a run
+    that continues keeps what it recorded.
+    """
     from pyskick.sidekicks.factory import make_sidekick, run_options
     from pyskick.training import train
 
@@ -429,23 +464,20 @@ def _train(
     if done >= config.epochs:
         return False
     # A run continues with the options it started with (recorded in its checkpoint); a new
-    # one takes those of the folder's first run of this sidekick.
+    # one takes those of the folder's first run of this sidekick, then the method's own.
     resolved = settings["resolved_sidekick_options"]
-    recorded = (
-        json.loads((run / "config.json").read_text()).get("sidekick_options", {})
-        if done
-        else resolved.get(method.sidekick)
-    )
-    options = run_options(
-        method.sidekick,
-        given_options.get(method.sidekick, {}),
-        spec=spec,
-        config=config,
-        recorded=recorded,
-    )
-    if method.sidekick not in resolved:
-        resolved[method.sidekick] = options
-        write_json(out / SETTINGS_FILE, settings)
+    given = given_options.get(method.sidekick, {})
+    if done:
+        recorded = json.loads((run / "config.json").read_text()).get("sidekick_options", {})
+        options = run_options(method.sidekick, given, spec=spec, config=config, recorded=recorded)
+    else:
+        shared = run_options(
+            method.sidekick, given, spec=spec, config=config, recorded=resolved.get(method.sidekick)
+        )
+        if method.sidekick not in resolved:
+            resolved[method.sidekick] = shared
+            write_json(out / SETTINGS_FILE, settings)
+        options = {**shared, **{key: v for key, v in fixed.items() if key not in given}}
     config = config.replace(sidekick_options=options)
     # Built only when there is training to do: a sidekick scores the training set on prepare.
     sidekick = make_sidekick(
@@ -455,7 +487,9 @@ def _train(
     _timed(
         out,
         {"stage": "train", "method": method.name, "seed": k, "epochs": config.epochs - done},
-        lambda: train(config, run, data, init=one_view, resume=done > 0, sidekick=sidekick),
+        lambda: train(
+            config, run, data, init=one_view, resume=done > 0, sidekick=sidekick, loggers=loggers
+        ),
     )
     return True
 

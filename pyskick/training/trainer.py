@@ -22,7 +22,7 @@ import copy
 import math
 import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -59,7 +59,7 @@ from pyskick.training.distributed import (
     init_distributed,
     resolve_device,
 )
-from pyskick.training.loggers import Logger, make_logger
+from pyskick.training.loggers import Dispatcher, RunInfo, make_loggers
 from pyskick.training.losses import completion_loss, episode_rewards
 from pyskick.training.metric_sums import MetricSums
 from pyskick.training.returns import reward_to_go
@@ -77,7 +77,7 @@ _SET_UP_ATTRIBUTES = frozenset(
         "T", "init", "sidekick", "device", "dist", "actor", "val_actor", "learn_actions",
         "model_config", "policy", "critic", "params", "optimizer", "baseline", "env",
         "action_generator", "start_epoch", "critic_calibrated", "best_val", "history",
-        "policy_ddp", "critic_ddp",
+        "policy_ddp", "critic_ddp", "logger",
     }
 )  # fmt: skip
 
@@ -103,7 +103,12 @@ class TrainResult:
 
 
 def pretrain(
-    config: TrainConfig, out_dir: str | Path, data: TrainData, *, resume: bool = False
+    config: TrainConfig,
+    out_dir: str | Path,
+    data: TrainData,
+    *,
+    resume: bool = False,
+    loggers: Sequence[str] | None = None,
 ) -> TrainResult:
     """Train a one-view (T = 1) reconstruction model for ``config.pretrain_epochs`` epochs.
 
@@ -112,8 +117,9 @@ def pretrain(
         out_dir: the run folder (created).
         data: training and validation viewgrids.
         resume: continue from ``out_dir/latest.pt``.
+        loggers: registered logger names (see :class:`Trainer`).
     """
-    return Trainer(config, out_dir, data, stage="pretrain", resume=resume).fit()
+    return Trainer(config, out_dir, data, stage="pretrain", resume=resume, loggers=loggers).fit()
 
 
 def train(
@@ -125,6 +131,7 @@ def train(
     resume: bool = False,
     sidekick: Sidekick | None = None,
     actor: Actor | None = None,
+    loggers: Sequence[str] | None = None,
 ) -> TrainResult:
     """Train the look-around policy for ``config.epochs`` epochs.
 
@@ -139,6 +146,7 @@ def train(
             ``config.sidekick`` with ``config.sidekick_options`` (see :class:`Trainer`).
         actor: what picks the motions; None builds the registered ``config.actor`` (see
             :class:`Trainer`).
+        loggers: registered logger names (see :class:`Trainer`).
     """
     return Trainer(
         config,
@@ -149,6 +157,7 @@ def train(
         resume=resume,
         sidekick=sidekick,
         actor=actor,
+        loggers=loggers,
     ).fit()
 
 
@@ -196,6 +205,9 @@ class Trainer:
             an Actor given here replaces ``config.actor`` by its name. It is prepared on the
             training viewgrids; a deep copy of it, prepared once on the validation viewgrids,
             moves in validation. Forced motions are taken as demonstrations on every step.
+        loggers: registered logger names for the metrics (``jsonl`` is always on); None:
+            :func:`~pyskick.training.loggers.default_loggers`. Recorded in ``config.json``,
+            not compared on resume (:mod:`pyskick.training.loggers`).
 
     Raises:
         TypeError: an argument of the wrong type (on construction).
@@ -217,6 +229,7 @@ class Trainer:
         resume: bool = False,
         sidekick: Sidekick | None = None,
         actor: Actor | None = None,
+        loggers: Sequence[str] | None = None,
     ) -> None:
         if not isinstance(config, TrainConfig):
             raise TypeError(f"config must be a TrainConfig, got {type(config).__name__}")
@@ -243,6 +256,7 @@ class Trainer:
         self._requested_init = init
         self._given_sidekick = sidekick
         self._given_actor = actor
+        self._logger_names = loggers
         self._is_set_up = False
 
     def __getattr__(self, name: str) -> Any:
@@ -313,6 +327,8 @@ class Trainer:
             else:
                 self.run.check_resumable(stage)
                 saved = dict(self.run.read_record(CONFIG) or {})
+                saved.pop("loggers", None)  # not part of the config: free to change
+                saved.pop("loggers", None)  # not part of the config: free to change
                 recorded = {"stage": saved.pop("stage", None), "config": saved}
         if recorded is not None:
             if recorded.get("stage") != stage:
@@ -368,11 +384,12 @@ class Trainer:
         self.sidekick: Sidekick = sidekick if sidekick is not None else NoSidekick()
 
     def _init_distributed(self) -> None:
-        """Step 3: the request's cheap checks, the device and, under ``torchrun``, the process
-        group (:attr:`dist`)."""
+        """Step 3: the request's cheap checks, the device, under ``torchrun`` the process
+        group (:attr:`dist`), and the metric loggers (:attr:`logger`, not started yet)."""
         check_request(self.config, self.data)
         self.device = resolve_device(self.config.device, _local_rank())
         self.dist: DistContext = init_distributed(self.device)
+        self.logger: Dispatcher = make_loggers(self._logger_names, rank=self.dist.rank)
         if self.config.batch_size % self.dist.world_size:
             raise UserError(
                 f"batch_size {self.config.batch_size} must be divisible by the number of "
@@ -529,15 +546,23 @@ class Trainer:
             return
         with self.run.locked():
             if self.start_epoch == 0:
-                self.run.reset()
-            self.run.write_record(CONFIG, {"stage": self.stage, **self.config.to_dict()})
+                self.run.reset()  # the log and best.pt of an abandoned attempt
+            self.run.write_record(
+                CONFIG,
+                {"stage": self.stage, **self.config.to_dict(), "loggers": self.logger.names},
+            )
             yield
 
-    def _make_logger(self) -> Logger:
-        """The run's metric logger (rank 0 writes; see :mod:`pyskick.training.loggers`)."""
-        return make_logger(self.run_dir, rank=self.dist.rank, keep_until_step=self.start_epoch - 1)
+    def _make_logger(self) -> Dispatcher:
+        """The run's metric loggers (built by :meth:`setup`; rank 0 writes, see
+        :mod:`pyskick.training.loggers`), started: the log keeps exactly the records of the
+        epochs the checkpoint covers (none for a run that starts from scratch)."""
+        self.logger.start(
+            RunInfo(self.run_dir, self.stage, self.config.to_dict(), self.start_epoch, self.epochs)
+        )
+        return self.logger
 
-    def _train_epochs(self, logger: Logger) -> None:
+    def _train_epochs(self, logger: Dispatcher) -> None:
         """Train, validate, log and checkpoint every remaining epoch."""
         with progress.stage(
             self.stage, total=self.epochs, unit="epoch", lines="each", initial=self.start_epoch
@@ -554,7 +579,7 @@ class Trainer:
                     {"epoch": epoch, "train_error": metrics["train/rec_error"], "val_error": val}
                 )
                 self.sidekick.on_epoch_end(epoch)
-                logger.write(metrics, epoch)
+                logger.log(epoch, metrics)
                 self.save(epoch, best=improved)
                 epochs.advance(
                     metrics={

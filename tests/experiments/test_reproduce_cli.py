@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from pyskick.experiments import METHOD_NAMES, available_methods, check_available, select_methods
+from pyskick.experiments import method_names, select_methods
 from pyskick.plugins import get_host, make_plugin_host
 from pyskick_cli.main import main
 
@@ -89,7 +89,8 @@ def test_method_of_a_missing_plugin_is_an_error(
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    # Without entry-point plugins, rnd-rewards and expert-clone (plugin distributions) are missing.
+    # Without entry-point plugins, rnd-rewards and expert-clone (plugin distributions) are
+    # not registered: unknown rows, named with the registered ones.
     monkeypatch.setenv("PYSKICK_DISABLE_PLUGIN_AUTOLOAD", "1")
     get_host.cache_clear()
     try:
@@ -107,36 +108,49 @@ def test_method_of_a_missing_plugin_is_an_error(
             capsys,
         )
         assert code == 2
-        assert "method rnd-rewards needs sidekick 'rnd-rewards'" in err
+        assert "unknown method 'rnd-rewards'; valid methods: one-view, rnd-actions, ltla," in err
+        assert "`pyskick plugins --all` lists them" in err
         assert not out.exists()
         # The demo refuses before it generates its data.
         code, _, err = run(["demo", "--out", str(out), "--methods", "expert-clone"], capsys)
         assert code == 2
-        assert "method expert-clone needs sidekick 'expert-clone'" in err
+        assert "unknown method 'expert-clone'" in err
         assert not out.exists()
     finally:
         get_host.cache_clear()
 
 
-def test_missing_names_are_listed_per_method() -> None:
-    registries = make_plugin_host(autoload=False).registries
-    missing = {m.name for m in select_methods(None)} - {
-        m.name for m in available_methods(registries)
-    }
-    assert {"rnd-rewards", "expert-clone"} <= missing
-    assert {"one-view", "rnd-actions", "ltla", "asymm-ac", "ours(rew)", "ours(rew)+ac"}.isdisjoint(
-        missing
-    )
-    with pytest.raises(ValueError, match=r"method expert-clone needs sidekick 'expert-clone'"):
-        check_available(select_methods(["expert-clone"]), registries)
+PAPER_ROWS = [
+    "one-view", "rnd-actions", "rnd-rewards", "ltla", "asymm-ac", "expert-clone", "ours(rew)",
+    "ours(demo)", "ours(rew)+ac", "ours(demo)+ac", "demo-actions",
+]  # fmt: skip
+"""Table 1 of the paper, in its order."""
+
+
+def test_table_rows_come_from_the_builtins_and_the_plugin_distributions() -> None:
+    builtin = make_plugin_host(autoload=False).registries
+    assert method_names(builtin) == [
+        name for name in PAPER_ROWS if name not in ("rnd-rewards", "expert-clone")
+    ]
+    assert {m.plugin for m in select_methods(None, builtin)} == {"pyskick.builtins.methods"}
+    # The two plugin distributions slot their rows in at their Table 1 positions.
+    everything = make_plugin_host(autoload=True).registries
+    assert method_names(everything) == PAPER_ROWS
+    rows = {m.name: m for m in select_methods(None, everything)}
+    assert rows["rnd-rewards"].plugin == "pyskick-rnd-rewards"
+    assert rows["expert-clone"].plugin == "expert-clone"
+    assert [name for name, m in rows.items() if m.role == "sidekick"] == [
+        "ours(rew)", "ours(demo)", "ours(rew)+ac", "ours(demo)+ac",
+    ]  # fmt: skip
+    assert (rows["asymm-ac"].critic, rows["demo-actions"].actor) == ("asymm-critic", "demo-actions")
     # Table order is kept and one-view always comes first.
-    assert [m.name for m in select_methods(["ltla", "rnd-actions"])] == [
+    assert [m.name for m in select_methods(["ltla", "rnd-actions"], everything)] == [
         "one-view",
         "rnd-actions",
         "ltla",
     ]
-    assert METHOD_NAMES[0] == "one-view"
-    assert METHOD_NAMES[-1] == "demo-actions"
+    with pytest.raises(ValueError, match="a method is listed twice"):
+        select_methods(["ltla", "ltla"], everything)
 
 
 def test_demo_refuses_another_size_before_generating(

@@ -164,7 +164,7 @@ def test_ordering_verdicts(tmp_path: Path) -> None:
 def test_learning_speed_from_the_validation_curves(tmp_path: Path) -> None:
     from pyskick.experiments.layout import run_dir
     from pyskick.experiments.report import learning_summary
-    from pyskick.training.loggers import JsonlLogger
+    from pyskick.training.loggers import JsonlLogger, RunInfo
 
     curves = {
         "ltla": [[0.020, 0.016, 0.014, 0.012], [0.021, 0.017, 0.013, 0.013]],
@@ -173,9 +173,10 @@ def test_learning_speed_from_the_validation_curves(tmp_path: Path) -> None:
     }
     for method, seeds in curves.items():
         for k, values in enumerate(seeds):
-            logger = JsonlLogger(run_dir(tmp_path, method, k) / "metrics.jsonl")
+            logger = JsonlLogger()
+            logger.start(RunInfo(run_dir(tmp_path, method, k)))
             for epoch, value in enumerate(values):
-                logger.write({"val/rec_error": value}, epoch)
+                logger.log(epoch, {"val/rec_error": value})
             logger.close()
     summary = learning_summary(tmp_path, list(curves), 2)
     rew = summary["ours(rew)"]
@@ -205,7 +206,7 @@ def test_learning_speed_from_the_validation_curves(tmp_path: Path) -> None:
 def test_the_paper_claims_in_words(tmp_path: Path) -> None:
     from pyskick.experiments.layout import run_dir
     from pyskick.experiments.report import paper_claims
-    from pyskick.training.loggers import JsonlLogger
+    from pyskick.training.loggers import JsonlLogger, RunInfo
 
     g = torch.Generator().manual_seed(4)
     difficulty = 0.012 + 0.006 * torch.rand(40, generator=g, dtype=torch.float64)
@@ -223,9 +224,10 @@ def test_the_paper_claims_in_words(tmp_path: Path) -> None:
     }
     for name, values in curves.items():
         for k in range(3):
-            logger = JsonlLogger(run_dir(tmp_path, name, k) / "metrics.jsonl")
+            logger = JsonlLogger()
+            logger.start(RunInfo(run_dir(tmp_path, name, k)))
             for epoch, value in enumerate(values):
-                logger.write({"val/rec_error": value}, epoch)
+                logger.log(epoch, {"val/rec_error": value})
             logger.close()
     table = _table(
         tmp_path,

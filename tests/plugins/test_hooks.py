@@ -43,6 +43,14 @@ class Recorder:
         register("rec-dataset", lambda data_dir=None: Path("rec.h5"))
 
     @hookimpl
+    def pyskick_register_loggers(self, register: hookspecs.Register) -> None:
+        register("rec-logger", lambda: "l")
+
+    @hookimpl
+    def pyskick_register_methods(self, register: hookspecs.RegisterMethod) -> None:
+        register("rec-method", label="A row", sidekick="rec-sidekick", role="sidekick")
+
+    @hookimpl
     def pyskick_register_commands(self, cli: click.Group) -> None:
         cli.add_command(click.Command("rec-command", callback=lambda: None))
 
@@ -75,6 +83,19 @@ def test_hook_pyskick_register_actors(host_with_recorder: PluginHost) -> None:
 def test_hook_pyskick_register_datasets(host_with_recorder: PluginHost) -> None:
     check_registration(host_with_recorder, "dataset")
     assert host_with_recorder.registries.dataset.get("rec-dataset").factory() == Path("rec.h5")
+
+
+def test_hook_pyskick_register_loggers(host_with_recorder: PluginHost) -> None:
+    check_registration(host_with_recorder, "logger")
+    assert host_with_recorder.registries.logger.get("rec-logger").factory() == "l"
+
+
+def test_hook_pyskick_register_methods(host_with_recorder: PluginHost) -> None:
+    check_registration(host_with_recorder, "method")
+    method = host_with_recorder.registries.method.get("rec-method")
+    assert (method.label, method.sidekick, method.role) == ("A row", "rec-sidekick", "sidekick")
+    # After the paper's rows (positions 0 to 10) by default.
+    assert host_with_recorder.registries.method.names()[-1] == "rec-method"
 
 
 def test_hook_pyskick_register_commands(host_with_recorder: PluginHost) -> None:

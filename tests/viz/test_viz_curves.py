@@ -7,15 +7,16 @@ import sys
 
 import pytest
 
-from pyskick.training.loggers import JsonlLogger
+from pyskick.training.loggers import JsonlLogger, RunInfo
 from pyskick.viz import plot_learning_curves
 from pyskick.viz.curves import read_curve
 
 
 def _log(folder, values):
-    logger = JsonlLogger(folder / "metrics.jsonl")
+    logger = JsonlLogger()
+    logger.start(RunInfo(folder))
     for step, value in enumerate(values):
-        logger.write({"val/rec_error": value, "train/rec_error": 2 * value}, step)
+        logger.log(step, {"val/rec_error": value, "train/rec_error": 2 * value})
     logger.close()
     return folder
 

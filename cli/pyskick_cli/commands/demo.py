@@ -78,9 +78,13 @@ def demo(
     ours(rew) and ours(demo) with 4 seeds (cpu-demo preset), compare them paired, and print
     the table, the verdicts and where the report is."""
     from pyskick.data.builtin import make_builtin
-    from pyskick.experiments import available_methods, check_available, select_methods
+    from pyskick.experiments import (
+        available_methods,
+        check_available,
+        method_names,
+        select_methods,
+    )
     from pyskick.experiments.layout import SETTINGS_FILE
-    from pyskick.experiments.methods import METHODS
     from pyskick.experiments.reproduce import split_sidekick_options
     from pyskick.plugins import get_registries
 
@@ -99,7 +103,7 @@ def demo(
     chosen = parse_methods(methods)
     if full:
         chosen = [m.name for m in available_methods(get_registries())]
-        skipped = [m.name for m in METHODS if m.name not in chosen]
+        skipped = [name for name in method_names() if name not in chosen]
         if skipped:
             click.echo(f"demo: skipping {', '.join(skipped)} (plugins not installed)", err=True)
     elif chosen is None:

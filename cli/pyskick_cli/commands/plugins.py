@@ -1,4 +1,5 @@
-"""``pyskick plugins``: installed plugins, their hooks and the names they registered."""
+"""``pyskick plugins``: installed plugins, their hooks and the names they registered
+(sidekicks, critics, actors, datasets, loggers and methods, the rows of Table 1)."""
 
 from __future__ import annotations
 
@@ -24,8 +25,9 @@ def plugin_report(include_builtins: bool) -> dict[str, Any]:
         for entry in registries[kind]:
             registered.setdefault(entry.plugin, {}).setdefault(kind, []).append(entry.name)
             summaries[f"{kind}:{entry.name}"] = entry.summary
-            if entry.options:
-                options[f"{kind}:{entry.name}"] = [_option_record(o) for o in entry.options]
+            declared = getattr(entry, "options", ())  # methods declare none
+            if declared:
+                options[f"{kind}:{entry.name}"] = [_option_record(o) for o in declared]
     plugins = []
     for name, info in sorted(host.plugins.items()):
         if info.builtin and not include_builtins:

@@ -14,11 +14,13 @@ from pyskick_cli.options import (
     dataset_option,
     device_option,
     epochs_option,
+    logger_option,
     methods_option,
     parse_sidekick_options,
     preset_option,
     pretrain_epochs_option,
     resolve_dataset_path,
+    resolve_loggers,
     seeds_option,
     sidekick_option_option,
 )
@@ -90,6 +92,7 @@ def run_table(
     "without looking at the test split.",
 )
 @device_option()
+@logger_option()
 @sidekick_option_option(help=SIDEKICK_OPTION_HELP)
 @click.option("--no-report", is_flag=True, help="Write the table only (no figures, no page).")
 def reproduce(
@@ -105,6 +108,7 @@ def reproduce(
     num_test: int | None,
     eval_split: str,
     device: str | None,
+    logger: tuple[str, ...],
     sidekick_option: tuple[str, ...],
     no_report: bool,
 ) -> None:
@@ -120,5 +124,5 @@ def reproduce(
         preset=preset, config=config_path, epochs=epochs, pretrain_epochs=pretrain_epochs,
         batch_size=batch_size, seeds=seeds, num_test=num_test, eval_split=eval_split,
         device=device, report=not no_report,
-        sidekick_options=parse_sidekick_options(sidekick_option),
+        sidekick_options=parse_sidekick_options(sidekick_option), loggers=resolve_loggers(logger),
     )  # fmt: skip

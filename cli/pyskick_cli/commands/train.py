@@ -20,6 +20,7 @@ from pyskick_cli.options import (
     recorded_sidekick,
     registered,
     resolve_dataset_path,
+    resolve_loggers,
     resolve_run_options,
     sidekick_name_option,
     sidekick_option_option,
@@ -142,19 +143,21 @@ def pretrain(
     lr: float | None,
     seed: int | None,
     device: str | None,
+    logger: tuple[str, ...],
     out_dir: Path,
     resume: bool,
 ) -> None:
     """Train the one-view model (T = 1): every module learns to reconstruct from one glimpse."""
     from pyskick.training.trainer import Trainer
 
+    loggers = resolve_loggers(logger, out_dir if resume else None)
     path, spec_preset = _prepare(dataset, out_dir, resume, "pretrain")
     config = _config(
         preset, config_path, spec_preset, pretrain_epochs=epochs, batch_size=batch_size, lr=lr,
         seed=seed, device=device,
     )  # fmt: skip
     data = _load_data(path, config)
-    trainer = Trainer(config, out_dir, data, stage="pretrain", resume=resume)
+    trainer = Trainer(config, out_dir, data, stage="pretrain", resume=resume, loggers=loggers)
     _report(_fit(trainer, path))
 
 
@@ -179,8 +182,8 @@ def pretrain(
 )
 @sidekick_name_option(
     help="A registered sidekick: none (ltla, the default), rew (reward shaping from one-view "
-    "scores), demo (greedy coverage demonstrations) or one a plugin adds (rnd-rewards, "
-    "expert-clone, ...); see `pyskick plugins --all`.",
+    "scores), demo (greedy coverage demonstrations) or one a plugin adds; see `pyskick plugins "
+    "--all`.",
 )
 @sidekick_option_option()
 @click.option(
@@ -200,6 +203,7 @@ def train(
     lr: float | None,
     seed: int | None,
     device: str | None,
+    logger: tuple[str, ...],
     out_dir: Path,
     resume: bool,
     init: Path | None,
@@ -223,6 +227,7 @@ def train(
     from pyskick.training.one_view_cache import cached_one_view
     from pyskick.training.trainer import Trainer, check_init
 
+    loggers = resolve_loggers(logger, out_dir if resume else None)
     path, spec_preset = _prepare(dataset, out_dir, resume, "train")
     config = _config(
         preset, config_path, spec_preset, epochs=epochs, batch_size=batch_size, lr=lr, seed=seed,
@@ -253,8 +258,9 @@ def train(
         load_scores_file(helper, data.train, scores_file, T=config.T)
         helper.scores_file = scores_file
     trainer = Trainer(
-        config, out_dir, data, stage="train", init=init, resume=resume, sidekick=helper
-    )
+        config, out_dir, data, stage="train", init=init, resume=resume, sidekick=helper,
+        loggers=loggers,
+    )  # fmt: skip
     _report(_fit(trainer, path, init=init))
 
 

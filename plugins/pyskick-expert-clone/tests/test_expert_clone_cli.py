@@ -26,8 +26,8 @@ def test_plugins_lists_the_distribution_and_its_sidekick(
     report = json.loads(out)
     ours = [p for p in report["plugins"] if p["distribution"] == "pyskick-expert-clone"]
     assert len(ours) == 1, report
-    assert ours[0]["registered"] == {"sidekick": ["expert-clone"]}
-    assert ours[0]["hooks"] == ["pyskick_register_sidekicks"]
+    assert ours[0]["registered"] == {"method": ["expert-clone"], "sidekick": ["expert-clone"]}
+    assert ours[0]["hooks"] == ["pyskick_register_methods", "pyskick_register_sidekicks"]
     assert "expert-clone" not in report["failures"]
     entry = get_host().registries["sidekick"].get("expert-clone")
     assert entry.plugin == ours[0]["name"]

@@ -171,7 +171,7 @@ def test_installed_and_listed_by_pyskick_plugins() -> None:
     )
     report = json.loads(listing.stdout)
     (plugin,) = [p for p in report["plugins"] if p["distribution"] == "pyskick-rnd-rewards"]
-    assert plugin["registered"] == {"sidekick": ["rnd-rewards"]}
+    assert plugin["registered"] == {"method": ["rnd-rewards"], "sidekick": ["rnd-rewards"]}
     assert "pyskick-rnd-rewards" not in report["failures"]
 
 

@@ -1,8 +1,8 @@
 """pyskick-expert-clone: the expert-clone baseline of the paper (paper-reference §5.7).
 
-Registers the sidekick ``expert-clone``: an expert that sees the whole viewgrid and the true
-pose is trained by REINFORCE to drive the one-view agent, and its greedy trajectories then
-supervise the agent in the same hybrid schedule as ours(demo)::
+Registers the sidekick ``expert-clone`` and Table 1's row of that name: an expert that sees the
+whole viewgrid and the true pose is trained by REINFORCE to drive the one-view agent, and its
+greedy trajectories then supervise the agent in the same hybrid schedule as ours(demo)::
 
     pyskick train --dataset synthetic-scenes --preset cpu-demo --sidekick expert-clone --out runs/ec
 
@@ -19,7 +19,7 @@ import pyskick
 from pyskick.sidekicks import HYBRID_OPTION, SidekickOption  # torch-free
 
 if TYPE_CHECKING:
-    from pyskick.hookspecs import Register
+    from pyskick.hookspecs import Register, RegisterMethod
 
 
 EXPERT_EPOCHS = SidekickOption(
@@ -61,3 +61,14 @@ def expert_clone_sidekick(
 @pyskick.hookimpl
 def pyskick_register_sidekicks(register: Register) -> None:
     register("expert-clone", expert_clone_sidekick, options=OPTIONS)
+
+
+@pyskick.hookimpl
+def pyskick_register_methods(register: RegisterMethod) -> None:
+    # Table 1's sixth row (index 5).
+    register(
+        "expert-clone",
+        label="Behaviour cloning of an expert trained with full observability",
+        sidekick="expert-clone",
+        position=5,
+    )

@@ -14,11 +14,11 @@ from pyskick.sidekicks import REWARD_OPTIONS  # torch-free
 
 if TYPE_CHECKING:
     from pyskick.data import GridSpec
-    from pyskick.hookspecs import Register
+    from pyskick.hookspecs import Register, RegisterMethod
     from pyskick.training import TrainConfig
     from pyskick_rnd_rewards.sidekick import RandomRewardSidekick
 
-__all__ = ["pyskick_register_sidekicks", "rnd_rewards"]
+__all__ = ["pyskick_register_methods", "pyskick_register_sidekicks", "rnd_rewards"]
 
 
 def rnd_rewards(
@@ -43,3 +43,14 @@ def rnd_rewards(
 def pyskick_register_sidekicks(register: Register) -> None:
     # The rew sidekick's options: the same peaks, spread and schedule, random places.
     register("rnd-rewards", rnd_rewards, options=REWARD_OPTIONS)
+
+
+@pyskick.hookimpl
+def pyskick_register_methods(register: RegisterMethod) -> None:
+    # Table 1's third row (index 2): the rew sidekick's schedule with random reward maps.
+    register(
+        "rnd-rewards",
+        label="Random reward maps shaped like the rew sidekick's",
+        sidekick="rnd-rewards",
+        position=2,
+    )
