@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from pyskick.config import TrainConfig
     from pyskick.data.spec import GridSpec
-    from pyskick.training.config import TrainConfig
 
 OptionValue = int | float | bool | str
 DefaultFn = Callable[["GridSpec | None", "TrainConfig | None"], OptionValue]

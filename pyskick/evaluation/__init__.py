@@ -12,7 +12,6 @@
 
 from __future__ import annotations
 
-from pyskick.evaluation.actors import ACTION_MODES, ActionMode, select_actions
 from pyskick.evaluation.evaluate import (
     METRICS,
     EvalResult,
@@ -23,15 +22,12 @@ from pyskick.evaluation.evaluate import (
 from pyskick.evaluation.stats import ErrorSummary, improvement_pct, summarize
 
 __all__ = [
-    "ACTION_MODES",
     "METRICS",
-    "ActionMode",
     "ErrorSummary",
     "EvalResult",
     "evaluate",
     "evaluate_policy",
     "evaluation_starts",
     "improvement_pct",
-    "select_actions",
     "summarize",
 ]

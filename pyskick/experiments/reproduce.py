@@ -129,12 +129,12 @@ def reproduce(
         ValueError, TypeError: bad arguments, a method whose plugin is not installed, or
             settings that disagree with the folder's ``reproduce.json``; nothing is written then.
     """
+    from pyskick.config import config_preset
     from pyskick.data import ViewgridFile
+    from pyskick.files import file_digest
     from pyskick.plugins import get_registries
     from pyskick.sidekicks.reward import NMS_PRESETS
     from pyskick.training import TrainData, load_config
-    from pyskick.training.config import config_preset
-    from pyskick.training.one_view_cache import file_digest
 
     start = time.perf_counter()
     say: Log = log or (lambda _line: None)
@@ -293,7 +293,7 @@ def check_settings(out_dir: Path, settings: dict[str, Any]) -> None:
 
 def epochs_done(run: Path) -> int:
     """Epochs a run's ``latest.pt`` covers (0 without one)."""
-    from pyskick.training.checkpoint import load_checkpoint
+    from pyskick.checkpoint import load_checkpoint
 
     latest = run / "latest.pt"
     return int(load_checkpoint(latest)["epoch"]) + 1 if latest.is_file() else 0
@@ -394,6 +394,7 @@ def _train(
     given_options: Mapping[str, Mapping[str, Any]],
     settings: dict[str, Any],
 ) -> None:
+    from pyskick.run_dir import RunDir
     from pyskick.sidekicks.factory import make_sidekick, run_options
     from pyskick.training import train
 
@@ -408,7 +409,7 @@ def _train(
     # one takes those of the folder's first run of this sidekick.
     resolved = settings["resolved_sidekick_options"]
     recorded = (
-        json.loads((run / "config.json").read_text()).get("sidekick_options", {})
+        (RunDir(run).recorded_config() or {}).get("sidekick_options", {})
         if done
         else resolved.get(method.sidekick)
     )

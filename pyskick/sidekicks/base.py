@@ -46,11 +46,10 @@ def checkpoint_digest(run_or_checkpoint: str | os.PathLike[str]) -> str:
     Raises:
         FileNotFoundError: no such checkpoint.
     """
-    from pyskick.training.one_view_cache import file_digest
+    from pyskick.files import file_digest
+    from pyskick.run_dir import checkpoint_file
 
-    path = Path(run_or_checkpoint)
-    if path.is_dir():
-        path = path / "best.pt"
+    path = checkpoint_file(run_or_checkpoint)
     if not path.is_file():
         raise FileNotFoundError(f"model checkpoint {path} does not exist")
     return file_digest(path)
@@ -165,3 +164,8 @@ class NoSidekick(Sidekick):
     """No sidekick: no rewards, no demonstrations (the ltla baseline)."""
 
     name = "none"
+
+
+def has_scores(sidekick: Sidekick) -> bool:
+    """Whether ``sidekick``'s class computes scores at all (overrides ``compute_scores``)."""
+    return type(sidekick).compute_scores is not Sidekick.compute_scores

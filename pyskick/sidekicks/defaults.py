@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING
 from pyskick.options import SidekickOption
 
 if TYPE_CHECKING:
+    from pyskick.config import TrainConfig
     from pyskick.data.spec import GridSpec
-    from pyskick.training.config import TrainConfig
 
 NMS_PRESETS = {"sun360": (4, 1), "modelnet-hard": (5, 2), "custom": (4, 1)}
 """``(k, radius)`` of the reward sidekick's NMS per dataset preset."""

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import copy
 import math
-import os
 import sys
 import time
 from collections.abc import Callable
@@ -33,15 +32,7 @@ from torch import Tensor, nn
 
 from pyskick.actors import Actor, LearnedActor, make_actor
 from pyskick.actors.base import forced_demonstrations
-from pyskick.evaluation.evaluate import evaluate_policy, make_env
-from pyskick.models import CompletionPolicy, ModelConfig, preset
-from pyskick.models.critics import ValueHead
-from pyskick.plugins import lookup
-from pyskick.run_dir import CONFIG, RunDir, is_main_process
-from pyskick.sidekicks.base import NoSidekick, Sidekick
-from pyskick.sidekicks.factory import make_sidekick
-from pyskick.training.baselines import AverageBaseline
-from pyskick.training.checkpoint import (
+from pyskick.checkpoint import (
     POLICY_KEYS,
     capture_rng_state,
     load_checkpoint,
@@ -49,18 +40,27 @@ from pyskick.training.checkpoint import (
     restore_rng_state,
     save_checkpoint,
 )
-from pyskick.training.config import TRAIN_ONLY_FIELDS, TrainConfig
-from pyskick.training.data import TrainData
-from pyskick.training.distributed import (
+from pyskick.config import TRAIN_ONLY_FIELDS, TrainConfig
+from pyskick.distributed import (
     DistContext,
     all_reduce_sum,
     init_distributed,
+    is_main,
     resolve_device,
 )
+from pyskick.envs.rollout import Rollout, collect_rollout, make_env
+from pyskick.evaluation.evaluate import evaluate_policy
+from pyskick.models import CompletionPolicy, ModelConfig, preset
+from pyskick.models.critics import ValueHead
+from pyskick.plugins import lookup
+from pyskick.run_dir import CONFIG, RunDir
+from pyskick.sidekicks.base import NoSidekick, Sidekick
+from pyskick.sidekicks.factory import make_sidekick
+from pyskick.training.baselines import AverageBaseline
+from pyskick.training.data import TrainData
 from pyskick.training.loggers import make_logger
 from pyskick.training.losses import completion_loss, episode_rewards
 from pyskick.training.returns import reward_to_go
-from pyskick.training.rollout import Rollout, collect_rollout
 from pyskick.training.seeding import seed_everything
 
 Stage = Literal["pretrain", "train"]
@@ -207,7 +207,7 @@ class Trainer:
                 config = config.replace(reward_radius=sidekick.reward_radius)
         self.run = RunDir(out_dir)
         self.run_dir = self.run.path
-        if is_main_process():
+        if is_main():
             self.run.check_free()
         if not resume and self.run.latest.exists():
             raise ValueError(
@@ -269,7 +269,7 @@ class Trainer:
         self.stage = stage
         self.data = data
         check_request(config, data)
-        self.device = resolve_device(config.device, _local_rank())
+        self.device = resolve_device(config.device)
         self.dist: DistContext = init_distributed(self.device)
         if config.batch_size % self.dist.world_size:
             raise ValueError(
@@ -427,7 +427,9 @@ class Trainer:
         with self.run.locked():
             if self.start_epoch == 0:
                 self.run.reset()  # the log and best.pt of an abandoned attempt
-            self.run.write_record(CONFIG, {"stage": self.stage, **self.config.to_dict()})
+            self.run.record_start(
+                self.stage, self.config.to_dict(), dataset=self.data.source, init=self.init
+            )
             return self._fit()
 
     def _fit(self) -> TrainResult:
@@ -701,7 +703,7 @@ def check_request(config: TrainConfig, data: TrainData) -> None:
     """
     if not 0 <= config.seed <= MAX_SEED:
         raise ValueError(f"seed {config.seed} is out of range (0 to {MAX_SEED})")
-    resolve_device(config.device, _local_rank())
+    resolve_device(config.device)
     if data.train.shape[0] < config.batch_size:
         raise ValueError(
             f"batch_size {config.batch_size} exceeds the {data.train.shape[0]} training viewgrids"
@@ -775,10 +777,6 @@ def _resumed_config(
 def _overrides(obj: object, base: type, method: str) -> bool:
     """Whether ``obj``'s class replaces ``base.method``."""
     return getattr(type(obj), method) is not getattr(base, method)
-
-
-def _local_rank() -> int:
-    return int(os.environ.get("LOCAL_RANK", "0"))
 
 
 def _progress_batch(trainer: Trainer, epoch: int, batch: int, n_batches: int) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -122,18 +121,12 @@ def score(
     import torch.distributed as dist
 
     from pyskick.data import ViewgridFile
+    from pyskick.distributed import broadcast_from_main, init_distributed, resolve_device
     from pyskick.sidekicks import make_sidekick
-    from pyskick.sidekicks.scores import (
-        ScoreMeta,
-        broadcast_from_main,
-        compute_scores_sharded,
-        has_scores,
-        score_key,
-        write_scores,
-    )
+    from pyskick.sidekicks.base import has_scores
+    from pyskick.sidekicks.scores import ScoreMeta, compute_scores_sharded, score_key, write_scores
     from pyskick.training import TrainData, load_config
-    from pyskick.training.distributed import init_distributed, resolve_device
-    from pyskick.training.one_view_cache import cache_key, cache_root, cached_one_view
+    from pyskick.training.one_view_cache import cache_folder, cached_one_view
 
     registered("sidekick", sidekick, "--sidekick")
     try:  # missing folders are created when the file is written
@@ -161,7 +154,7 @@ def score(
 
     # Built on the cached model's folder first, so that a sidekick without scores is refused
     # before a one-view model is pretrained for it.
-    helper = build(model or cache_root() / "one-view" / cache_key(path, config))
+    helper = build(model or cache_folder(path, config))
     if not has_scores(helper):
         raise click.BadParameter(
             f"sidekick {sidekick!r} computes no scores", param_hint="--sidekick"
@@ -173,7 +166,7 @@ def score(
             f"sidekick {sidekick!r} has no scores with these options", param_hint="--sidekick"
         )
 
-    run_device = resolve_device(config.device, int(os.environ.get("LOCAL_RANK", "0")))
+    run_device = resolve_device(config.device)
     ctx = init_distributed(run_device)
     per_split, keys = {}, {}
     for name in names:
