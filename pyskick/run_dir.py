@@ -400,11 +400,9 @@ def load_policy(
     policy = policy_from_state(state, device)
     stage = state.get("stage")
     config = TrainConfig.from_dict(state["config"]) if "config" in state else None
-    init = state.get("init")
-    if init is None:
-        # Written beside the checkpoint when the run started (a checkpoint copied out of its
-        # run folder, or one from before checkpoints held it).
-        init = RunDir(path.parent).recorded_init() if (path.parent / DATASET).is_file() else None
+    # Checkpoints of a train-stage run hold their one-view run; for one that does not, the
+    # dataset.json beside it (written when the run started) may.
+    init = state.get("init") or RunDir(path.parent).recorded_init()
     return SavedPolicy(
         policy, path, None if stage is None else str(stage), config, Path(init) if init else None
     )
