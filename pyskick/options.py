@@ -26,8 +26,8 @@ from typing import TYPE_CHECKING, Any
 from pyskick.errors import UserError
 
 if TYPE_CHECKING:
+    from pyskick.config import TrainConfig
     from pyskick.data.spec import GridSpec
-    from pyskick.training.config import TrainConfig
 
 OptionValue = int | float | bool | str
 DefaultFn = Callable[["GridSpec | None", "TrainConfig | None"], OptionValue]

@@ -1,17 +1,26 @@
-"""A training run's folder: its lock, records, checkpoints and log, in one place.
+"""A training run's folder: its lock, records, checkpoints and log, and loading its policy.
 
 A run folder holds ``config.json`` and ``dataset.json`` (records), ``latest.pt`` and
-``best.pt`` (checkpoints), ``metrics.jsonl`` (the log) and ``.lock``. One process writes a
-run folder at a time: the writer holds an exclusive ``flock`` on ``RUN/.lock`` and writes its
-pid there. The kernel drops the lock when the process ends, however it ends, so a lock left by
-a killed process never blocks; the pid in the file only names the holder in the refusal.
+``best.pt`` (checkpoints), ``metrics.jsonl`` (the log) and ``.lock``. The trainer writes both
+records when a run starts (:meth:`RunDir.record_start`), so a run started from Python is as
+complete as one started by ``pyskick train``. ``dataset.json`` holds the data file's path and
+SHA-256 (when the run's :class:`~pyskick.training.TrainData` came from a file) and the
+one-view run it started from.
+
+One process writes a run folder at a time: the writer holds an exclusive ``flock`` on
+``RUN/.lock`` and writes its pid there. The kernel drops the lock when the process ends,
+however it ends, so a lock left by a killed process never blocks; the pid in the file only
+names the holder in the refusal.
 
 Every refusal is decided before a run folder is locked (:meth:`RunDir.check_free` looks
 without writing); once locked, stale temporaries of the folder's own files (left by a killed
 atomic write, see :mod:`pyskick._io`) are removed.
 
-This module is low in the layering: it imports nothing from training, evaluation, sidekicks or
-actors.
+:func:`load_policy` is the one way to get the policy of a run folder (its ``best.pt``) or of
+a checkpoint file, with how that run acts (its glimpse budget, actor, config and one-view run).
+
+This module sits below actors, evaluation, sidekicks and training (``docs/architecture.md``):
+it imports the checkpoint format, the config and the networks only.
 """
 
 from __future__ import annotations
@@ -20,13 +29,20 @@ import fcntl
 import json
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import torch
+
 from pyskick._io import remove_temporaries, write_json, write_text
+from pyskick.checkpoint import POLICY_KEYS, load_run, policy_from_state
+from pyskick.config import TrainConfig
 from pyskick.errors import UserError, UserFileNotFoundError
+from pyskick.files import file_digest
+from pyskick.models import CompletionPolicy, ModelConfig
 
 CONFIG = "config.json"
 DATASET = "dataset.json"
@@ -54,11 +70,6 @@ class RunLockedError(UserError):
         )
         self.path = path
         self.pid = pid
-
-
-def is_main_process() -> bool:
-    """Rank 0 of a ``torchrun`` launch, or a plain process: the one that writes run folders."""
-    return int(os.environ.get("RANK", "0")) == 0
 
 
 class RunDir:
@@ -122,10 +133,86 @@ class RunDir:
         self._check_held()
         return write_json(self.path / name, payload)
 
+    def recorded_config(self) -> dict[str, Any] | None:
+        """``config.json``: the stage and every :class:`~pyskick.config.TrainConfig` field the
+        run started with, or None without one."""
+        return self.read_record(CONFIG)
+
     def recorded_stage(self) -> str | None:
         """The stage ``config.json`` records (``"pretrain"``, ``"train"``), or None."""
-        record = self.read_record(CONFIG)
+        record = self.recorded_config()
         return None if record is None else record.get("stage")
+
+    def dataset_record(self) -> dict[str, Any] | None:
+        """``dataset.json``, or None without one.
+
+        Raises:
+            ValueError: a record that is damaged or lacks the data file's path and digest
+                (names the file).
+        """
+        record = self.read_record(DATASET)
+        if record is not None and not (
+            isinstance(record.get("path"), str) and isinstance(record.get("sha256"), str)
+        ):
+            raise UserError(f"{self.path / DATASET} is not a dataset record (no path or sha256)")
+        return record
+
+    def recorded_dataset(self) -> Path | None:
+        """The data file the run was trained on, or None when it does not record one."""
+        record = self.dataset_record()
+        return None if record is None else Path(record["path"])
+
+    def recorded_init(self) -> Path | None:
+        """The one-view run this run started from, as ``dataset.json`` records it."""
+        record = self.dataset_record()
+        init = None if record is None else record.get("init")
+        return Path(init) if init else None
+
+    def check_dataset(self, dataset: str | os.PathLike[str]) -> None:
+        """Refuse to continue the run on a data file with other contents than it recorded.
+
+        Raises:
+            ValueError: the recorded file and ``dataset`` differ (or the record is damaged).
+        """
+        record = self.dataset_record()
+        if record is not None and record["sha256"] != file_digest(dataset):
+            raise UserError(
+                f"{self.path} was trained on {record['path']}; {dataset} has other contents"
+            )
+
+    def record_dataset(
+        self, dataset: str | os.PathLike[str], *, init: str | os.PathLike[str] | None = None
+    ) -> Path:
+        """Write ``dataset.json``: the data file's resolved path and SHA-256, and the one-view
+        run the run started from. The caller holds the lock."""
+        payload: dict[str, Any] = {
+            "path": str(Path(dataset).resolve()),
+            "sha256": file_digest(dataset),
+        }
+        if init is not None:
+            payload["init"] = str(Path(init).resolve())
+        return self.write_record(DATASET, payload)
+
+    def record_start(
+        self,
+        stage: str,
+        config: Mapping[str, Any],
+        *,
+        dataset: str | os.PathLike[str] | None = None,
+        init: str | os.PathLike[str] | None = None,
+        loggers: Sequence[str] | None = None,
+    ) -> None:
+        """Record a starting (or resumed) run: ``config.json`` (``stage`` and ``config``, a
+        :meth:`TrainConfig.to_dict <pyskick.config.TrainConfig.to_dict>`, plus the metric
+        ``loggers`` when given: recorded, not part of the config) and, when the data file is
+        known, ``dataset.json`` (see :meth:`record_dataset`). The caller holds the lock; a
+        resumed run's data file was checked before (:meth:`check_dataset`)."""
+        record = {"stage": stage, **config}
+        if loggers is not None:
+            record["loggers"] = list(loggers)
+        self.write_record(CONFIG, record)
+        if dataset is not None:
+            self.record_dataset(dataset, init=init)
 
     def check_resumable(self, stage: str) -> None:
         """Refuse ``--resume`` of a folder that holds no run of ``stage``.
@@ -249,6 +336,93 @@ class RunDir:
     def _check_held(self) -> None:
         if self._key() not in _HELD:
             raise RuntimeError(f"{self.path} is written without holding its lock")
+
+
+def checkpoint_file(run_or_checkpoint: str | os.PathLike[str]) -> Path:
+    """The checkpoint a run folder (its ``best.pt``) or a checkpoint path names."""
+    path = Path(run_or_checkpoint)
+    return path / BEST if path.is_dir() else path
+
+
+@dataclass(frozen=True)
+class SavedPolicy:
+    """A policy loaded from a run folder or checkpoint, and how that run acts."""
+
+    policy: CompletionPolicy
+    """The policy, in eval mode, on the device it was loaded to."""
+    checkpoint: Path
+    """The checkpoint file it was read from."""
+    stage: str | None
+    """``"pretrain"`` or ``"train"``; None for a checkpoint that holds only a policy."""
+    config: TrainConfig | None
+    """The run's training config (what actor factories are given); None as for ``stage``."""
+    init: Path | None
+    """The one-view run it started from: the checkpoint's ``init``, else the one
+    ``dataset.json`` beside it records; None when neither does."""
+
+    def _run_config(self) -> TrainConfig:
+        if self.config is None or self.stage is None:
+            missing = "config" if self.config is None else "stage"
+            raise ValueError(
+                f"{self.checkpoint} is not a pyskick training checkpoint (no {missing!r})"
+            )
+        return self.config
+
+    @property
+    def T(self) -> int:
+        """Glimpses per episode: 1 for a pretrained (one-view) model, else the run's ``T``.
+
+        Raises:
+            ValueError: the checkpoint records no run config or stage.
+        """
+        config = self._run_config()
+        return 1 if self.stage == "pretrain" else config.T
+
+    @property
+    def actor(self) -> str:
+        """The run's actor name; ``"learned"`` for a pretrained model, which moves nowhere
+        (its config's actor is moot).
+
+        Raises:
+            ValueError: the checkpoint records no run config or stage.
+        """
+        config = self._run_config()
+        return "learned" if self.stage == "pretrain" else config.actor
+
+
+def load_policy(
+    run_or_checkpoint: str | os.PathLike[str], device: str | torch.device = "cpu"
+) -> SavedPolicy:
+    """The policy of a run folder (its ``best.pt``) or checkpoint file, in eval mode on
+    ``device`` (torch's global RNG left as it was), with its run's stage, config and one-view
+    run.
+
+    Raises:
+        FileNotFoundError: no such run or checkpoint.
+        ValueError: not a pyskick checkpoint, or one without a policy (``model``,
+            ``model_config``).
+    """
+    path, state = load_run(run_or_checkpoint, keys=POLICY_KEYS)
+    policy = policy_from_state(state, device)
+    stage = state.get("stage")
+    config = TrainConfig.from_dict(state["config"]) if "config" in state else None
+    # Checkpoints of a train-stage run hold their one-view run; for one that does not, the
+    # dataset.json beside it (written when the run started) may.
+    init = state.get("init") or RunDir(path.parent).recorded_init()
+    return SavedPolicy(
+        policy, path, None if stage is None else str(stage), config, Path(init) if init else None
+    )
+
+
+def load_model_config(run_or_checkpoint: str | os.PathLike[str]) -> ModelConfig:
+    """The :class:`~pyskick.models.ModelConfig` of a run folder's ``best.pt`` or a checkpoint,
+    without building the policy.
+
+    Raises:
+        FileNotFoundError: no such run or checkpoint.
+        ValueError: not a pyskick checkpoint, or one without a policy.
+    """
+    return ModelConfig.from_dict(load_run(run_or_checkpoint, keys=POLICY_KEYS)[1]["model_config"])
 
 
 def trim_log(path: str | os.PathLike[str], last_step: int) -> None:

@@ -236,8 +236,8 @@ def test_evaluation_and_scoring_report_stages(tmp_path: Path) -> None:
 
 
 def _save_one_view(policy, folder: Path) -> None:
-    from pyskick.training.checkpoint import save_checkpoint
-    from pyskick.training.config import TrainConfig
+    from pyskick.checkpoint import save_checkpoint
+    from pyskick.config import TrainConfig
 
     folder.mkdir()
     state = {"model": policy.state_dict(), "model_config": policy.config.to_dict()}

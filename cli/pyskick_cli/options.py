@@ -3,14 +3,12 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
 import click
 
-from pyskick.errors import UserError
 from pyskick_cli.param_types import RegisteredName
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -24,22 +22,19 @@ DATASET_HELP = (
 RUN_DATASET_HELP = " Default: the dataset RUN was trained on."
 
 
-def resolve_dataset_path(value: str) -> Path:
-    """The HDF5 file behind ``--dataset``: an existing file, or a registered name.
+def resolve_dataset_path(value: str, param_hint: str = "--dataset") -> Path:
+    """The HDF5 file behind ``--dataset`` (:func:`pyskick.data.resolve_dataset`): a path to a
+    file, or a name registered by pyskick or a plugin.
 
     Raises:
-        click.BadParameter: neither (exit 2), listing the registered names.
+        click.BadParameter: neither (exit 2); an unknown name lists the registered ones.
     """
-    path = Path(value).expanduser()
-    if path.suffix in (".h5", ".hdf5") or path.is_file():
-        if not path.is_file():
-            raise click.BadParameter(f"dataset file {path} does not exist", param_hint="--dataset")
-        return path
-    entry = registered("dataset", value, "--dataset")
-    return Path(entry.factory())
+    from pyskick.data import resolve_dataset
 
-
-DATASET_RECORD = "dataset.json"
+    try:
+        return resolve_dataset(value)
+    except (FileNotFoundError, ValueError) as exc:
+        raise click.BadParameter(str(exc), param_hint=param_hint) from None
 
 
 def check_run_dataset(run_dir: Path, dataset: Path, *, resume: bool) -> None:
@@ -48,43 +43,27 @@ def check_run_dataset(run_dir: Path, dataset: Path, *, resume: bool) -> None:
     Raises:
         click.BadParameter: exit 2, before anything is trained or written.
     """
-    from pyskick.training.one_view_cache import file_digest
+    from pyskick.run_dir import RunDir
 
+    run = RunDir(run_dir)
     if not resume:
-        if (run_dir / "latest.pt").exists():
+        if run.has_checkpoint():
             raise click.BadParameter(
                 f"{run_dir} already holds a run; add --resume or choose another folder",
                 param_hint="--out",
             )
         return
-    recorded = _dataset_record(run_dir)
-    if recorded is not None and recorded["sha256"] != file_digest(dataset):
-        raise click.BadParameter(
-            f"{run_dir} was trained on {recorded['path']}; {dataset} has other contents",
-            param_hint="--dataset",
-        )
-
-
-def record_run_dataset(run_dir: Path, dataset: Path, *, init: Path | None = None) -> None:
-    """Write ``RUN/dataset.json`` (path and SHA-256 of the data file, the one-view run it
-    started from) on rank 0, under the run folder's lock."""
-    from pyskick.run_dir import RunDir
-    from pyskick.training.one_view_cache import file_digest
-
-    if int(os.environ.get("RANK", "0")) != 0:
-        return
-    payload = {"path": str(dataset.resolve()), "sha256": file_digest(dataset)}
-    if init is not None:
-        payload["init"] = str(Path(init).resolve())
-    with RunDir(run_dir).locked() as run:  # re-entrant: `pyskick train` holds it already
-        run.write_record(DATASET_RECORD, payload)
+    try:
+        run.check_dataset(dataset)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--dataset") from None
 
 
 def recorded_init(run_dir: Path) -> Path | None:
     """The one-view run a run started from, as recorded in ``RUN/dataset.json``."""
-    record = _dataset_record(run_dir)
-    init = None if record is None else record.get("init")
-    return Path(init) if init else None
+    from pyskick.run_dir import RunDir
+
+    return RunDir(run_dir).recorded_init()
 
 
 def registered(kind: str, name: str, option: str) -> Any:
@@ -104,12 +83,14 @@ def run_dataset(run: Path) -> Path:
     Raises:
         click.BadParameter: the run has no record; ``--dataset`` must be given.
     """
-    record = _dataset_record(run if run.is_dir() else run.parent)
-    if record is None:
+    from pyskick.run_dir import RunDir
+
+    recorded = RunDir(run if run.is_dir() else run.parent).recorded_dataset()
+    if recorded is None:
         raise click.BadParameter(
             f"{run} does not record its dataset; pass --dataset", param_hint="--dataset"
         )
-    return Path(record["path"])
+    return recorded
 
 
 def parse_sidekick_options(values: tuple[str, ...]) -> dict[str, str]:
@@ -128,25 +109,9 @@ def parse_sidekick_options(values: tuple[str, ...]) -> dict[str, str]:
 
 def recorded_config(run_dir: Path) -> dict[str, Any] | None:
     """The config a run recorded (``RUN/config.json``), or None without one."""
-    from pyskick.run_dir import CONFIG, RunDir
-
-    return RunDir(run_dir).read_record(CONFIG)
-
-
-def _dataset_record(run_dir: Path) -> dict[str, Any] | None:
-    """``RUN/dataset.json``, or None without one.
-
-    Raises:
-        UserError: (exit 2) a record that is damaged or lacks the data file's path and digest.
-    """
     from pyskick.run_dir import RunDir
 
-    record = RunDir(run_dir).read_record(DATASET_RECORD)
-    if record is not None and not (
-        isinstance(record.get("path"), str) and isinstance(record.get("sha256"), str)
-    ):
-        raise UserError(f"{run_dir / DATASET_RECORD} is not a dataset record (no path or sha256)")
-    return record
+    return RunDir(run_dir).recorded_config()
 
 
 def recorded_sidekick(run_dir: Path) -> str | None:

@@ -17,7 +17,7 @@ from abc import ABC, abstractmethod
 import torch
 from torch import Tensor
 
-from pyskick.evaluation.actors import ActionMode
+from pyskick.models.act import ActionMode
 
 
 class Actor(ABC):
@@ -47,7 +47,7 @@ class Actor(ABC):
     @abstractmethod
     def mode(self, *, training: bool) -> ActionMode:
         """How motions that are not forced are drawn: ``"sample"``, ``"greedy"`` or
-        ``"random"`` (see :func:`pyskick.evaluation.select_actions`)."""
+        ``"random"`` (see :func:`pyskick.models.select_actions`)."""
 
     def forced_actions(self, indices: Tensor, starts: Tensor) -> Tensor | None:
         """``[T-1, B]`` int64 motions imposed on samples ``indices`` ``[B]`` starting at

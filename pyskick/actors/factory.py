@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING
 from pyskick.actors.base import Actor
 
 if TYPE_CHECKING:
+    from pyskick.config import TrainConfig
     from pyskick.data.spec import GridSpec
-    from pyskick.training.config import TrainConfig
 
 
 def make_actor(

@@ -13,16 +13,16 @@ from pyskick.hookspecs import Register, hookimpl
 
 def synthetic_scenes(data_dir: Path | None = None) -> Path:
     """Procedural 360° outdoor/indoor scenes, 4x8 RGB views (the embedded default)."""
-    from pyskick.data import resolve_dataset
+    from pyskick.data.builtin import builtin_dataset
 
-    return resolve_dataset("synthetic-scenes", data_dir=data_dir)
+    return builtin_dataset("synthetic-scenes", data_dir)
 
 
 def synthetic_objects(data_dir: Path | None = None) -> Path:
     """Procedural CAD-like objects in 10 families, 5x9 grayscale views, 2 families unseen."""
-    from pyskick.data import resolve_dataset
+    from pyskick.data.builtin import builtin_dataset
 
-    return resolve_dataset("synthetic-objects", data_dir=data_dir)
+    return builtin_dataset("synthetic-objects", data_dir)
 
 
 @hookimpl

@@ -13,8 +13,8 @@ from pyskick.hookspecs import Register, hookimpl
 from pyskick.sidekicks.defaults import HYBRID_OPTION
 
 if TYPE_CHECKING:
+    from pyskick.config import TrainConfig
     from pyskick.data.spec import GridSpec
-    from pyskick.training.config import TrainConfig
 
 
 def demo_sidekick(
@@ -37,7 +37,7 @@ def demo_actions_actor(
 ) -> object:
     """Greedy coverage motions (demo-actions); needs full observability at test time. Scores
     in batches of the config's ``eval_batch_size`` episodes (256 without a config)."""
-    from pyskick.actors.demo_actions import DemoActionsActor
+    from pyskick.sidekicks.demo_actions import DemoActionsActor
 
     if one_view is None or spec is None:
         raise ValueError(

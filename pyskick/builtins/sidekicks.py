@@ -15,8 +15,8 @@ from pyskick.hookspecs import Register, hookimpl
 from pyskick.sidekicks.defaults import REWARD_OPTIONS
 
 if TYPE_CHECKING:
+    from pyskick.config import TrainConfig
     from pyskick.data.spec import GridSpec
-    from pyskick.training.config import TrainConfig
 
 
 def no_sidekick(**_: object) -> object:

@@ -1,8 +1,10 @@
-"""Built-in dataset generators, by name.
+"""Built-in dataset generators, by name, and their cache of generated files.
 
 ``BUILTIN_DATASETS[name] = (generate(path, num, seed), default_num, default_seed)``. A generator
 may carry a ``generator_version`` attribute; it is part of the cache file name so that a changed
-generator never reuses a stale cache.
+generator never reuses a stale cache. The built-in plugin (:mod:`pyskick.builtins.datasets`)
+registers each of them by name, so they resolve like any plugin's dataset
+(:func:`pyskick.data.resolve_dataset`).
 """
 
 from __future__ import annotations
@@ -13,7 +15,9 @@ from typing import Any
 
 from pyskick import progress
 from pyskick.data import synthetic_objects, synthetic_scenes
+from pyskick.data.hdf5 import ViewgridFile
 from pyskick.errors import UserError
+from pyskick.files import data_dir as default_data_dir
 
 Generator = Callable[[Path, int, int], Any]
 
@@ -59,3 +63,29 @@ def make_builtin(
         generate(Path(path), num, default_seed if seed is None else seed)
         making.advance(num)
     return Path(path)
+
+
+def builtin_dataset(name: str, data_dir: Path | None = None) -> Path:
+    """The file of built-in dataset ``name`` at its default size and seed, generated once.
+
+    The file is cached under ``data_dir`` (default :func:`pyskick.files.data_dir`:
+    ``$PYSKICK_DATA_DIR`` or ``~/.cache/pyskick/datasets``); its name holds the generator
+    version, size and seed (:func:`cache_file_name`), so a changed generator never reuses a
+    stale file. A damaged cache file is generated again.
+
+    Raises:
+        ValueError: ``name`` is not a built-in dataset (the message lists them).
+    """
+    check_builtin_name(name)
+    generate, num, seed = BUILTIN_DATASETS[name]
+    path = (data_dir or default_data_dir()) / cache_file_name(name, generate, num, seed)
+    if path.is_file():
+        try:
+            ViewgridFile(path)
+            return path
+        except ValueError:
+            pass  # a damaged cache file is regenerated below
+    path.parent.mkdir(parents=True, exist_ok=True)
+    generate(path, num, seed)
+    ViewgridFile(path)
+    return path

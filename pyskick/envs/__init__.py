@@ -1,4 +1,5 @@
-"""Environments: the batched look-around task and its Gymnasium interfaces.
+"""Environments: the batched look-around task, running a policy in it, and its Gymnasium
+interfaces.
 
 Importing this package registers the Gymnasium id ``"pyskick/LookAround-v0"`` (entry points are
 strings, so :mod:`pyskick.envs.gym` and the data module load only when an env is made)::
@@ -16,6 +17,7 @@ import gymnasium
 
 from pyskick.envs.actions import ActionGrid
 from pyskick.envs.lookaround import START_ZEROING, LookAroundEnv, Observation, StartZeroing, Step
+from pyskick.envs.rollout import Rollout, collect_rollout, make_env
 from pyskick.envs.topology import neighbourhood
 from pyskick.envs.views import denormalize_views, normalize_views
 
@@ -35,9 +37,12 @@ __all__ = [
     "ActionGrid",
     "LookAroundEnv",
     "Observation",
+    "Rollout",
     "StartZeroing",
     "Step",
+    "collect_rollout",
     "denormalize_views",
+    "make_env",
     "neighbourhood",
     "normalize_views",
 ]

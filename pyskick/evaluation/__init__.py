@@ -12,7 +12,6 @@
 
 from __future__ import annotations
 
-from pyskick.evaluation.actors import ACTION_MODES, ActionMode, select_actions
 from pyskick.evaluation.evaluate import (
     EvalResult,
     evaluate,
@@ -23,9 +22,7 @@ from pyskick.evaluation.stats import ErrorSummary, improvement_pct, summarize
 from pyskick.metrics import METRICS, Metric
 
 __all__ = [
-    "ACTION_MODES",
     "METRICS",
-    "ActionMode",
     "ErrorSummary",
     "EvalResult",
     "Metric",
@@ -33,6 +30,5 @@ __all__ = [
     "evaluate_policy",
     "evaluation_starts",
     "improvement_pct",
-    "select_actions",
     "summarize",
 ]

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import json
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -32,20 +31,18 @@ from torch import Tensor
 
 from pyskick import progress
 from pyskick._io import atomic_path
-from pyskick.envs import LookAroundEnv, StartZeroing
+from pyskick.actors import Actor, make_actor
+from pyskick.actors.base import forced_demonstrations
+from pyskick.distributed import resolve_device
+from pyskick.envs.rollout import collect_rollout, make_env
 from pyskick.errors import UserError
 from pyskick.evaluation.stats import ErrorSummary, improvement_pct, summarize
 from pyskick.metrics import DEFAULT_METRIC, Metric, get_metric
 from pyskick.models import CompletionPolicy, ModelConfig
+from pyskick.run_dir import load_policy
 
 if TYPE_CHECKING:
-    # Imported lazily at run time: pyskick.actors imports pyskick.evaluation.actors.
-    from pyskick.actors import Actor
     from pyskick.data.spec import GridSpec
-
-# Written by the CLI next to a run (``pyskick train``): the data file and the one-view run.
-_RUN_RECORD = "dataset.json"
-
 
 @dataclass(frozen=True)
 class EvalResult:
@@ -124,33 +121,6 @@ def evaluation_starts(n_elevations: int, n_azimuths: int, metric: str | Metric) 
     return torch.tensor(views, dtype=torch.int64)
 
 
-def make_env(
-    config: ModelConfig,
-    T: int,
-    channel_mean: Sequence[float] | None,
-    *,
-    reward_radius: int = 1,
-    start_zeroing: StartZeroing = "view",
-) -> LookAroundEnv:
-    """The environment a policy of ``config`` runs in (paper defaults: 3 x 5 moves).
-
-    ``reward_radius`` is the neighbourhood zeroed around a visited view in a sidekick's reward
-    map (the sidekick's NMS radius); ``start_zeroing`` what the map loses at reset.
-    """
-    env = LookAroundEnv(
-        T,
-        known_azimuth=config.known_azimuth,
-        channel_mean=channel_mean if config.mean_subtract else None,
-        reward_radius=reward_radius,
-        start_zeroing=start_zeroing,
-    )
-    if env.n_actions != config.n_actions:
-        raise ValueError(
-            f"the model scores {config.n_actions} actions but the environment has {env.n_actions}"
-        )
-    return env
-
-
 @torch.no_grad()
 def evaluate_policy(
     policy: CompletionPolicy,
@@ -189,12 +159,6 @@ def evaluate_policy(
     Raises:
         ValueError, TypeError: bad grids, metric, actor or sizes.
     """
-    # Imported here: rollout and pyskick.actors import pyskick.evaluation.actors, and this
-    # module is imported by pyskick.evaluation.
-    from pyskick.actors import Actor, make_actor
-    from pyskick.actors.base import forced_demonstrations
-    from pyskick.training.rollout import collect_rollout
-
     if isinstance(T, bool) or not isinstance(T, int) or T < 1:
         raise ValueError(f"T must be a positive int, got {T!r}")
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
@@ -316,26 +280,19 @@ def evaluate(
         FileNotFoundError: no such run or checkpoint.
         ValueError: an unreadable checkpoint, an unknown actor name or bad arguments.
     """
-    from pyskick.actors import Actor, make_actor
-    from pyskick.training.checkpoint import load_run, policy_from_state
-    from pyskick.training.config import TrainConfig
-    from pyskick.training.distributed import resolve_device
-
-    path, state = load_run(run_or_checkpoint)
     if actor is not None and not isinstance(actor, Actor | str):
         raise TypeError(f"actor must be an Actor or a registered name, got {type(actor).__name__}")
     # Under torchrun each rank evaluates on its own GPU.
-    target = resolve_device(device, int(os.environ.get("LOCAL_RANK", "0")))
-    policy = policy_from_state(state, target)
+    target = resolve_device(device)
+    saved = load_policy(run_or_checkpoint, target)
+    policy = saved.policy
     if T is None:
-        T = 1 if state["stage"] == "pretrain" else int(state["config"]["T"])
-    config = TrainConfig.from_dict(state["config"])
+        T = saved.T
     if actor is None:
-        # A pretrained model moves nowhere: its config's actor is moot.
-        actor = "learned" if state["stage"] == "pretrain" else config.actor
+        actor = saved.actor
     if isinstance(actor, str):
         actor = make_actor(
-            actor, one_view=recorded_init(path, state), spec=spec, config=config, field="actor"
+            actor, one_view=saved.init, spec=spec, config=saved.config, field="actor"
         )
     _check_grids(grids, policy.config)
     actor.prepare(grids.cpu(), T=T, device=target)
@@ -354,17 +311,6 @@ def evaluate(
     reference = baseline.summary.mean_x1000 if isinstance(baseline, EvalResult) else baseline * 1e3
     pct = improvement_pct(result.summary.mean_x1000, reference)
     return dataclasses.replace(result, improvement_pct=pct)
-
-
-def recorded_init(checkpoint: Path, state: dict[str, Any]) -> Path | None:
-    """The one-view run a training checkpoint started from: its ``init`` entry, else the
-    ``init`` of ``dataset.json`` in the checkpoint's folder; None when neither records one."""
-    init = state.get("init")
-    if init is None:
-        record = checkpoint.parent / _RUN_RECORD
-        if record.is_file():
-            init = json.loads(record.read_text()).get("init")
-    return Path(init) if init else None
 
 
 def _check_grids(grids: object, cfg: ModelConfig) -> None:

@@ -614,7 +614,7 @@ def write_report(
         spec: the dataset's geometry, for actors that need it to replay (``demo-actions``).
         log: progress lines.
     """
-    from pyskick.training.distributed import resolve_device
+    from pyskick.distributed import resolve_device
 
     say = log or (lambda _line: None)
     methods = [row["method"] for row in table["rows"]]

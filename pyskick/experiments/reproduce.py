@@ -144,13 +144,13 @@ def reproduce(
         ValueError, TypeError: bad arguments, a method whose plugin is not installed, or
             settings that disagree with the folder's ``reproduce.json``; nothing is written then.
     """
+    from pyskick.config import config_preset
     from pyskick.data import ViewgridFile
+    from pyskick.files import file_digest
     from pyskick.plugins import get_registries
     from pyskick.sidekicks import nms_preset
     from pyskick.training import TrainData, load_config
-    from pyskick.training.config import config_preset
     from pyskick.training.loggers import make_loggers
-    from pyskick.training.one_view_cache import file_digest
 
     start = time.perf_counter()
     say: Log = log or (lambda _line: None)
@@ -335,7 +335,7 @@ def check_settings(out_dir: Path, settings: dict[str, Any]) -> None:
 
 def epochs_done(run: Path) -> int:
     """Epochs a run's ``latest.pt`` covers (0 without one)."""
-    from pyskick.training.checkpoint import load_checkpoint
+    from pyskick.checkpoint import load_checkpoint
 
     latest = run / "latest.pt"
     return int(load_checkpoint(latest)["epoch"]) + 1 if latest.is_file() else 0
@@ -453,6 +453,7 @@ def _train(
     which win over the defaults resolved for the folder's first run of that sidekick; a run
     that continues keeps what it recorded.
     """
+    from pyskick.run_dir import RunDir
     from pyskick.sidekicks.factory import make_sidekick, run_options
     from pyskick.training import train
 
@@ -468,7 +469,7 @@ def _train(
     resolved = settings["resolved_sidekick_options"]
     given = given_options.get(method.sidekick, {})
     if done:
-        recorded = json.loads((run / "config.json").read_text()).get("sidekick_options", {})
+        recorded = (RunDir(run).recorded_config() or {}).get("sidekick_options", {})
         options = run_options(method.sidekick, given, spec=spec, config=config, recorded=recorded)
     else:
         shared = run_options(

@@ -6,6 +6,7 @@ has the per-preset tables, the initialisation and the freezing behaviour.
 
 from __future__ import annotations
 
+from pyskick.models.act import ACTION_MODES, ActionMode, select_actions
 from pyskick.models.config import INIT_SCHEMES, PRESETS, InitScheme, ModelConfig, preset
 from pyskick.models.critics import (
     FullObservabilityCritic,
@@ -16,8 +17,10 @@ from pyskick.models.init import init_weights_
 from pyskick.models.policy import CompletionPolicy, FrozenBatchNorm, LSTMState, StepOutput
 
 __all__ = [
+    "ACTION_MODES",
     "INIT_SCHEMES",
     "PRESETS",
+    "ActionMode",
     "CompletionPolicy",
     "FrozenBatchNorm",
     "FullObservabilityCritic",
@@ -29,4 +32,5 @@ __all__ = [
     "StepOutput",
     "init_weights_",
     "preset",
+    "select_actions",
 ]

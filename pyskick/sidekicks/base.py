@@ -44,22 +44,16 @@ import torch
 from torch import Tensor
 
 from pyskick.errors import UserError, UserFileNotFoundError
+from pyskick.sidekicks.scores import (
+    cached_scores,
+    class_path,
+    has_scores,
+    load_scores_file,
+    no_scores,
+)
 
 Demonstrations = tuple[Tensor, Tensor]
 """``(actions [T-1, B] int64, mask [T-1, B] bool)``: where mask is True the action is forced."""
-
-
-def has_scores(sidekick: Sidekick) -> bool:
-    """Whether ``sidekick`` precomputes scores: its class overrides
-    :meth:`Sidekick.compute_scores` (the one test of it; see the module docstring)."""
-    return type(sidekick).compute_scores is not Sidekick.compute_scores
-
-
-def class_path(sidekick: Sidekick) -> str:
-    """``module.QualName`` of ``sidekick``'s class: the code that computes its scores (score
-    keys) and the name of a sidekick built by hand."""
-    cls = type(sidekick)
-    return f"{cls.__module__}.{cls.__qualname__}"
 
 
 def checkpoint_digest(run_or_checkpoint: str | os.PathLike[str]) -> str:
@@ -69,11 +63,10 @@ def checkpoint_digest(run_or_checkpoint: str | os.PathLike[str]) -> str:
     Raises:
         FileNotFoundError: no such checkpoint.
     """
-    from pyskick.training.one_view_cache import file_digest
+    from pyskick.files import file_digest
+    from pyskick.run_dir import checkpoint_file
 
-    path = Path(run_or_checkpoint)
-    if path.is_dir():
-        path = path / "best.pt"
+    path = checkpoint_file(run_or_checkpoint)
     if not path.is_file():
         raise UserFileNotFoundError(f"model checkpoint {path} does not exist")
     return file_digest(path)
@@ -138,7 +131,6 @@ class Sidekick:
                 set for a sidekick without scores.
             FileNotFoundError: :attr:`scores_file` does not exist.
         """
-        from pyskick.sidekicks.scores import cached_scores, load_scores_file
 
         if not has_scores(self):
             if self.scores_file is not None:
@@ -161,6 +153,7 @@ class Sidekick:
         """
         raise NotImplementedError(f"sidekick {self.name!r} has no scores (no score options)")
 
+    @no_scores  # a subclass that computes scores overrides it (has_scores)
     def compute_scores(self, grids: Tensor, *, T: int, device: torch.device) -> dict[str, Tensor]:
         """Per-sample score arrays of ``grids`` ``[n, N, M, C, H, W]`` uint8.
 

@@ -19,33 +19,10 @@ import torch
 from torch import Tensor
 
 from pyskick import progress
-from pyskick.evaluation.evaluate import make_env
-from pyskick.models import CompletionPolicy, ModelConfig
+from pyskick.envs.rollout import collect_rollout, make_env
+from pyskick.models import ModelConfig
 from pyskick.ops import coverage_matrix, rotate_viewgrid
-from pyskick.training.checkpoint import POLICY_KEYS, load_run, policy_from_state
-from pyskick.training.rollout import collect_rollout
-
-
-def one_view_config(run_or_checkpoint: str | os.PathLike[str]) -> ModelConfig:
-    """The :class:`ModelConfig` of a saved run (its ``best.pt``) or checkpoint.
-
-    Raises:
-        FileNotFoundError: no such run or checkpoint.
-        ValueError: not a pyskick training checkpoint.
-    """
-    return ModelConfig.from_dict(load_run(run_or_checkpoint, keys=POLICY_KEYS)[1]["model_config"])
-
-
-def load_one_view(
-    run_or_checkpoint: str | os.PathLike[str], device: torch.device | str = "cpu"
-) -> CompletionPolicy:
-    """The policy of a saved run (its ``best.pt``) or checkpoint, on ``device``, in eval mode.
-
-    Raises:
-        FileNotFoundError: no such run or checkpoint.
-        ValueError: not a pyskick training checkpoint.
-    """
-    return policy_from_state(load_run(run_or_checkpoint, keys=POLICY_KEYS)[1], device)
+from pyskick.run_dir import load_policy
 
 
 @torch.no_grad()
@@ -81,7 +58,7 @@ def one_view_coverage(
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
         raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
     device = torch.device(device)
-    policy = load_one_view(one_view, device)
+    policy = load_policy(one_view, device).policy
     cfg = policy.config
     _check_grids(grids, cfg)
     N, M = cfg.n_elevations, cfg.n_azimuths

@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING
 from pyskick.options import SidekickOption
 
 if TYPE_CHECKING:
+    from pyskick.config import TrainConfig
     from pyskick.data.spec import GridSpec
-    from pyskick.training.config import TrainConfig
 
 NMS_PRESETS: Mapping[str, tuple[int, int]] = MappingProxyType(
     {"sun360": (4, 1), "modelnet-hard": (5, 2), "custom": (4, 1)}

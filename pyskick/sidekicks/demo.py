@@ -86,11 +86,11 @@ class DemoSidekick(HybridSupervision):
     def load_scores(self, scores: dict[str, Tensor], *, T: int, device: torch.device) -> None:
         """Keep the coverage on ``device``; start ``T_sup`` at ``T - 1`` unless a checkpoint
         already restored it."""
-        from pyskick.sidekicks.coverage import one_view_config
+        from pyskick.run_dir import load_model_config
 
         if isinstance(T, bool) or not isinstance(T, int) or T < 1:
             raise ValueError(f"T must be a positive int, got {T!r}")
-        config = one_view_config(self.one_view)
+        config = load_model_config(self.one_view)
         N, M = config.n_elevations, config.n_azimuths
         coverage = scores["coverage"]
         if coverage.dim() != 3 or tuple(coverage.shape[1:]) != (N * M, N * M):

@@ -12,9 +12,9 @@ from pyskick.options import OptionValue, resolve_options
 from pyskick.sidekicks.base import Sidekick
 
 if TYPE_CHECKING:
+    from pyskick.config import TrainConfig
     from pyskick.data.spec import GridSpec
     from pyskick.registry import Entry
-    from pyskick.training.config import TrainConfig
 
 
 def sidekick_entry(name: str, *, field: str | None = None) -> Entry:

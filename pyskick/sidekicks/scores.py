@@ -21,27 +21,30 @@ results in sample order on every rank (a sidekick that is not ``shardable`` is c
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import importlib.metadata
 import json
 import logging
 import os
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import h5py
 import numpy as np
 import torch
-import torch.distributed as dist
 from torch import Tensor
 
 from pyskick import __version__, progress
 from pyskick._io import atomic_path
+from pyskick.distributed import broadcast_from_main, gather_from_ranks, world
 from pyskick.errors import UserError, UserFileNotFoundError
-from pyskick.sidekicks.base import Sidekick, class_path, has_scores
+from pyskick.files import cache_root, file_lock
+
+if TYPE_CHECKING:
+    # Annotations only: pyskick.sidekicks.base uses this module, which must not import it back.
+    from pyskick.sidekicks.base import Sidekick
 
 _LOG = logging.getLogger(__name__)
 
@@ -53,7 +56,30 @@ version-1 files are refused (their keys would never match)."""
 CACHE_GROUP = "grids"
 """The one group of a cache entry: entries are keyed by content, not by split name."""
 
-_T = TypeVar("_T")
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+_NO_SCORES = "__pyskick_no_scores__"
+
+
+def no_scores(method: _F) -> _F:
+    """Mark :meth:`Sidekick.compute_scores <pyskick.sidekicks.base.Sidekick.compute_scores>`,
+    the default that computes nothing (what :func:`has_scores` looks for)."""
+    setattr(method, _NO_SCORES, True)
+    return method
+
+
+def has_scores(sidekick: Sidekick) -> bool:
+    """Whether ``sidekick`` precomputes scores: its class overrides
+    :meth:`Sidekick.compute_scores <pyskick.sidekicks.base.Sidekick.compute_scores>` (the one
+    test of it)."""
+    return not getattr(type(sidekick).compute_scores, _NO_SCORES, False)
+
+
+def class_path(sidekick: Sidekick) -> str:
+    """``module.QualName`` of ``sidekick``'s class: the code that computes its scores (score
+    keys) and the name of a sidekick built by hand."""
+    cls = type(sidekick)
+    return f"{cls.__module__}.{cls.__qualname__}"
 
 
 def _options(sidekick: Sidekick, T: int) -> dict[str, Any]:
@@ -303,54 +329,7 @@ def load_scores_file(
     return _check_scores(scores, grids.shape[0], f"score file {path}")
 
 
-# -- distribution --------------------------------------------------------------------------
-
-
-def _world() -> tuple[int, int]:
-    """``(rank, world_size)``; ``(0, 1)`` outside an initialised process group."""
-    if dist.is_available() and dist.is_initialized():
-        return dist.get_rank(), dist.get_world_size()
-    return 0, 1
-
-
-@contextlib.contextmanager
-def _collective_device(device: torch.device) -> Iterator[None]:
-    """Object collectives over nccl stage their bytes on the current CUDA device: make it
-    this rank's device (gloo stages on the CPU)."""
-    if device.type == "cuda":
-        with torch.cuda.device(device):
-            yield
-    else:
-        yield
-
-
-def _outcome(fn: Callable[[], _T]) -> tuple[bool, _T | str]:
-    """``(True, fn())`` or ``(False, one-line error)``: ranks exchange failures instead of
-    leaving the others blocked in a collective."""
-    try:
-        return True, fn()
-    except Exception as exc:  # re-raised on every rank by _unwrap
-        return False, f"{type(exc).__name__}: {exc}"
-
-
-def _unwrap(outcomes: list[tuple[bool, Any]], what: str) -> list[Any]:
-    for rank, (ok, value) in enumerate(outcomes):
-        if not ok:
-            raise RuntimeError(f"{what} failed on rank {rank}: {value}")
-    return [value for _, value in outcomes]
-
-
-def broadcast_from_main(fn: Callable[[], _T], device: torch.device, what: str) -> _T:
-    """Run ``fn`` on rank 0 only and return its result on every rank (``fn()`` in a single
-    process); an exception on rank 0 is raised on every rank as a RuntimeError (as itself in a
-    single process)."""
-    rank, world = _world()
-    if world == 1:
-        return fn()
-    box = [_outcome(fn) if rank == 0 else None]
-    with _collective_device(device):
-        dist.broadcast_object_list(box, src=0)
-    return _unwrap([box[0]], what)[0]  # type: ignore[list-item]
+# -- distribution ---------------------------------------------------------------------------
 
 
 def compute_scores_sharded(
@@ -395,25 +374,24 @@ def _compute_sharded(
     """:func:`compute_scores_sharded` without its progress stage."""
     n = int(grids.shape[0])
     who = f"sidekick {sidekick.name!r}"
-    rank, world = _world()
-    if world == 1 or not sidekick.shardable:
+    rank, size = world()
+    if size == 1 or not sidekick.shardable:
         return broadcast_from_main(
             lambda: _check_scores(sidekick.compute_scores(grids, T=T, device=device), n, who),
             device,
             f"scoring with {who}",
         )
-    lo, hi = n * rank // world, n * (rank + 1) // world
-    outcome = _outcome(
+    lo, hi = n * rank // size, n * (rank + 1) // size
+    gathered = gather_from_ranks(
         lambda: (
             _check_scores(sidekick.compute_scores(grids[lo:hi], T=T, device=device), hi - lo, who)
             if hi > lo
             else None
-        )
+        ),
+        device,
+        f"scoring with {who}",
     )
-    gathered: list[Any] = [None] * world
-    with _collective_device(device):
-        dist.all_gather_object(gathered, outcome)
-    parts = [part for part in _unwrap(gathered, f"scoring with {who}") if part is not None]
+    parts = [part for part in gathered if part is not None]
     names = list(parts[0])
     if any(list(part) != names for part in parts):
         raise ValueError(f"{who} returned different score names on different ranks")
@@ -425,21 +403,7 @@ def _compute_sharded(
 
 def score_cache_dir(cache_dir: str | os.PathLike[str] | None = None) -> Path:
     """``<cache_dir>/scores``; by default under ``$PYSKICK_CACHE_DIR`` or ``~/.cache/pyskick``."""
-    from pyskick.training.one_view_cache import cache_root
-
     return (Path(cache_dir) if cache_dir is not None else cache_root()) / "scores"
-
-
-@contextlib.contextmanager
-def _file_lock(path: Path, message: str) -> Iterator[None]:
-    """Hold an exclusive ``flock`` on ``path``, saying ``message`` when another process has it."""
-    with path.open("w") as handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            _LOG.info(message)
-            fcntl.flock(handle, fcntl.LOCK_EX)
-        yield
 
 
 def _read_entry(path: Path, key: str) -> dict[str, Tensor] | None:
@@ -481,12 +445,12 @@ def cached_scores(
     key = score_key(sidekick, grids, T)
     folder = score_cache_dir(cache_dir)
     path = folder / f"{key}.h5"
-    rank, _ = _world()
+    rank, _ = world()
     with contextlib.ExitStack() as stack:
         if rank == 0:
             folder.mkdir(parents=True, exist_ok=True)
             stack.enter_context(
-                _file_lock(
+                file_lock(
                     folder / f"{key}.lock",
                     f"waiting for another process to compute {sidekick.name} scores {path}",
                 )

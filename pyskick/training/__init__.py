@@ -1,4 +1,9 @@
-"""Training: configs, rollouts, losses, the trainer, checkpoints, logging and distribution.
+"""Training: the trainer, its losses, baselines and logging, and the one-view model cache.
+
+The config (:mod:`pyskick.config`, re-exported here), checkpoints (:mod:`pyskick.checkpoint`),
+run folders (:mod:`pyskick.run_dir`), episodes (:mod:`pyskick.envs.rollout`) and distribution
+(:mod:`pyskick.distributed`) live in lower layers, which evaluation and the sidekicks share
+(``docs/architecture.md``).
 
 Entry points::
 
@@ -14,24 +19,21 @@ See ``docs/training.md``.
 
 from __future__ import annotations
 
+from pyskick.config import TRAIN_PRESETS, TrainConfig, load_config, train_preset
 from pyskick.training.baselines import AverageBaseline
-from pyskick.training.config import TRAIN_PRESETS, TrainConfig, load_config, train_preset
 from pyskick.training.data import TrainData
 from pyskick.training.losses import LossTerms, completion_loss, episode_rewards
 from pyskick.training.returns import reward_to_go
-from pyskick.training.rollout import Rollout, collect_rollout
 from pyskick.training.trainer import Trainer, TrainResult, pretrain, train
 
 __all__ = [
     "TRAIN_PRESETS",
     "AverageBaseline",
     "LossTerms",
-    "Rollout",
     "TrainConfig",
     "TrainData",
     "TrainResult",
     "Trainer",
-    "collect_rollout",
     "completion_loss",
     "episode_rewards",
     "load_config",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import torch
@@ -24,12 +25,16 @@ class TrainData:
         channel_mean: C per-channel means on the 0–255 scale, subtracted before dividing by 255.
         spec: the dataset's geometry (set by :meth:`from_file`), handed to registered actor
             factories; None for grids without one.
+        source: the HDF5 file the grids were read from (set by :meth:`from_file`); the
+            trainer records its path and digest in ``RUN/dataset.json``. None for grids
+            built in memory.
     """
 
     train: Tensor
     val: Tensor
     channel_mean: tuple[float, ...]
     spec: GridSpec | None = None
+    source: Path | None = None
 
     def __post_init__(self) -> None:
         for name in ("train", "val"):
@@ -58,6 +63,8 @@ class TrainData:
         object.__setattr__(self, "channel_mean", mean)
         if self.spec is not None:
             self._check_spec()
+        if self.source is not None:
+            object.__setattr__(self, "source", Path(self.source))
 
     def _check_spec(self) -> None:
         from pyskick.data.spec import GridSpec
@@ -87,4 +94,5 @@ class TrainData:
             source.split("val").load(),
             tuple(source.spec.channel_mean),
             source.spec,
+            source.path,
         )

@@ -19,8 +19,8 @@ from typing import NamedTuple
 
 from torch import Tensor
 
+from pyskick.envs.rollout import Rollout
 from pyskick.training.returns import reward_to_go
-from pyskick.training.rollout import Rollout
 
 
 class LossTerms(NamedTuple):

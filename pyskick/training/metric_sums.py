@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from pyskick.training.distributed import DistContext, all_reduce_sum
+from pyskick.distributed import DistContext, all_reduce_sum
 
 
 class MetricSums:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import fcntl
 import hashlib
 import json
 import logging
@@ -20,26 +19,13 @@ import os
 from pathlib import Path
 
 from pyskick import __version__
-from pyskick.training.config import TRAIN_ONLY_FIELDS, TrainConfig
+from pyskick.config import TRAIN_ONLY_FIELDS, TrainConfig
+from pyskick.distributed import is_main
+from pyskick.files import cache_root, file_digest, file_lock
 from pyskick.training.data import TrainData
 from pyskick.training.trainer import pretrain
 
 _LOG = logging.getLogger(__name__)
-
-
-def cache_root() -> Path:
-    """``$PYSKICK_CACHE_DIR`` or ``~/.cache/pyskick``."""
-    env = os.environ.get("PYSKICK_CACHE_DIR")
-    return Path(env) if env else Path.home() / ".cache" / "pyskick"
-
-
-def file_digest(path: str | os.PathLike[str]) -> str:
-    """SHA-256 of a file's bytes."""
-    digest = hashlib.sha256()
-    with Path(path).open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def pretrain_config(config: TrainConfig) -> TrainConfig:
@@ -61,6 +47,11 @@ def cache_key(dataset_path: str | os.PathLike[str], config: TrainConfig) -> str:
     return hashlib.sha256(payload.encode()).hexdigest()[:20]
 
 
+def cache_folder(dataset_path: str | os.PathLike[str], config: TrainConfig) -> Path:
+    """Where the one-view model for a dataset file and config is (or will be) cached."""
+    return cache_root() / "one-view" / cache_key(dataset_path, config)
+
+
 def cached_one_view(
     dataset_path: str | os.PathLike[str], config: TrainConfig, data: TrainData
 ) -> Path:
@@ -74,18 +65,13 @@ def cached_one_view(
     Returns:
         A run folder with ``best.pt``, to pass as ``init`` to :func:`pyskick.training.train`.
     """
-    key = cache_key(dataset_path, config)
-    run = cache_root() / "one-view" / key
+    run = cache_folder(dataset_path, config)
     run.parent.mkdir(parents=True, exist_ok=True)
-    main_rank = int(os.environ.get("RANK", "0")) == 0
+    main_rank = is_main()
     with contextlib.ExitStack() as stack:
         if main_rank:
-            handle = stack.enter_context((run.parent / f"{key}.lock").open("w"))
-            try:
-                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                _LOG.info("waiting for another process to pretrain %s", run)
-                fcntl.flock(handle, fcntl.LOCK_EX)
+            waiting = f"waiting for another process to pretrain {run}"
+            stack.enter_context(file_lock(run.parent / f"{run.name}.lock", waiting))
         done = (run / "latest.pt").exists()
         if main_rank:
             state = "reusing or resuming" if done else "pretraining"

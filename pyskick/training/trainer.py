@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import copy
 import math
-import os
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -34,16 +33,7 @@ from torch import Tensor, nn
 from pyskick import progress
 from pyskick.actors import Actor, LearnedActor, make_actor
 from pyskick.actors.base import forced_demonstrations
-from pyskick.errors import UserError
-from pyskick.evaluation.evaluate import evaluate_policy, make_env
-from pyskick.models import CompletionPolicy, ModelConfig, preset
-from pyskick.models.critics import ValueHead
-from pyskick.plugins import lookup
-from pyskick.run_dir import CONFIG, RunDir, is_main_process
-from pyskick.sidekicks.base import NoSidekick, Sidekick
-from pyskick.sidekicks.factory import make_sidekick
-from pyskick.training.baselines import AverageBaseline
-from pyskick.training.checkpoint import (
+from pyskick.checkpoint import (
     POLICY_KEYS,
     load_checkpoint,
     load_run,
@@ -51,19 +41,29 @@ from pyskick.training.checkpoint import (
     save_checkpoint,
     training_state,
 )
-from pyskick.training.config import TRAIN_ONLY_FIELDS, TrainConfig
-from pyskick.training.data import TrainData
-from pyskick.training.distributed import (
+from pyskick.config import TRAIN_ONLY_FIELDS, TrainConfig
+from pyskick.distributed import (
     DistContext,
     all_reduce_sum,
     init_distributed,
+    is_main,
     resolve_device,
 )
+from pyskick.envs.rollout import Rollout, collect_rollout, make_env
+from pyskick.errors import UserError
+from pyskick.evaluation.evaluate import evaluate_policy
+from pyskick.models import CompletionPolicy, ModelConfig, preset
+from pyskick.models.critics import ValueHead
+from pyskick.plugins import lookup
+from pyskick.run_dir import CONFIG, RunDir
+from pyskick.sidekicks.base import NoSidekick, Sidekick
+from pyskick.sidekicks.factory import make_sidekick
+from pyskick.training.baselines import AverageBaseline
+from pyskick.training.data import TrainData
 from pyskick.training.loggers import Dispatcher, RunInfo, make_loggers
 from pyskick.training.losses import completion_loss, episode_rewards
 from pyskick.training.metric_sums import MetricSums
 from pyskick.training.returns import reward_to_go
-from pyskick.training.rollout import Rollout, collect_rollout
 from pyskick.training.seeding import seed_everything
 
 Stage = Literal["pretrain", "train"]
@@ -311,7 +311,7 @@ class Trainer:
                 # The environment zeroes rewards around visited views as the maps assume (set
                 # before a resumed run's config is compared with the recorded one).
                 config = config.replace(reward_radius=sidekick.reward_radius)
-        if is_main_process():
+        if is_main():
             self.run.check_free()
         if not self.resume and self.run.latest.exists():
             raise UserError(
@@ -387,7 +387,7 @@ class Trainer:
         """Step 3: the request's cheap checks, the device, under ``torchrun`` the process
         group (:attr:`dist`), and the metric loggers (:attr:`logger`, not started yet)."""
         check_request(self.config, self.data)
-        self.device = resolve_device(self.config.device, _local_rank())
+        self.device = resolve_device(self.config.device)
         self.dist: DistContext = init_distributed(self.device)
         self.logger: Dispatcher = make_loggers(self._logger_names, rank=self.dist.rank)
         if self.config.batch_size % self.dist.world_size:
@@ -547,9 +547,12 @@ class Trainer:
         with self.run.locked():
             if self.start_epoch == 0:
                 self.run.reset()  # the log and best.pt of an abandoned attempt
-            self.run.write_record(
-                CONFIG,
-                {"stage": self.stage, **self.config.to_dict(), "loggers": self.logger.names},
+            self.run.record_start(
+                self.stage,
+                self.config.to_dict(),
+                dataset=self.data.source,
+                init=self.init,
+                loggers=self.logger.names,
             )
             yield
 
@@ -810,7 +813,7 @@ def check_request(config: TrainConfig, data: TrainData) -> None:
     """
     if not 0 <= config.seed <= MAX_SEED:
         raise UserError(f"seed {config.seed} is out of range (0 to {MAX_SEED})")
-    resolve_device(config.device, _local_rank())
+    resolve_device(config.device)
     if data.train.shape[0] < config.batch_size:
         raise UserError(
             f"batch_size {config.batch_size} exceeds the {data.train.shape[0]} training viewgrids"
@@ -886,5 +889,3 @@ def _overrides(obj: object, base: type, method: str) -> bool:
     return getattr(type(obj), method) is not getattr(base, method)
 
 
-def _local_rank() -> int:
-    return int(os.environ.get("LOCAL_RANK", "0"))

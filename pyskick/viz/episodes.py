@@ -1,37 +1,16 @@
-"""Loading a saved policy and recording whole episodes step by step for the figures."""
+"""Recording whole episodes step by step for the figures."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
-from pathlib import Path
 from typing import NamedTuple
 
 import torch
 from torch import Tensor
 
-from pyskick.evaluation.actors import ActionMode, select_actions
-from pyskick.evaluation.evaluate import make_env, recorded_init
+from pyskick.envs.rollout import make_env
 from pyskick.models import CompletionPolicy
-from pyskick.training.checkpoint import load_run, policy_from_state
-from pyskick.training.config import TrainConfig
-
-
-class SavedPolicy(NamedTuple):
-    """A policy loaded from a run and how that run acts."""
-
-    policy: CompletionPolicy
-    """The policy, in eval mode."""
-    T: int
-    """Glimpses per episode (1 for a pretrained one-view model)."""
-    actor: str
-    """The run's actor name (``"learned"`` for a pretrained one-view model)."""
-    stage: str
-    """``"pretrain"`` or ``"train"``."""
-    config: TrainConfig
-    """The run's training config (what actor factories are given)."""
-    init: Path | None
-    """The one-view run it started from, when recorded (what actor factories are given)."""
+from pyskick.models.act import ActionMode, select_actions
 
 
 class Episodes(NamedTuple):
@@ -56,23 +35,6 @@ class Episodes(NamedTuple):
     """``[T, B, P]`` proprioception at each glimpse."""
     azimuth: Tensor
     """``[T, B]`` int64 absolute azimuth at each glimpse."""
-
-
-def load_policy(run: str | os.PathLike[str], device: str | torch.device = "cpu") -> SavedPolicy:
-    """The policy of a run folder (its ``best.pt``) or checkpoint, in eval mode on ``device``.
-
-    Raises:
-        FileNotFoundError: no such run or checkpoint.
-        ValueError: not a pyskick training checkpoint.
-    """
-    path, state = load_run(run)
-    policy = policy_from_state(state, device)
-    config = TrainConfig.from_dict(state["config"])
-    pretrained = state["stage"] == "pretrain"
-    # A pretrained model moves nowhere: its config's actor is moot (as in evaluate()).
-    actor = "learned" if pretrained else config.actor
-    T = 1 if pretrained else config.T
-    return SavedPolicy(policy, T, actor, str(state["stage"]), config, recorded_init(path, state))
 
 
 @torch.no_grad()

@@ -16,9 +16,10 @@ from pyskick.actors import make_actor
 from pyskick.actors.base import forced_demonstrations
 from pyskick.data.spec import GridSpec
 from pyskick.errors import UserError
+from pyskick.run_dir import SavedPolicy, load_policy
 from pyskick.viz._mpl import pyplot, save_figure
 from pyskick.viz.belief import belief_heatmaps, optimal_perturbation
-from pyskick.viz.episodes import Episodes, SavedPolicy, load_policy, record_episodes
+from pyskick.viz.episodes import Episodes, record_episodes
 from pyskick.viz.layout import (
     GridLayout,
     draw_move,

@@ -91,9 +91,9 @@ def test_demo_actions_trains_and_evaluates_following_the_coverage_greedy(
 
     import torch
 
-    from pyskick.actors.demo_actions import DemoActionsActor
     from pyskick.data import ViewgridFile
     from pyskick.evaluation import evaluate
+    from pyskick.sidekicks.demo_actions import DemoActionsActor
 
     monkeypatch.setenv("PYSKICK_CACHE_DIR", str(tmp_path / "cache"))
     threads = torch.get_num_threads()

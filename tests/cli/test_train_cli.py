@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from pyskick.checkpoint import load_checkpoint
 from pyskick.data.builtin import make_builtin
-from pyskick.training.checkpoint import load_checkpoint
 from pyskick_cli.main import main
 
 FAST = ["--preset", "cpu-demo", "--epochs", "1", "--batch-size", "8", "--device", "cpu"]

@@ -11,7 +11,8 @@ import pytest
 import torch
 
 from pyskick.data import BUILTIN_DATASETS, MODELNET_HARD, SUN360, GridSpec, ViewgridFile
-from pyskick.data.hdf5 import resolve_dataset, write_viewgrids
+from pyskick.data.builtin import builtin_dataset
+from pyskick.data.hdf5 import write_viewgrids
 from pyskick.data.synthetic_scenes import generate_synthetic_scenes
 
 TINY = GridSpec(
@@ -211,27 +212,25 @@ def test_write_rejects_bad_input_and_leaves_existing_file(tmp_path: Path) -> Non
     assert sorted(p.name for p in tmp_path.iterdir()) == ["d.h5"]
 
 
-def test_resolve_dataset_generates_once_and_caches(
+def test_builtin_dataset_generates_once_and_caches(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setitem(BUILTIN_DATASETS, "synthetic-scenes", (generate_synthetic_scenes, 6, 5))
-    path = resolve_dataset("synthetic-scenes", data_dir=tmp_path)
+    path = builtin_dataset("synthetic-scenes", tmp_path)
     assert path.parent == tmp_path
     assert path.name == "synthetic-scenes-v1-n6-s5.h5"
     assert ViewgridFile(path).spec == SUN360
     stamp = path.stat().st_mtime_ns
-    assert resolve_dataset("synthetic-scenes", data_dir=tmp_path) == path
+    assert builtin_dataset("synthetic-scenes", tmp_path) == path
     assert path.stat().st_mtime_ns == stamp
-    # A damaged cache file is regenerated, an explicit path is returned as is.
+    # A damaged cache file is regenerated.
     path.write_bytes(b"truncated")
-    assert ViewgridFile(resolve_dataset("synthetic-scenes", data_dir=tmp_path)).spec == SUN360
-    assert resolve_dataset(str(path)) == path
+    assert ViewgridFile(builtin_dataset("synthetic-scenes", tmp_path)).spec == SUN360
     monkeypatch.setenv("PYSKICK_DATA_DIR", str(tmp_path / "env"))
-    assert resolve_dataset("synthetic-scenes").parent == tmp_path / "env"
+    assert builtin_dataset("synthetic-scenes").parent == tmp_path / "env"
 
 
-def test_resolve_dataset_unknown_name_lists_valid_ones(tmp_path: Path) -> None:
+def test_builtin_dataset_unknown_name_lists_valid_ones(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="synthetic-scenes"):
-        resolve_dataset("sun360-full", data_dir=tmp_path)
-    with pytest.raises(FileNotFoundError):
-        resolve_dataset(tmp_path / "absent.h5")
+        builtin_dataset("sun360-full", tmp_path)
+    assert not any(tmp_path.iterdir())

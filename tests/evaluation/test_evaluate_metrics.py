@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 import torch
 
+from pyskick.checkpoint import save_checkpoint
+from pyskick.config import train_preset
 from pyskick.evaluation.evaluate import evaluate, evaluate_policy, evaluation_starts
 from pyskick.models import CompletionPolicy, preset
-from pyskick.training.checkpoint import save_checkpoint
-from pyskick.training.config import train_preset
 
 CFG = dataclasses.replace(
     preset("cpu-demo"), n_elevations=3, n_azimuths=4, channels=1, view_size=16

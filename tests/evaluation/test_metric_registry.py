@@ -12,6 +12,7 @@ from types import MappingProxyType
 import pytest
 import torch
 
+from pyskick.config import TrainConfig
 from pyskick.evaluation import evaluate_policy
 from pyskick.experiments import report
 from pyskick.metrics import (
@@ -24,7 +25,6 @@ from pyskick.metrics import (
     metrics_help,
 )
 from pyskick.models import CompletionPolicy, preset
-from pyskick.training.config import TrainConfig
 from pyskick_cli.commands.compare import METRIC_CHOICES
 from pyskick_cli.commands.evaluate import evaluate as evaluate_command
 from pyskick_cli.main import main

@@ -8,13 +8,13 @@ from pathlib import Path
 import pytest
 import torch
 
+from pyskick.checkpoint import load_checkpoint
 from pyskick.data import ViewgridFile
 from pyskick.evaluation import evaluate
 from pyskick.experiments import reproduce
 from pyskick.experiments.layout import TIMINGS_FILE
 from pyskick.experiments.reproduce import epochs_done
 from pyskick.training import trainer as trainer_module
-from pyskick.training.checkpoint import load_checkpoint
 from pyskick.training.loggers import read_metrics
 
 FAST = {

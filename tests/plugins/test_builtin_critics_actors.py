@@ -11,6 +11,7 @@ import pytest
 import torch
 
 from pyskick.actors import LearnedActor, RandomActor, make_actor
+from pyskick.checkpoint import load_checkpoint
 from pyskick.data.hdf5 import write_viewgrids
 from pyskick.data.spec import GridSpec, evenly_spaced_azimuths
 from pyskick.models import (
@@ -20,7 +21,6 @@ from pyskick.models import (
     preset,
 )
 from pyskick.plugins import get_host, make_plugin_host
-from pyskick.training.checkpoint import load_checkpoint
 from pyskick_cli.main import main
 
 MakeDist = Callable[[str, str], Path]

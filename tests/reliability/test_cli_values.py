@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 import torch
 
+from pyskick.config import MAX_CONFIG_BYTES, config_preset
 from pyskick.data.builtin import make_builtin
 from pyskick.training import load_config
-from pyskick.training.config import MAX_CONFIG_BYTES, config_preset
 
 from .conftest import Refuse
 

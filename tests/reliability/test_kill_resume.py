@@ -20,8 +20,8 @@ from typing import Any
 import pytest
 import torch
 
+from pyskick.checkpoint import load_checkpoint
 from pyskick.data.builtin import make_builtin
-from pyskick.training.checkpoint import load_checkpoint
 from pyskick.training.loggers import read_metrics
 from pyskick_cli.main import main
 

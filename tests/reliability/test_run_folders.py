@@ -24,9 +24,9 @@ import pytest
 import torch
 
 from pyskick._io import temporaries
+from pyskick.checkpoint import load_checkpoint
 from pyskick.data.builtin import make_builtin
 from pyskick.run_dir import RunDir, RunLockedError, trim_log
-from pyskick.training.checkpoint import load_checkpoint
 from pyskick_cli.main import main
 
 FAST = ["--preset", "cpu-demo", "--device", "cpu"]

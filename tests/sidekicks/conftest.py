@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 import torch
 
+from pyskick.checkpoint import save_checkpoint
 from pyskick.models import CompletionPolicy, ModelConfig, preset
-from pyskick.training.checkpoint import save_checkpoint
 
 N, M, C, H = 3, 4, 1, 16
 MEAN = (110.0,)

@@ -8,17 +8,17 @@ import pytest
 import torch
 
 from pyskick.actors.base import Actor
-from pyskick.actors.demo_actions import DemoActionsActor
+from pyskick.config import TrainConfig
 from pyskick.data.spec import GridSpec
-from pyskick.evaluation.evaluate import make_env
+from pyskick.envs.rollout import collect_rollout, make_env
 from pyskick.ops import greedy_coverage
 from pyskick.plugins import DEFAULT_PLUGINS, make_plugin_host
+from pyskick.run_dir import load_policy
 from pyskick.sidekicks import make_sidekick
-from pyskick.sidekicks.coverage import load_one_view, one_view_coverage
+from pyskick.sidekicks.coverage import one_view_coverage
 from pyskick.sidekicks.demo import DemoSidekick
+from pyskick.sidekicks.demo_actions import DemoActionsActor
 from pyskick.sidekicks.scores import score_key
-from pyskick.training.config import TrainConfig
-from pyskick.training.rollout import collect_rollout
 
 N, M = 3, 4
 CPU = torch.device("cpu")
@@ -49,7 +49,7 @@ def test_forced_actions_are_the_whole_greedy_trajectory(one_view_ckpt: Path, smo
         actor.sidekick.on_epoch_end(epoch)
     assert torch.equal(actor.forced_actions(indices, starts), forced)
     # Episodes driven by the forced actions visit the greedy views (BN eval, as at test time).
-    policy = load_one_view(one_view_ckpt)
+    policy = load_policy(one_view_ckpt).policy
     env = make_env(policy.config, T, MEAN)
     with torch.no_grad():
         rollout = collect_rollout(
@@ -108,7 +108,7 @@ def test_evaluating_a_shard_forces_by_positions_in_the_prepared_set(
     grids = smooth_grids(5, seed=33)
     actor = DemoActionsActor(one_view_ckpt, channel_mean=MEAN)
     actor.prepare(grids, T=3, device=CPU)
-    policy = load_one_view(one_view_ckpt)
+    policy = load_policy(one_view_ckpt).policy
     options = {"channel_mean": MEAN, "T": 3, "metric": "adv", "actor": actor}
     whole = evaluate_policy(policy, grids, **options)
     positions = torch.tensor([1, 3])

@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 import torch
 
+from pyskick.checkpoint import load_checkpoint
+from pyskick.config import train_preset
 from pyskick.data.builtin import make_builtin
 from pyskick.sidekicks.demo import DemoSidekick
 from pyskick.training import TrainData, pretrain, train
-from pyskick.training.checkpoint import load_checkpoint
-from pyskick.training.config import train_preset
 from pyskick_cli.main import main
 
 MEAN = (110.0,)
@@ -110,7 +110,7 @@ def test_train_command_with_the_demo_sidekick(
 def test_a_forcing_actor_and_a_demonstrating_sidekick_are_refused_up_front(
     tmp_path: Path, smooth_grids
 ) -> None:
-    from pyskick.actors.demo_actions import DemoActionsActor
+    from pyskick.sidekicks.demo_actions import DemoActionsActor
 
     data = TrainData(smooth_grids(8, seed=1), smooth_grids(2, seed=2), MEAN)
     config = train_preset("cpu-demo").replace(batch_size=4, pretrain_epochs=1, epochs=1, T=3)

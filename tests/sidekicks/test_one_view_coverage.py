@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from pyskick.sidekicks.coverage import load_one_view, one_view_coverage
+from pyskick.run_dir import load_policy
+from pyskick.sidekicks.coverage import one_view_coverage
 
 MEAN = (110.0,)
 
@@ -57,12 +58,12 @@ def test_matches_a_per_start_loop(
     grids = smooth_grids(3, seed=7)
     # batch_size 24 = two viewgrids of 12 starts per pass: chunks of 2 and 1.
     got = one_view_coverage(ckpt, grids, channel_mean=MEAN, batch_size=24)
-    expected = loop_coverage(load_one_view(ckpt), grids)
+    expected = loop_coverage(load_policy(ckpt).policy, grids)
     assert got.shape == (3, 12, 12)
     assert got.dtype == torch.float32
     torch.testing.assert_close(got, expected, atol=1e-3, rtol=0)
     # The tolerance covers float32 batch-size effects; a frame mistake is far outside it.
-    policy = load_one_view(ckpt)
+    policy = load_policy(ckpt).policy
     wrong = loop_coverage(policy, grids, absolute_slots=not known_azimuth)
     assert float((wrong - got).abs().max()) > 0.1
     # Nothing pasted: a view's own reconstruction is not always its best source.
@@ -85,7 +86,7 @@ def test_run_folder_chunking_and_batchnorm_eval(one_view_ckpt: Path, smooth_grid
     assert one_view_coverage(run, grids[:0], channel_mean=MEAN).shape == (0, 12, 12)
     # The model's BatchNorm statistics matter (so the per-start loop, in eval mode, would
     # catch a train-mode pass): a train-mode forward of the same views differs.
-    policy = load_one_view(run)
+    policy = load_policy(run).policy
     assert not policy.training
     views = (grids[0].flatten(0, 1).float() - MEAN[0]) / 255.0
     proprio = torch.zeros(views.shape[0], 3)

@@ -17,13 +17,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pyskick.sidekicks import scores as scores_module
+from pyskick.sidekicks.base import has_scores
 from pyskick.sidekicks.reward import RewardSidekick
 from pyskick.sidekicks.scores import (
     CACHE_GROUP,
     ScoreMeta,
     cached_scores,
     compute_scores_sharded,
-    has_scores,
     read_score_meta,
     read_scores,
     score_key,

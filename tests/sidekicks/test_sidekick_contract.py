@@ -10,6 +10,7 @@ import pytest
 import torch
 from torch import Tensor
 
+from pyskick.config import TrainConfig
 from pyskick.data.spec import GridSpec
 from pyskick.plugins import get_registries
 from pyskick.sidekicks import (
@@ -21,7 +22,6 @@ from pyskick.sidekicks import (
 )
 from pyskick.sidekicks.reward import RewardSidekick
 from pyskick.sidekicks.scores import score_key
-from pyskick.training.config import TrainConfig
 
 from .conftest import MEAN, smooth_grids
 

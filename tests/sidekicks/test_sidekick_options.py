@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from pyskick.config import TrainConfig, load_config
 from pyskick.data.spec import GridSpec
 from pyskick.experiments.reproduce import split_sidekick_options
 from pyskick.options import parse_assignments, resolve_options
@@ -22,7 +23,6 @@ from pyskick.sidekicks.demo import DemoSidekick
 from pyskick.sidekicks.factory import run_options
 from pyskick.sidekicks.reward import RewardSidekick
 from pyskick.sidekicks.scores import score_key
-from pyskick.training.config import TrainConfig, load_config
 
 from .conftest import MEAN, smooth_grids
 

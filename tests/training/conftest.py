@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from pyskick.training.config import TrainConfig, train_preset
+from pyskick.config import TrainConfig, train_preset
 from pyskick.training.data import TrainData
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 
-from pyskick.training.config import train_preset
+from pyskick.config import train_preset
 from pyskick.training.data import TrainData
 from pyskick.training.trainer import Trainer, pretrain
 

@@ -8,8 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from pyskick.models import CompletionPolicy, ModelConfig
-from pyskick.training.checkpoint import (
+from pyskick.checkpoint import (
     FORMAT_VERSION,
     POLICY_KEYS,
     capture_rng_state,
@@ -19,6 +18,7 @@ from pyskick.training.checkpoint import (
     restore_rng_state,
     save_checkpoint,
 )
+from pyskick.models import CompletionPolicy, ModelConfig
 
 
 def test_round_trip_with_weights_only(tmp_path: Path) -> None:

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from pyskick.training.config import TRAIN_PRESETS, TrainConfig, load_config, train_preset
+from pyskick.config import TRAIN_PRESETS, TrainConfig, load_config, train_preset
 
 
 def test_paper_defaults():

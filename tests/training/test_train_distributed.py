@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from pyskick.training.checkpoint import load_checkpoint
+from pyskick.checkpoint import load_checkpoint
 from pyskick.training.loggers import read_metrics
 
 ENTRY = Path(__file__).with_name("ddp_entry.py")

@@ -9,10 +9,10 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pyskick.envs.rollout import Rollout
 from pyskick.training.baselines import AverageBaseline
 from pyskick.training.losses import completion_loss, episode_rewards
 from pyskick.training.returns import reward_to_go
-from pyskick.training.rollout import Rollout
 
 
 def _loop_returns(rewards: torch.Tensor) -> torch.Tensor:

@@ -8,8 +8,8 @@ import pytest
 import torch
 
 from pyskick.envs import LookAroundEnv
+from pyskick.envs.rollout import collect_rollout
 from pyskick.models import CompletionPolicy, PartialObservabilityCritic, preset
-from pyskick.training.rollout import collect_rollout
 
 CFG = dataclasses.replace(
     preset("cpu-demo"), n_elevations=3, n_azimuths=4, channels=1, view_size=16

@@ -3,7 +3,7 @@ name checks, the critic contract, and the random actor's unchanged results."""
 
 from __future__ import annotations
 
-import json
+import importlib
 from pathlib import Path
 from typing import Any
 
@@ -12,18 +12,17 @@ import torch
 from torch import Tensor, nn
 
 import pyskick.plugins
-import pyskick.training.rollout
 import pyskick.training.trainer
 from pyskick import hookimpl
 from pyskick.actors import Actor, LearnedActor, RandomActor
+from pyskick.checkpoint import load_checkpoint
 from pyskick.envs import LookAroundEnv
+from pyskick.envs.rollout import Rollout, collect_rollout, make_env
 from pyskick.evaluation import evaluate, evaluate_policy, evaluation_starts
-from pyskick.evaluation.evaluate import make_env
 from pyskick.plugins import PluginHost, make_plugin_host
+from pyskick.run_dir import RunDir
 from pyskick.sidekicks import Sidekick
-from pyskick.training.checkpoint import load_checkpoint
 from pyskick.training.loggers import read_metrics
-from pyskick.training.rollout import Rollout, collect_rollout
 from pyskick.training.trainer import Trainer, pretrain, train
 
 
@@ -135,7 +134,9 @@ def _spy(monkeypatch: pytest.MonkeyPatch) -> list[tuple[dict[str, Any], Rollout]
         calls.append((kwargs, rollout))
         return rollout
 
-    for module in (pyskick.training.trainer, pyskick.training.rollout):
+    # The module, not the function ``pyskick.evaluation.evaluate`` that shadows its name.
+    evaluation = importlib.import_module("pyskick.evaluation.evaluate")
+    for module in (pyskick.training.trainer, evaluation):
         monkeypatch.setattr(module, "collect_rollout", recording)
     return calls
 
@@ -215,11 +216,14 @@ def test_evaluate_builds_the_named_actor_on_the_evaluated_grids(
     repeated = grids.repeat_interleave(starts.numel(), 0)
     assert torch.equal(visited, _expected_visits(repeated, starts.repeat(5), config.T))
 
-    # Without an init in the checkpoint, the CLI's RUN/dataset.json says where it came from.
+    # Without an init in the checkpoint, RUN/dataset.json says where the run came from.
     state = load_checkpoint(tmp_path / "run" / "best.pt")
     state.pop("init")
     torch.save(state, tmp_path / "run" / "bare.pt")
-    (tmp_path / "run" / "dataset.json").write_text(json.dumps({"init": str(tmp_path / "x")}))
+    data_file = tmp_path / "data.h5"
+    data_file.write_bytes(b"stands for the data file")
+    with RunDir(tmp_path / "run").locked() as run:
+        run.record_dataset(data_file, init=tmp_path / "x")
     evaluate(tmp_path / "run" / "bare.pt", grids, channel_mean=(120.0,))
     assert plugin.actors[-1].one_view == tmp_path / "x"
     # A pretrained model moves nowhere: the learned actor, whatever its config says.

@@ -7,7 +7,7 @@ import json
 import pytest
 import torch
 
-from pyskick.training.checkpoint import load_checkpoint
+from pyskick.checkpoint import load_checkpoint
 from pyskick.training.data import TrainData
 from pyskick.training.loggers import read_metrics
 from pyskick.training.trainer import Trainer, pretrain, train

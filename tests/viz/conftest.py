@@ -10,12 +10,12 @@ import pytest
 import torch
 from PIL import Image
 
+from pyskick.config import train_preset
 from pyskick.data.hdf5 import write_viewgrids
 from pyskick.data.spec import GridSpec
-from pyskick.training.config import train_preset
+from pyskick.run_dir import RunDir
 from pyskick.training.data import TrainData
 from pyskick.training.trainer import pretrain, train
-from pyskick_cli.options import record_run_dataset
 
 N, M, C, H = 3, 4, 1, 16
 MEAN = (120.0,)
@@ -83,8 +83,11 @@ def tiny_runs(tmp_path_factory: pytest.TempPathFactory) -> TinyRuns:
     one_view = pretrain(config, root / "one", data).run_dir
     ltla = train(config, root / "ltla", data, init=one_view).run_dir
     dataset = write_tiny_dataset(root / "tiny.h5")
-    record_run_dataset(one_view, dataset)
-    record_run_dataset(ltla, dataset, init=one_view)
+    # Runs trained from grids in memory: the file they stand for is recorded by hand.
+    with RunDir(one_view).locked() as run:
+        run.record_dataset(dataset)
+    with RunDir(ltla).locked() as run:
+        run.record_dataset(dataset, init=one_view)
     torch.set_num_threads(threads)
     return TinyRuns(one_view, ltla, data, dataset)
 

@@ -7,8 +7,9 @@ import torch
 
 from pyskick.envs.views import normalize_views
 from pyskick.evaluation import evaluate_policy
+from pyskick.run_dir import load_policy
 from pyskick.viz import visualize_run
-from pyskick.viz.episodes import load_policy, record_episodes
+from pyskick.viz.episodes import record_episodes
 from pyskick.viz.layout import GridLayout, draw_move
 from pyskick.viz.run_figures import choose_examples
 

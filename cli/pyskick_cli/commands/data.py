@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from pyskick_cli.options import json_option, seed_option, split_option
+from pyskick_cli.options import json_option, resolve_dataset_path, seed_option, split_option
 from pyskick_cli.outputs import check_outputs, overwrite_option
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -205,11 +205,15 @@ def _channel_stats(split: ViewgridSplit) -> dict:
 
 
 @data.command()
-@click.argument("path", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("dataset")
 @json_option(help="Print one JSON object instead of text.")
-def info(path: Path, as_json: bool) -> None:
-    """Show the splits, shapes, preset, attributes and per-channel statistics of a viewgrid file."""
-    report = _summary(path)
+def info(dataset: str, as_json: bool) -> None:
+    """Show the splits, shapes, preset, attributes and per-channel statistics of DATASET.
+
+    DATASET: a registered dataset name (see `pyskick plugins --all`) or the path of a viewgrid
+    .h5 file.
+    """
+    report = _summary(resolve_dataset_path(dataset, "DATASET"))
     if as_json:
         # default=str: attributes of unusual HDF5 types are shown, not refused
         click.echo(json.dumps(report, indent=2, sort_keys=True, default=str))
@@ -231,7 +235,7 @@ def info(path: Path, as_json: bool) -> None:
 
 
 @data.command()
-@click.argument("path", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("dataset")
 @click.option(
     "--out",
     required=True,
@@ -250,11 +254,16 @@ def info(path: Path, as_json: bool) -> None:
     help="Pixel upscaling.",
 )
 @overwrite_option
-def preview(path: Path, out: Path, split: str, num: int, scale: int, overwrite: bool) -> None:
-    """Write a contact sheet of a few viewgrids, each laid out N rows x M columns."""
+def preview(dataset: str, out: Path, split: str, num: int, scale: int, overwrite: bool) -> None:
+    """Write a contact sheet of a few viewgrids of DATASET, each laid out N rows x M columns.
+
+    DATASET: a registered dataset name (see `pyskick plugins --all`) or the path of a viewgrid
+    .h5 file.
+    """
     from pyskick.data.preview import check_preview_path, render_preview
 
     check_preview_path(out)
     check_outputs([out], overwrite=overwrite)
+    path = resolve_dataset_path(dataset, "DATASET")
     written = render_preview(path, out, split=split, num=num, scale=scale)
     click.echo(f"wrote {written}", err=True)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -111,17 +110,11 @@ def score(
     import torch.distributed as dist
 
     from pyskick.data import ViewgridFile
+    from pyskick.distributed import broadcast_from_main, init_distributed, resolve_device
     from pyskick.sidekicks import has_scores, make_sidekick
-    from pyskick.sidekicks.scores import (
-        ScoreMeta,
-        broadcast_from_main,
-        compute_scores_sharded,
-        score_key,
-        write_scores,
-    )
+    from pyskick.sidekicks.scores import ScoreMeta, compute_scores_sharded, score_key, write_scores
     from pyskick.training import TrainData, load_config
-    from pyskick.training.distributed import init_distributed, resolve_device
-    from pyskick.training.one_view_cache import cache_key, cache_root, cached_one_view
+    from pyskick.training.one_view_cache import cache_folder, cached_one_view
 
     try:  # missing folders are created when the file is written
         check_outputs([out], overwrite=overwrite)
@@ -148,7 +141,7 @@ def score(
 
     # Built on the cached model's folder first, so that a sidekick without scores is refused
     # before a one-view model is pretrained for it.
-    helper = build(model or cache_root() / "one-view" / cache_key(path, config))
+    helper = build(model or cache_folder(path, config))
     if not has_scores(helper):
         raise click.BadParameter(
             f"sidekick {sidekick!r} computes no scores", param_hint="--sidekick"
@@ -156,7 +149,7 @@ def score(
     if model is None:
         helper = build(cached_one_view(path, config, TrainData.from_file(path)))
 
-    run_device = resolve_device(config.device, int(os.environ.get("LOCAL_RANK", "0")))
+    run_device = resolve_device(config.device)
     ctx = init_distributed(run_device)
     per_split, keys = {}, {}
     for name in names:

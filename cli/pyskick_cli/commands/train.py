@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from contextlib import ExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -15,7 +14,6 @@ from pyskick_cli.options import (
     critic_name_option,
     glimpses_option,
     parse_sidekick_options,
-    record_run_dataset,
     recorded_init,
     recorded_sidekick,
     registered,
@@ -54,7 +52,8 @@ def _prepare(dataset: str, out_dir: Path, resume: bool, stage: str) -> tuple[Pat
     """Resolve the dataset and check --out/--resume before anything is trained or written."""
     from pyskick._io import check_writable_folder
     from pyskick.data import ViewgridFile
-    from pyskick.run_dir import RunDir, is_main_process
+    from pyskick.distributed import is_main
+    from pyskick.run_dir import RunDir
 
     try:
         check_writable_folder(out_dir)
@@ -62,7 +61,7 @@ def _prepare(dataset: str, out_dir: Path, resume: bool, stage: str) -> tuple[Pat
         raise click.BadParameter(str(exc), param_hint="--out") from None
     path = resolve_dataset_path(dataset)
     run = RunDir(out_dir)
-    if is_main_process():  # the other ranks of a torchrun launch never lock
+    if is_main():  # the other ranks of a torchrun launch never lock
         run.check_free()
     check_run_dataset(out_dir, path, resume=resume)
     if resume:
@@ -80,24 +79,25 @@ def _load_data(path: Path, config: TrainConfig) -> TrainData:
     return data
 
 
-def _fit(trainer: Trainer, dataset: Path, init: Path | None = None) -> TrainResult:
+def _fit(trainer: Trainer) -> TrainResult:
     """Set the trainer up (every refusal, and the sidekick's scoring), then lock the run
-    folder, record the dataset (and one-view run) and train."""
-    from pyskick.run_dir import RunDir, is_main_process
+    folder and train (the trainer records the config, the data file and the one-view run in
+    the folder)."""
+    from pyskick.distributed import is_main
+    from pyskick.run_dir import RunDir
 
     trainer.setup()
     with ExitStack() as stack:
-        if is_main_process():
+        if is_main():
             stack.enter_context(RunDir(trainer.run_dir).locked())
-        record_run_dataset(trainer.run_dir, dataset, init=init)
         return trainer.fit()
 
 
 def _resumed_init(out_dir: Path, given: Path | None) -> Path | None:
     """The one-view run a resumed run started from (its checkpoint's, else its record's);
     another one given with --init is refused."""
+    from pyskick.checkpoint import load_checkpoint
     from pyskick.run_dir import RunDir
-    from pyskick.training.checkpoint import load_checkpoint
 
     run = RunDir(out_dir)
     if run.has_checkpoint():
@@ -123,7 +123,9 @@ def _check_names(critic: str | None, actor: str | None) -> None:
 
 
 def _report(result: Any) -> None:
-    if int(os.environ.get("RANK", "0")) != 0:  # under torchrun, rank 0 speaks for all
+    from pyskick.distributed import is_main
+
+    if not is_main():  # under torchrun, rank 0 speaks for all
         return
     click.echo(
         f"{result.stage} finished: {result.epochs} epochs, best val error "
@@ -158,7 +160,7 @@ def pretrain(
     )  # fmt: skip
     data = _load_data(path, config)
     trainer = Trainer(config, out_dir, data, stage="pretrain", resume=resume, loggers=loggers)
-    _report(_fit(trainer, path))
+    _report(_fit(trainer))
 
 
 @click.command()
@@ -261,7 +263,7 @@ def train(
         config, out_dir, data, stage="train", init=init, resume=resume, sidekick=helper,
         loggers=loggers,
     )  # fmt: skip
-    _report(_fit(trainer, path, init=init))
+    _report(_fit(trainer))
 
 
 def _checkpoint_of(run: Path | None) -> Path | None:

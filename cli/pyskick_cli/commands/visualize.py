@@ -122,11 +122,11 @@ def visualize(
     and exampleK_gridI_coverage.png. Figures already in --out are refused unless --overwrite.
     """
     from pyskick.data import ViewgridFile
+    from pyskick.distributed import resolve_device
+    from pyskick.run_dir import load_policy
     from pyskick.sidekicks import nms_preset
-    from pyskick.training.distributed import resolve_device
     from pyskick.viz import draw_sidekick_maps, plot_learning_curves, visualize_run
     from pyskick.viz.curves import read_curve
-    from pyskick.viz.episodes import load_policy
     from pyskick.viz.run_figures import check_run_grids, choose_examples
 
     if out_dir.exists() and not out_dir.is_dir():

@@ -19,11 +19,11 @@ from pyskick_rnd_rewards.sidekick import (
     spread_maps,
 )
 
+from pyskick.checkpoint import load_checkpoint
 from pyskick.data import MODELNET_HARD, SUN360
 from pyskick.plugins import make_plugin_host
 from pyskick.sidekicks import REWARD_OPTIONS, RewardMaps, make_sidekick
 from pyskick.training import train_preset
-from pyskick.training.checkpoint import load_checkpoint
 from pyskick_cli.main import main
 
 CPU = torch.device("cpu")

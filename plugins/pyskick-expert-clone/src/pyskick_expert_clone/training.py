@@ -23,13 +23,11 @@ from typing import Any, NamedTuple
 import torch
 from torch import Tensor
 
-from pyskick.envs import LookAroundEnv
+from pyskick.envs import LookAroundEnv, make_env
 from pyskick.errors import UserError
-from pyskick.evaluation import ActionMode, select_actions
-from pyskick.evaluation.evaluate import make_env
-from pyskick.models import CompletionPolicy, LSTMState
+from pyskick.models import ActionMode, CompletionPolicy, LSTMState, select_actions
+from pyskick.run_dir import load_policy
 from pyskick.training import AverageBaseline, TrainConfig
-from pyskick.training.checkpoint import POLICY_KEYS, load_run, policy_from_state
 from pyskick_expert_clone.expert import FullObservabilityActor
 
 logger = logging.getLogger("pyskick_expert_clone")
@@ -133,8 +131,7 @@ def load_one_view(one_view: str | os.PathLike[str], device: torch.device) -> Com
         FileNotFoundError: no such run or checkpoint.
         ValueError: not a pyskick training checkpoint.
     """
-    policy = policy_from_state(load_run(one_view, map_location=device, keys=POLICY_KEYS)[1], device)
-    return policy.requires_grad_(False)
+    return load_policy(one_view, device).policy.requires_grad_(False)
 
 
 @torch.no_grad()

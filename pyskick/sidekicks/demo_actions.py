@@ -15,7 +15,7 @@ from torch import Tensor
 
 from pyskick.actors.base import Actor
 from pyskick.envs.actions import ActionGrid
-from pyskick.evaluation.actors import ActionMode
+from pyskick.models.act import ActionMode
 from pyskick.sidekicks.demo import DemoSidekick
 
 

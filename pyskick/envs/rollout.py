@@ -1,24 +1,57 @@
-"""One batch of episodes: observe, reconstruct, act (paper-reference §2.9 and §4.2).
+"""A policy in the environment: one batch of episodes (paper-reference §2.9 and §4.2).
 
-:func:`collect_rollout` runs ``T`` glimpses of ``B`` episodes and stores, time first, what the
-losses need in a :class:`Rollout` of preallocated ``[T, B]`` / ``[T-1, B]`` tensors.
+:func:`make_env` builds the environment a policy runs in; :func:`collect_rollout` runs ``T``
+glimpses of ``B`` episodes (observe, reconstruct, act) and stores, time first, what the losses
+need in a :class:`Rollout` of preallocated ``[T, B]`` / ``[T-1, B]`` tensors. Training,
+evaluation, the sidekicks and the figures all run episodes through these two.
 """
 
 from __future__ import annotations
 
 import math
 import time
+from collections.abc import Sequence
 from typing import NamedTuple
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from pyskick.envs import LookAroundEnv
-from pyskick.evaluation.actors import ActionMode, select_actions
-from pyskick.models import CompletionPolicy
+from pyskick.envs.lookaround import LookAroundEnv, StartZeroing
+from pyskick.models import CompletionPolicy, ModelConfig
+from pyskick.models.act import ActionMode, select_actions
 
 _EPS = 1e-7  # the authors' log(p + 1e-7)
+
+
+def make_env(
+    config: ModelConfig,
+    T: int,
+    channel_mean: Sequence[float] | None,
+    *,
+    reward_radius: int = 1,
+    start_zeroing: StartZeroing = "view",
+) -> LookAroundEnv:
+    """The environment a policy of ``config`` runs in (paper defaults: 3 x 5 moves).
+
+    ``reward_radius`` is the neighbourhood zeroed around a visited view in a sidekick's reward
+    map (the sidekick's NMS radius); ``start_zeroing`` what the map loses at reset.
+
+    Raises:
+        ValueError: the model scores another number of actions than the environment has.
+    """
+    env = LookAroundEnv(
+        T,
+        known_azimuth=config.known_azimuth,
+        channel_mean=channel_mean if config.mean_subtract else None,
+        reward_radius=reward_radius,
+        start_zeroing=start_zeroing,
+    )
+    if env.n_actions != config.n_actions:
+        raise ValueError(
+            f"the model scores {config.n_actions} actions but the environment has {env.n_actions}"
+        )
+    return env
 
 
 class Rollout(NamedTuple):

@@ -26,10 +26,10 @@ from pyskick.errors import UserError, UserFileNotFoundError
 from pyskick.models import CompletionPolicy, ModelConfig
 
 if TYPE_CHECKING:
+    from pyskick.config import TrainConfig
+    from pyskick.distributed import DistContext
     from pyskick.sidekicks.base import Sidekick
     from pyskick.training.baselines import AverageBaseline
-    from pyskick.training.config import TrainConfig
-    from pyskick.training.distributed import DistContext
 
 FORMAT_VERSION = 1
 

@@ -1,0 +1,189 @@
+"""Single-process or torchrun data-parallel execution (ecosystem-notes §3).
+
+Under ``torchrun`` (``WORLD_SIZE > 1``) the trainer joins the process group (gloo on CPU, nccl
+on CUDA), wraps its modules in DDP and gives each rank an equal slice of every global batch;
+metrics are summed over ranks and only rank 0 writes files.
+
+Every "am I rank 0?" goes through :func:`is_main`, which also answers before the process
+group exists (from torchrun's ``RANK``), so the command line can decide who locks and writes a
+run folder before training starts. :func:`broadcast_from_main` and :func:`gather_from_ranks`
+exchange results and failures between ranks, so that one rank's error is raised on all of
+them instead of leaving the others blocked in a collective.
+
+A bottom-layer module (no pyskick imports).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import torch
+import torch.distributed as dist
+from torch import Tensor
+
+from pyskick.errors import UserError
+
+_T = TypeVar("_T")
+
+
+def rank() -> int:
+    """This process's global rank: the process group's once it is initialised, else
+    torchrun's ``RANK`` (0 in a plain process)."""
+    if dist.is_available() and dist.is_initialized():
+        return dist.get_rank()
+    return int(os.environ.get("RANK", "0"))
+
+
+def local_rank() -> int:
+    """This process's rank on its node (torchrun's ``LOCAL_RANK``; 0 in a plain process): the
+    CUDA device it uses."""
+    return int(os.environ.get("LOCAL_RANK", "0"))
+
+
+def is_main() -> bool:
+    """Rank 0 of a torchrun launch, or a plain process: the one that writes files and speaks."""
+    return rank() == 0
+
+
+def world() -> tuple[int, int]:
+    """``(rank, world_size)`` of the initialised process group; ``(0, 1)`` outside one."""
+    if dist.is_available() and dist.is_initialized():
+        return dist.get_rank(), dist.get_world_size()
+    return 0, 1
+
+
+@dataclass(frozen=True)
+class DistContext:
+    """Where this process stands in the job."""
+
+    rank: int = 0
+    """Global rank (0 in a single-process run)."""
+    world_size: int = 1
+    """Number of processes."""
+    local_rank: int = 0
+    """Rank on this node (picks the CUDA device)."""
+
+    @property
+    def distributed(self) -> bool:
+        """True under a multi-process launch."""
+        return self.world_size > 1
+
+    @property
+    def is_main(self) -> bool:
+        """True on the rank that writes files and logs."""
+        return self.rank == 0
+
+
+def resolve_device(device: str, index: int | None = None) -> torch.device:
+    """``"auto"`` -> CUDA when available (``cuda:index``), else CPU.
+
+    Args:
+        device: ``"auto"``, ``"cpu"`` or ``"cuda"``.
+        index: the CUDA device; default :func:`local_rank` (under torchrun each rank uses its
+            own GPU).
+
+    Raises:
+        ValueError: unknown name, or ``"cuda"`` without a CUDA device.
+    """
+    if device not in ("auto", "cpu", "cuda"):
+        raise UserError(f"device must be auto, cpu or cuda, got {device!r}")
+    if device == "cuda" and not torch.cuda.is_available():
+        raise UserError("device 'cuda' requested but no CUDA device is available")
+    if device == "cpu" or not torch.cuda.is_available():
+        return torch.device("cpu")
+    return torch.device("cuda", local_rank() if index is None else index)
+
+
+def init_distributed(device: torch.device) -> DistContext:
+    """Join the process group when launched with ``WORLD_SIZE > 1`` (idempotent).
+
+    Args:
+        device: the training device; CUDA selects nccl, CPU gloo.
+    """
+    world_size = int(os.environ.get("WORLD_SIZE", "1"))
+    if world_size <= 1:
+        return DistContext()
+    if not dist.is_initialized():
+        dist.init_process_group(backend="nccl" if device.type == "cuda" else "gloo")
+    return DistContext(
+        rank=dist.get_rank(),
+        world_size=dist.get_world_size(),
+        local_rank=local_rank(),
+    )
+
+
+def all_reduce_sum(values: Tensor, ctx: DistContext) -> Tensor:
+    """Sum ``values`` over ranks (returns a new tensor; identity in a single process)."""
+    out = values.clone()
+    if ctx.distributed:
+        dist.all_reduce(out, op=dist.ReduceOp.SUM)
+    return out
+
+
+@contextlib.contextmanager
+def collective_device(device: torch.device) -> Iterator[None]:
+    """Object collectives over nccl stage their bytes on the current CUDA device: make it
+    this rank's device (gloo stages on the CPU)."""
+    if device.type == "cuda":
+        with torch.cuda.device(device):
+            yield
+    else:
+        yield
+
+
+def _outcome(fn: Callable[[], _T]) -> tuple[bool, _T | str]:
+    """``(True, fn())`` or ``(False, one-line error)``: ranks exchange failures instead of
+    leaving the others blocked in a collective."""
+    try:
+        return True, fn()
+    except Exception as exc:  # re-raised on every rank by _unwrap
+        return False, f"{type(exc).__name__}: {exc}"
+
+
+def _unwrap(outcomes: list[tuple[bool, Any]], what: str) -> list[Any]:
+    for source, (ok, value) in enumerate(outcomes):
+        if not ok:
+            raise RuntimeError(f"{what} failed on rank {source}: {value}")
+    return [value for _, value in outcomes]
+
+
+def broadcast_from_main(fn: Callable[[], _T], device: torch.device, what: str) -> _T:
+    """Run ``fn`` on rank 0 only and return its result on every rank (``fn()`` in a single
+    process); an exception on rank 0 is raised on every rank as a RuntimeError (as itself in a
+    single process).
+
+    Args:
+        fn: what rank 0 computes (its result must pickle).
+        device: this rank's device (where nccl stages the bytes).
+        what: named in the error, e.g. ``"writing the score file"``.
+    """
+    this, size = world()
+    if size == 1:
+        return fn()
+    box = [_outcome(fn) if this == 0 else None]
+    with collective_device(device):
+        dist.broadcast_object_list(box, src=0)
+    return _unwrap([box[0]], what)[0]  # type: ignore[list-item]
+
+
+def gather_from_ranks(fn: Callable[[], _T], device: torch.device, what: str) -> list[_T]:
+    """Run ``fn`` on every rank and return every rank's result, in rank order, on every rank
+    (``[fn()]`` in a single process); an exception on any rank is raised on every rank as a
+    RuntimeError naming that rank.
+
+    Args:
+        fn: what each rank computes (its result must pickle).
+        device: this rank's device (where nccl stages the bytes).
+        what: named in the error.
+    """
+    _, size = world()
+    if size == 1:
+        return [fn()]
+    gathered: list[Any] = [None] * size
+    with collective_device(device):
+        dist.all_gather_object(gathered, _outcome(fn))
+    return _unwrap(gathered, what)

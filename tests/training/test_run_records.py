@@ -1,0 +1,120 @@
+"""A run started from Python records what ``pyskick train`` records, and ``load_policy`` reads
+any run or checkpoint back with how it acts."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+import torch
+
+from pyskick.checkpoint import load_checkpoint, save_checkpoint
+from pyskick.data import GridSpec, write_viewgrids
+from pyskick.files import file_digest
+from pyskick.run_dir import RunDir, load_model_config, load_policy
+from pyskick.training import TrainData, pretrain, train
+
+SPEC = GridSpec(
+    n_elevations=3,
+    n_azimuths=4,
+    channels=1,
+    view_size=16,
+    elevations_deg=(30.0, 0.0, -30.0),
+    azimuths_deg=(0.0, 90.0, 180.0, 270.0),
+    fov_deg=45.0,
+    channel_mean=(120.0,),
+    preset="custom",
+)
+
+
+@pytest.fixture
+def data_file(tmp_path: Path, smooth_grids) -> Path:
+    splits = {
+        "train": smooth_grids(16, seed=1),
+        "val": smooth_grids(6, seed=2),
+        "test": smooth_grids(3, seed=3),
+    }
+    return write_viewgrids(tmp_path / "tiny.h5", splits, SPEC, source="smooth random fields")
+
+
+def test_runs_trained_from_python_record_their_data_file_and_one_view_run(
+    tmp_path: Path, data_file: Path, tiny_config
+) -> None:
+    config = tiny_config.replace(epochs=1, pretrain_epochs=1)
+    data = TrainData.from_file(data_file)
+    assert data.source == data_file
+    one = pretrain(config, tmp_path / "one", data).run_dir
+    ltla = train(config, tmp_path / "ltla", data, init=one).run_dir
+
+    digest = file_digest(data_file)
+    assert json.loads((one / "dataset.json").read_text()) == {
+        "path": str(data_file.resolve()),
+        "sha256": digest,
+    }
+    assert RunDir(ltla).dataset_record() == {
+        "path": str(data_file.resolve()),
+        "sha256": digest,
+        "init": str(one.resolve()),
+    }
+    assert RunDir(ltla).recorded_config()["stage"] == "train"
+
+    saved = load_policy(ltla)
+    assert (saved.stage, saved.T, saved.actor) == ("train", config.T, "learned")
+    assert saved.init == one.resolve()
+    assert saved.checkpoint == ltla / "best.pt"
+    assert saved.config.T == config.T
+    assert not saved.policy.training
+    assert load_model_config(ltla) == saved.policy.config
+    pretrained = load_policy(one / "latest.pt")
+    assert (pretrained.stage, pretrained.T, pretrained.actor, pretrained.init) == (
+        "pretrain",
+        1,
+        "learned",
+        None,
+    )
+
+
+def test_grids_built_in_memory_leave_no_dataset_record(
+    tmp_path: Path, tiny_data, tiny_config
+) -> None:
+    run = pretrain(tiny_config.replace(pretrain_epochs=1), tmp_path / "one", tiny_data).run_dir
+    assert (run / "config.json").is_file()
+    assert not (run / "dataset.json").exists()
+    assert RunDir(run).recorded_init() is None
+
+
+def test_load_policy_of_a_bare_checkpoint_and_of_a_copied_one(
+    tmp_path: Path, data_file: Path, tiny_config
+) -> None:
+    config = tiny_config.replace(epochs=1, pretrain_epochs=1)
+    data = TrainData.from_file(data_file)
+    one = pretrain(config, tmp_path / "one", data).run_dir
+    ltla = train(config, tmp_path / "ltla", data, init=one).run_dir
+    state = load_checkpoint(ltla / "best.pt")
+
+    # A policy without its run: usable as a policy, refused where the run's settings matter.
+    bare = save_checkpoint(
+        tmp_path / "bare.pt", {"model": state["model"], "model_config": state["model_config"]}
+    )
+    saved = load_policy(bare)
+    assert saved.stage is None
+    assert saved.config is None
+    for setting in ("T", "actor"):
+        with pytest.raises(ValueError, match=r"bare\.pt is not a pyskick training checkpoint"):
+            getattr(saved, setting)
+    torch.testing.assert_close(
+        saved.policy.state_dict(), load_policy(ltla).policy.state_dict(), rtol=0, atol=0
+    )
+
+    # A checkpoint without ``init``, copied with its run's records: dataset.json names it.
+    copy = tmp_path / "copy"
+    copy.mkdir()
+    shutil.copy(ltla / "dataset.json", copy / "dataset.json")
+    state.pop("init")
+    save_checkpoint(copy / "best.pt", state)
+    assert load_policy(copy).init == one.resolve()
+
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        load_policy(tmp_path / "nowhere")
