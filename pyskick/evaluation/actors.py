@@ -1,4 +1,6 @@
-"""How an agent picks its next motion from the act head's probabilities (paper-reference §2.9).
+"""How an agent picks its next motion from the act head's probabilities.
+
+The authors' rollout is in docs/paper-reference.md §2.9.
 
 ``"sample"`` draws from the policy (training), ``"greedy"`` takes the argmax (evaluation of a
 learned actor), ``"random"`` draws uniform actions from a seeded generator (rnd-actions).

@@ -1,4 +1,6 @@
-"""The paper's evaluation: final-step reconstruction error from fixed starts (paper-reference §6).
+"""The paper's evaluation: final-step reconstruction error from fixed starts.
+
+The authors' metrics are in docs/paper-reference.md §6.
 
 - ``avg``: starts at every other elevation and azimuth (elevations 0, 2, ..., azimuths 0, 2,
   ...); a sample's error is the mean over its starts.

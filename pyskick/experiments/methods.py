@@ -1,7 +1,7 @@
 """The methods of the paper's Table 1, each an (actor, critic, sidekick) triple of registry names.
 
 ``one-view`` is the pretrained model itself, evaluated with one glimpse (T = 1); every other
-method trains the look-around policy from it (paper-reference §4.1, §5.7, §6).
+method trains the look-around policy from it (docs/paper-reference.md §4.1, §5.7, §6).
 """
 
 from __future__ import annotations

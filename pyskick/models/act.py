@@ -1,4 +1,4 @@
-"""Act: the policy head scoring the camera motions (paper-reference §3.6)."""
+"""Act: the policy head scoring the camera motions (docs/paper-reference.md §3.6)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""Deterministic workloads, copy bandwidth and timing for the kernel benchmarks (design.md §9).
+"""Deterministic workloads, copy bandwidth and timing for the kernel benchmarks.
+
+The targets are in README.md, "Benchmarks".
 
 Shared by ``tests/benchmarks`` (pytest-benchmark) and ``pyskick bench`` (a printed table), so
 both time the same inputs. The performance targets are ratios measured in one run:
@@ -61,7 +63,7 @@ class GridShape:
         return self.channels * self.height * self.width
 
 
-# paper-reference: SUN360 viewgrids are 4 elevations x 8 azimuths of 32x32 RGB views.
+# docs/paper-reference.md §1.3: SUN360 viewgrids are 4 elevations x 8 azimuths of 32x32 RGB views.
 SUN360 = GridShape(n_elevations=4, n_azimuths=8, channels=3, height=32, width=32)
 
 
@@ -453,8 +455,8 @@ def run_suite(
     when the CPU ran too; for memory-bound ops ``gbps`` (``bytes_read`` / median),
     ``copy_gbps`` (:func:`measure_copy_bandwidth`), ``bound_s`` (rotate: median of
     ``grid.clone()``; coverage: ``bytes_read`` / copy bandwidth) and ``bound_ratio``
-    (median / ``bound_s``; design target <= 1.5). Native results are checked against the
-    twin's on the timed inputs.
+    (median / ``bound_s``; target <= 1.5, README.md "Benchmarks"). Native results are checked
+    against the twin's on the timed inputs.
 
     Raises:
         ValueError: unknown op, ``repeats < 1``.

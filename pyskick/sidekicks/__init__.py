@@ -1,4 +1,4 @@
-"""Sidekicks: helpers that shape or demonstrate the policy's training (paper §3.2–3.3).
+"""Sidekicks: helpers that shape or demonstrate the policy's training (paper §3.3–3.4).
 
 The classes load lazily, so that the torch-free parts (:mod:`pyskick.options`,
 :mod:`pyskick.sidekicks.defaults`) can be imported by plugin registration, which every

@@ -1,4 +1,4 @@
-"""One batch of episodes: observe, reconstruct, act (paper-reference §2.9 and §4.2).
+"""One batch of episodes: observe, reconstruct, act (docs/paper-reference.md §2.9 and §4.2).
 
 :func:`collect_rollout` runs ``T`` glimpses of ``B`` episodes and stores, time first, what the
 losses need in a :class:`Rollout` of preallocated ``[T, B]`` / ``[T-1, B]`` tensors.
@@ -165,7 +165,9 @@ def collect_rollout(
 
 
 def reconstruction_error(decoded: Tensor, target: Tensor) -> Tensor:
-    """``[B]`` per-sample MSE over every pixel and channel of the grid (paper-reference §4.2).
+    """``[B]`` per-sample MSE over every pixel and channel of the grid.
+
+    The authors' loss is in docs/paper-reference.md §4.2.
 
     One fused op (forward and backward) instead of subtract, square and mean: the decoded
     grids are the largest tensors of a training step.

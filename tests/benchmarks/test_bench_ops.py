@@ -1,4 +1,4 @@
-"""pytest-benchmark suite of the kernels at SUN360 scale (design.md §9).
+"""pytest-benchmark suite of the kernels at SUN360 scale (README.md, "Benchmarks").
 
 Each op's group holds the PyTorch twin ("reference"), the native CPU kernel and, where a GPU
 and the CUDA kernels exist, the native CUDA kernel; the memory-bound groups also hold their
