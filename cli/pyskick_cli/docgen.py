@@ -76,6 +76,8 @@ def _anchor(path: str) -> str:
 
 
 def _option_lines(command: click.Command, ctx: click.Context) -> list[str]:
+    """One Markdown list item per visible option, as ``--help`` shows it (its declaration,
+    help, default and range); ``--help`` itself is said once, in the header."""
     lines = []
     help_option = command.get_help_option(ctx)
     for param in command.get_params(ctx):
@@ -91,6 +93,8 @@ def _option_lines(command: click.Command, ctx: click.Context) -> list[str]:
 
 
 def _section(command: click.Command, ctx: click.Context, level: int) -> list[str]:
+    """The Markdown lines of ``command`` (heading ``level``) and, for a group, of its
+    built-in subcommands."""
     path = ctx.command_path
     out = [f"{'#' * level} `{path}`", ""]
     for block in _help_blocks(command.help):
