@@ -9,7 +9,7 @@ PIP := $(PY) -m pip --disable-pip-version-check
 TORCH_SPEC ?= torch==2.13.0
 PLUGIN_DIRS := $(patsubst %/pyproject.toml,%,$(wildcard plugins/*/pyproject.toml))
 
-.PHONY: setup test demo bench lint clean sanitize sanitize-check
+.PHONY: setup test demo bench lint docs clean sanitize sanitize-check
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -73,6 +73,11 @@ bench: setup
 	$(PY) -m pytest tests/benchmarks --benchmark-enable --benchmark-only \
 	  --benchmark-autosave --benchmark-columns=min,median,mean,stddev,rounds
 	$(VENV)/bin/pyskick bench
+
+# docs/cli.md, the command-line reference, generated from the Click commands (a test fails when
+# it is stale).
+docs: setup
+	$(PY) -m pyskick_cli.docgen --out docs/cli.md
 
 demo: setup
 	$(VENV)/bin/pyskick info

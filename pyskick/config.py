@@ -70,7 +70,9 @@ _BOOLS = ("memorize", "fix_decode", "deterministic", "critic_residual")
 
 @dataclass(frozen=True)
 class TrainConfig:
-    """Everything that decides a pretraining or training run (paper defaults, §4 and §9).
+    """Everything that decides a pretraining or training run.
+
+    The defaults are the paper's (docs/paper-reference.md §4 and §9).
 
     Shapes of the viewgrids (N, M, C, view size) are not here: they come from the data.
     """

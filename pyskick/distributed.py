@@ -1,4 +1,4 @@
-"""Single-process or torchrun data-parallel execution (ecosystem-notes §3).
+"""Single-process or torchrun data-parallel execution (docs/training.md, "Distributed training").
 
 Under ``torchrun`` (``WORLD_SIZE > 1``) the trainer joins the process group (gloo on CPU, nccl
 on CUDA), wraps its modules in DDP and gives each rank an equal slice of every global batch;

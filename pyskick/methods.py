@@ -6,7 +6,7 @@ registry and plugins' hook modules read it without importing the experiment code
 A method says what one row trains: the actor that picks the motions, the critic of its policy
 gradient, the sidekick that helps it and that sidekick's options, all as registered names. Every
 trained row starts from the same pretrained one-view model (the ``one-view`` row, evaluated with
-one glimpse; paper-reference §4.1, §6), so a method has no initialisation of its own. Its
+one glimpse; docs/paper-reference.md §4.1, §6), so a method has no initialisation of its own. Its
 ``role`` tells the report how to compare it (:data:`ROLES`). Plugins register methods with the
 ``pyskick_register_methods`` hook (:mod:`pyskick.hookspecs`); ``pyskick reproduce --methods``
 and ``pyskick plugins`` list them.

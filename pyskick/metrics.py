@@ -1,4 +1,4 @@
-"""The evaluation metrics of the paper (paper-reference §6), registered once.
+"""The evaluation metrics of the paper (docs/paper-reference.md §6), registered once.
 
 A metric is which start views a test viewgrid is evaluated from and how the final-step errors
 of its episodes (one per start) reduce to the sample's error:

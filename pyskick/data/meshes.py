@@ -16,14 +16,15 @@ import torch
 
 from pyskick.ops import render_mesh_views
 
-# Two lights, each placed at one of two candidate directions drawn per object (paper-reference
-# §1.3: "two lights, each placed at random in one of two spots"). Directions point from the
-# object towards the light (world frame, Y up, front +Z); the last entry is the intensity.
+# Two lights, each placed at one of two candidate directions drawn per object
+# (docs/paper-reference.md §1.3: "two lights, each placed at random in one of two spots").
+# Directions point from the object towards the light (world frame, Y up, front +Z); the last
+# entry is the intensity.
 LIGHT_CANDIDATES: tuple[tuple[tuple[float, float, float, float], ...], ...] = (
     ((1.0, 1.5, 2.0, 0.6), (-1.0, 1.5, 2.0, 0.6)),  # key: above the front, right or left
     ((-1.5, 0.5, -1.5, 0.4), (1.5, -0.5, -1.5, 0.4)),  # fill: behind, high left or low right
 )
-# ModelNet-Hard material (paper-reference §1.3); albedo and background set the grey levels.
+# ModelNet-Hard material (docs/paper-reference.md §1.3); albedo and background set the grey levels.
 MATERIAL = {"ambient": 0.4, "diffuse": 0.9, "specular": 0.7, "shininess": 15.0, "albedo": 0.6}
 FOV_DEG = 40.0
 DISTANCE = 3.0

@@ -1,10 +1,10 @@
 """Viewgrid geometry: how many views, where each camera looks, and the dataset presets.
 
 A viewgrid is a uint8 array ``[N, M, C, H, W]``: N elevations by M azimuths of square C-channel
-views. Orientation convention (design.md §7): elevation index 0 is the highest elevation, so a
-viewgrid laid out as an image has the top of the world on its first row; azimuth index increases
-turning right (clockwise seen from above); azimuth 0 looks at the centre of an equirectangular
-panorama, which is the +Z face of a cubemap.
+views. Orientation convention (docs/data-formats.md, "Orientation convention"): elevation
+index 0 is the highest elevation, so a viewgrid laid out as an image has the top of the world
+on its first row; azimuth index increases turning right (clockwise seen from above); azimuth 0
+looks at the centre of an equirectangular panorama, which is the +Z face of a cubemap.
 """
 
 from __future__ import annotations

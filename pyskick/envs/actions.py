@@ -1,4 +1,7 @@
-"""The discrete action set: a ``dN x dM`` neighbourhood of camera moves (paper-reference §2.3)."""
+"""The discrete action set: a ``dN x dM`` neighbourhood of camera moves.
+
+The authors' action indices are in docs/paper-reference.md §2.3.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The batched look-around environment (paper-reference §2).
+"""The batched look-around environment (docs/paper-reference.md §2).
 
 ``B`` agents each look at one viewgrid ``[N, M, C, H, W]``: they see one view at a time, move
 among neighbouring viewpoints, and after ``T`` glimpses must reconstruct the whole grid. All state
@@ -27,8 +27,8 @@ StartZeroing = Literal["view", "neighbourhood", "none"]
 """What a sidekick's reward map loses at reset, because the agent already sees the start view:
 ``"view"`` (the start view only; pyskick's default), ``"neighbourhood"`` (the start's whole
 reward-radius neighbourhood, as a visit would) or ``"none"`` (nothing: the authors' rule, under
-which returning to the start pays its reward, paper-reference §2.8). The default was chosen on
-validation (docs/reproduce.md, "The study")."""
+which returning to the start pays its reward, docs/paper-reference.md §2.8). The default was
+chosen on validation (docs/reproduce.md, "The study")."""
 START_ZEROING: tuple[str, ...] = get_args(StartZeroing)
 
 
@@ -190,13 +190,13 @@ class LookAroundEnv:
         grid = normalize_views(grids, mean).contiguous()
         # Target slot k holds absolute azimuth (start + k) when the azimuth is unknown (Δ0 of the
         # paper). With it known (and elevation always known) the target is the absolute grid, not
-        # the authors' all-zeros target (paper-reference §8.23).
+        # the authors' all-zeros target (docs/paper-reference.md §8.23).
         target = grid if self.known_azimuth else rotate_viewgrid(grid, starts % M)
         reward_map = None
         if reward_maps is not None:
             reward_map = _check_reward_maps(reward_maps, B, N, M, device).clone()
             # The start view is seen, so its reward is spent (the authors never zero it,
-            # paper-reference §8.12: start_zeroing="none").
+            # docs/paper-reference.md §8.12: start_zeroing="none").
             if self.start_zeroing == "neighbourhood":
                 reward_map.masked_fill_(self._near(N, M, device)[starts], 0.0)
             elif self.start_zeroing == "view":
@@ -270,7 +270,9 @@ class LookAroundEnv:
 
     # ------------------------------------------------------------ evaluation
     def paste_observed(self, decoded: Tensor) -> Tensor:
-        """Overwrite every view visited so far with its true normalised view (paper §2.7).
+        """Overwrite every view visited so far with its true normalised view.
+
+        The authors paste at evaluation (docs/paper-reference.md §2.7).
 
         Args:
             decoded: ``[B, N, M, C, H, W]`` floating reconstruction in the target's frame

@@ -1,4 +1,4 @@
-"""A policy in the environment: one batch of episodes (paper-reference §2.9 and §4.2).
+"""A policy in the environment: one batch of episodes (docs/paper-reference.md §2.9 and §4.2).
 
 :func:`make_env` builds the environment a policy runs in; :func:`collect_rollout` runs ``T``
 glimpses of ``B`` episodes (observe, reconstruct, act) and stores, time first, what the losses
@@ -198,7 +198,8 @@ def collect_rollout(
 
 
 def reconstruction_error(decoded: Tensor, target: Tensor) -> Tensor:
-    """``[B]`` per-sample MSE over every pixel and channel of the grid (paper-reference §4.2).
+    """``[B]`` per-sample MSE over every pixel and channel of the grid
+    (docs/paper-reference.md §4.2).
 
     One fused op (forward and backward) instead of subtract, square and mean: the decoded
     grids are the largest tensors of a training step.

@@ -2,7 +2,8 @@
 
 Each axis either wraps (a ring: azimuth by default) or clips at its borders (elevation by
 default). Moves and reward neighbourhoods use the same rule, so a sidekick reward is never zeroed
-across a border the camera cannot cross (the authors wrapped elevation there: paper-reference §8.5).
+across a border the camera cannot cross (the authors wrapped elevation there:
+docs/paper-reference.md §8.5).
 """
 
 from __future__ import annotations

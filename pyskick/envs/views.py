@@ -1,4 +1,6 @@
-"""Preprocessing of raw views: ``(x - channel_mean) / 255`` per channel (paper-reference §1.4).
+"""Preprocessing of raw views: ``(x - channel_mean) / 255`` per channel.
+
+The authors' preprocessing is in docs/paper-reference.md §1.4.
 
 There is no division by the standard deviation, as in the authors' code: it would change the
 scale of the reconstruction error. Values of raw 0–255 views land in ``[-1, 1]``.

@@ -1,4 +1,6 @@
-"""Paired comparisons of two methods evaluated on the same test samples (design §12).
+"""Paired comparisons of two methods evaluated on the same test samples.
+
+Why and how: docs/reproduce.md, "Comparing methods".
 
 Every method is evaluated on the same test viewgrids from the same start views, so the
 per-sample errors of two methods are strongly correlated (0.8–0.9 on the demo): their
@@ -328,7 +330,9 @@ def compare_errors(
 
 
 def policy_gain_ratio(method_pct: float | None, random_pct: float | None) -> float | None:
-    """A method's % improvement over one-view divided by rnd-actions' (design §12).
+    """A method's % improvement over one-view divided by rnd-actions'.
+
+    The policy gain ratio of docs/reproduce.md, "Comparing methods".
 
     None when either is unknown or random motions did not improve on one-view (the ratio is
     then meaningless).

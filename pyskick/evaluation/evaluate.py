@@ -1,4 +1,6 @@
-"""The paper's evaluation: final-step reconstruction error from fixed starts (paper-reference §6).
+"""The paper's evaluation: final-step reconstruction error from fixed starts.
+
+The authors' metrics are in docs/paper-reference.md §6.
 
 The metrics (:mod:`pyskick.metrics`) say which starts and how a sample's errors reduce:
 
@@ -43,6 +45,7 @@ from pyskick.run_dir import load_policy
 
 if TYPE_CHECKING:
     from pyskick.data.spec import GridSpec
+
 
 @dataclass(frozen=True)
 class EvalResult:

@@ -1,4 +1,7 @@
-"""Summary statistics of per-sample errors, reported ×1000 as in the paper (§6)."""
+"""Summary statistics of per-sample errors, reported ×1000 as in the paper.
+
+The authors' statistics are in docs/paper-reference.md §6.
+"""
 
 from __future__ import annotations
 

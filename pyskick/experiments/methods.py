@@ -4,7 +4,7 @@ table order, and the checks that they can run.
 The rows are not listed here: the built-ins (:mod:`pyskick.builtins.methods`) and plugins
 register them through ``pyskick_register_methods``. ``one-view`` is the pretrained model itself,
 evaluated with one glimpse (T = 1); every other method trains the look-around policy from it
-(paper-reference §4.1, §5.7, §6).
+(docs/paper-reference.md §4.1, §5.7, §6).
 """
 
 from __future__ import annotations

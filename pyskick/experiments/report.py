@@ -9,8 +9,9 @@ method's mean is the mean over seeds. The paper's columns keep its standard erro
 - ``stderr_seeds_x1000``: across seeds, of the per-seed means (``std / sqrt(K)``; None for one
   seed or for one-view, which is trained once).
 
-Methods are compared *paired* (design §12, :mod:`pyskick.evaluation.compare`): every row gets
-``paired[reference][metric]`` against ltla, rnd-actions and one-view (those in the table) —
+Methods are compared *paired* (docs/reproduce.md, "Comparing methods",
+:mod:`pyskick.evaluation.compare`): every row gets ``paired[reference][metric]`` against ltla,
+rnd-actions and one-view (those in the table) —
 the reference's error minus the row's (positive: the row is better), its standard error,
 95 % interval and p-value across seeds (``kind = "seeds"``, seed k paired with seed k) or,
 with one seed, across test samples (``kind = "samples"``) — and ``policy_gain_ratio``, its %

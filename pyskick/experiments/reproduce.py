@@ -1,4 +1,4 @@
-"""The paper's Table 1 on one dataset, end to end and resumable (paper-reference §6).
+"""The paper's Table 1 on one dataset, end to end and resumable (docs/paper-reference.md §6).
 
 :func:`reproduce` pretrains the one-view model, trains every selected method for every seed
 from it, evaluates each run on the test split with the avg and adv metrics and writes the table

@@ -1,6 +1,6 @@
 """The completion agent's networks: policy (Sense, Fuse, Aggregate, Decode, Act) and critics.
 
-Architecture and defaults follow the authors' code (paper-reference §3); ``docs/model.md``
+Architecture and defaults follow the authors' code (docs/paper-reference.md §3); ``docs/model.md``
 has the per-preset tables, the initialisation and the freezing behaviour.
 """
 

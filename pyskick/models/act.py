@@ -1,5 +1,5 @@
-"""Act: the policy head scoring the camera motions (paper-reference §3.6), and how a motion is
-picked from its probabilities (paper-reference §2.9).
+"""Act: the policy head scoring the camera motions (docs/paper-reference.md §3.6), and how a
+motion is picked from its probabilities (docs/paper-reference.md §2.9).
 
 ``"sample"`` draws from the policy (training), ``"greedy"`` takes the argmax (evaluation of a
 learned actor), ``"random"`` draws uniform actions from a seeded generator (rnd-actions).

@@ -26,8 +26,8 @@ _MIN_VIEW_SIZE = 16
 class ModelConfig:
     """Shapes and switches of :class:`~pyskick.models.CompletionPolicy` and its critics.
 
-    Defaults are the paper's SUN360 model (paper-reference §3). Derived sizes are properties,
-    never stored fields, so a saved config cannot contradict itself.
+    Defaults are the paper's SUN360 model (docs/paper-reference.md §3). Derived sizes are
+    properties, never stored fields, so a saved config cannot contradict itself.
     """
 
     n_elevations: int = 4
@@ -71,7 +71,10 @@ class ModelConfig:
     mean_subtract: bool = True
     """Views are mean-subtracted, so the decoder ends in LeakyReLU(0.8); otherwise in ReLU."""
     init: InitScheme = "xavier"
-    """Weight initialisation scheme: "xavier" (paper default), "normal" or "uniform" (§3.9)."""
+    """Weight initialisation scheme: "xavier" (paper default), "normal" or "uniform".
+
+    The schemes are in docs/paper-reference.md §3.9.
+    """
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):

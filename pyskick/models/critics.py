@@ -1,4 +1,4 @@
-"""Learned critics (value heads) of the completion agent (paper-reference §3.7).
+"""Learned critics (value heads) of the completion agent (docs/paper-reference.md §3.7).
 
 Both predict the value of a step, ``[B]``, from the policy's hidden state h and side inputs.
 They are separate modules from :class:`~pyskick.models.CompletionPolicy`, initialised with the

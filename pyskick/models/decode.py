@@ -1,4 +1,4 @@
-"""Decode: from the LSTM hidden state to the whole viewgrid (paper-reference §3.5)."""
+"""Decode: from the LSTM hidden state to the whole viewgrid (docs/paper-reference.md §3.5)."""
 
 from __future__ import annotations
 

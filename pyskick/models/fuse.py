@@ -1,4 +1,7 @@
-"""Fuse: joins the image and proprioception encodings into the LSTM input (§3.3)."""
+"""Fuse: joins the image and proprioception encodings into the LSTM input.
+
+The authors' layers are in docs/paper-reference.md §3.3.
+"""
 
 from __future__ import annotations
 

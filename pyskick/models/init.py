@@ -1,10 +1,10 @@
-"""Weight initialisation schemes of the authors' code (paper-reference §3.9).
+"""Weight initialisation schemes of the authors' code (docs/paper-reference.md §3.9).
 
 The authors initialise layer by layer: every Linear, Conv2d and ConvTranspose2d gets the
 scheme's weight and bias, an LSTM gets it on each of its weight and bias tensors, and
 BatchNorm layers keep the framework default (weight 1, bias 0 in modern PyTorch). Which modules
 are initialised is the caller's choice: the policy leaves ``sense_pro`` alone, as the authors'
-code did by accident (§3.9, §8 item 22).
+code did by accident (docs/paper-reference.md §3.9, §8.22).
 """
 
 from __future__ import annotations

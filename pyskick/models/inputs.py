@@ -1,4 +1,7 @@
-"""Validation of the agent's inputs and assembly of the act/critic side inputs (§2.5, §3.6)."""
+"""Validation of the agent's inputs and assembly of the act/critic side inputs.
+
+The authors' inputs are in docs/paper-reference.md §2.5 and §3.6.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""The completion agent: Sense -> Fuse -> Aggregate -> (Decode, Act) (paper-reference §3)."""
+"""The completion agent: Sense -> Fuse -> Aggregate -> (Decode, Act).
+
+The authors' network is in docs/paper-reference.md §3.
+"""
 
 from __future__ import annotations
 

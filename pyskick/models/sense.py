@@ -1,4 +1,4 @@
-"""Sense: the image encoder and the proprioception embedding (paper-reference §3.1-3.2)."""
+"""Sense: the image encoder and the proprioception embedding (docs/paper-reference.md §3.1-3.2)."""
 
 from __future__ import annotations
 

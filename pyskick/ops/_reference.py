@@ -2,7 +2,7 @@
 
 Each function has the same name and arguments as its public wrapper in :mod:`pyskick.ops`
 (minus ``backend``) and assumes the wrapper has validated its inputs. They are written from
-``paper-reference.md`` (§2.4 moves, §5.2 NMS, §5.4 utility maps, §5.5 greedy coverage) and are
+``docs/paper-reference.md`` (§2.4 moves, §5.2 NMS, §5.4 utility maps, §5.5 greedy coverage) and are
 vectorised over the batch, which also makes them the "what a user would write in PyTorch"
 baseline of the benchmarks. Deliberate deviations from the authors' code are listed in
 ``docs/deviations.md``.
@@ -49,7 +49,7 @@ def rotate_viewgrid(
 
 
 def coverage_matrix(recon: Tensor, grid: Tensor) -> Tensor:
-    """Normalised utility of every source view for every target view (paper-reference §5.4).
+    """Normalised utility of every source view for every target view (docs/paper-reference.md §5.4).
 
     Args:
         recon: ``[B, V, N, M, C, H, W]`` float32, the one-view reconstruction from each start view
@@ -93,7 +93,7 @@ def greedy_coverage(
     wrap_azimuth: bool = True,
     wrap_elevation: bool = False,
 ) -> tuple[Tensor, Tensor]:
-    """Greedy coverage trajectories of the demonstration sidekick (paper-reference §5.5).
+    """Greedy coverage trajectories of the demonstration sidekick (docs/paper-reference.md §5.5).
 
     From each start, every step takes the action whose view adds the most to
     ``Cov(S) = sum_t min(sum_{s in unique(S)} U[s, t], 1)``; a view already in S adds exactly 0
@@ -151,7 +151,7 @@ def greedy_coverage(
 
 
 def nms_rewards(scores: Tensor, k: int, radius: int) -> Tensor:
-    """Greedy non-maximum suppression of one-view score maps (paper-reference §5.2).
+    """Greedy non-maximum suppression of one-view score maps (docs/paper-reference.md §5.2).
 
     ``k`` times: keep the highest cell not yet suppressed (ties: lowest row-major index) and
     suppress every cell within Chebyshev distance ``radius``, azimuth wrapping and elevation

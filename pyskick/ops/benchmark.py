@@ -1,4 +1,5 @@
-"""The benchmark table of the kernels, their seeded workloads and the timing (design.md §9).
+"""The benchmark table of the kernels, their seeded workloads and the timing (README.md,
+"Benchmarks").
 
 :data:`BENCHMARKS` has one row per op: how to build its inputs, the scales to time, how close
 the native result must be to the twin's, and, for a memory-bound op, its memory bound. Both
@@ -61,7 +62,7 @@ class GridShape:
         return self.channels * self.height * self.width
 
 
-# paper-reference: SUN360 viewgrids are 4 elevations x 8 azimuths of 32x32 RGB views.
+# docs/paper-reference.md §1.3: SUN360 viewgrids are 4 elevations x 8 azimuths of 32x32 RGB views.
 SUN360 = GridShape(n_elevations=4, n_azimuths=8, channels=3, height=32, width=32)
 
 
@@ -228,7 +229,8 @@ BENCHMARKS: dict[str, OpBenchmark | None] = {
         atol=1e-4,
         bound=MemoryBound("read", "recon"),
     ),
-    # Data generation (`pyskick data make`), outside the performance targets of design.md §9.
+    # Data generation (`pyskick data make`), outside the performance targets of README.md,
+    # "Benchmarks".
     "render_mesh_views": None,
 }
 
@@ -504,8 +506,8 @@ def run_suite(
     when the CPU ran too; for memory-bound ops ``gbps`` (``bytes_read`` / median),
     ``copy_gbps`` (:func:`measure_copy_bandwidth`), ``bound_s`` (``copy``: median of
     ``input.clone()``; ``read``: ``bytes_read`` / copy bandwidth) and ``bound_ratio``
-    (median / ``bound_s``; design target <= 1.5). Native results are checked against the
-    twin's on the timed inputs.
+    (median / ``bound_s``; target <= 1.5, README.md "Benchmarks"). Native results are checked
+    against the twin's on the timed inputs.
 
     Raises:
         ValueError: unknown op, ``repeats < 1``.

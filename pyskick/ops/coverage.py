@@ -18,7 +18,7 @@ def coverage_matrix(recon: Tensor, grid: Tensor, *, backend: Backend = "auto") -
     For each source start view ``s = (i, j)``, its one-view reconstruction is rolled back to the
     absolute frame, the squared error against each true target view is summed over pixels,
     turned into ``u = 1 / (1000 * err + 1e-8)`` and min-max normalised over sources for each
-    target (paper-reference §5.4). Fused: one pass over ``recon``.
+    target (docs/paper-reference.md §5.4). Fused: one pass over ``recon``.
 
     Args:
         recon: ``[B, V, N, M, C, H, W]`` float32 with ``V = N * M``: the reconstruction from each

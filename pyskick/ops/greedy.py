@@ -30,7 +30,7 @@ def greedy_coverage(
     wrap_elevation: bool = False,
     backend: Backend = "auto",
 ) -> tuple[Tensor, Tensor]:
-    """The demonstration sidekick's greedy coverage trajectories (paper-reference §5.5).
+    """The demonstration sidekick's greedy coverage trajectories (docs/paper-reference.md §5.5).
 
     From every start, each step takes the reachable action (``dN x dM`` neighbourhood, the
     environment's wrap/clip rules) whose view adds most to the saturated, duplicate-free coverage

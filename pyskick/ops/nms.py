@@ -13,7 +13,7 @@ OP = "nms_rewards"
 
 
 def nms_rewards(scores: Tensor, k: int, radius: int, *, backend: Backend = "auto") -> Tensor:
-    """Greedy non-maximum suppression of one-view score maps (paper-reference §5.2).
+    """Greedy non-maximum suppression of one-view score maps (docs/paper-reference.md §5.2).
 
     ``k`` times per sample: keep the highest cell not yet suppressed (ties: lowest row-major
     index ``n * M + m``) and suppress every cell within Chebyshev distance ``radius``; azimuth

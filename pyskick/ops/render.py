@@ -74,7 +74,7 @@ def render_mesh_views(
     ``albedo * (ambient + diffuse * sum_l I_l |n.l_l|) + specular * sum_l I_l max(r_l.v, 0) **
     shininess`` (``r_l`` reflects light l about the normal turned towards it, ``v`` points to the
     camera), clamped to [0, 1] and interpolated across faces. Defaults are the ModelNet-Hard
-    material of paper-reference §1.3 (ambient 0.4, diffuse 0.9, specular 0.7, exponent 15).
+    material of docs/paper-reference.md §1.3 (ambient 0.4, diffuse 0.9, specular 0.7, exponent 15).
 
     Args:
         vertices: ``[P, 3]`` float32, finite.

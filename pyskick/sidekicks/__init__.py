@@ -1,4 +1,4 @@
-"""Sidekicks: helpers that shape or demonstrate the policy's training (paper §3.2–3.3).
+"""Sidekicks: helpers that shape or demonstrate the policy's training (paper §3.3–3.4).
 
 The public API for sidekicks and the plugins that add them: the contract
 (:class:`Sidekick`, :func:`has_scores`), the bases of the two kinds of help

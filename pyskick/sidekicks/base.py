@@ -1,6 +1,6 @@
 """The sidekick extension point: what the trainer asks of a sidekick, and the no-op sidekick.
 
-A sidekick helps the policy only during training, through two channels (paper §3.2–3.3):
+A sidekick helps the policy only during training, through two channels (paper §3.3–3.4):
 
 - **rewards** (ours(rew)): per-view reward maps ``[B, N, M]`` (raw scale, e.g. 0–255) that the
   environment pays out the first time a neighbourhood is visited; the trainer multiplies the
@@ -8,7 +8,7 @@ A sidekick helps the policy only during training, through two channels (paper §
 - **demonstrations** (ours(demo)): actions for some steps of each episode; where the mask is
   True the sidekick's action is taken and trained with ``supervised_scale * NLL``, and those
   steps get no policy-gradient or entropy term. Returns are computed over the remaining steps
-  (the paper's hybrid mode, §4.6).
+  (the paper's hybrid mode, docs/paper-reference.md §4.6).
 
 Schedules (reward-scale decay, T_sup annealing) live in the sidekick: the trainer calls
 :meth:`Sidekick.on_epoch_end` after every epoch and saves :meth:`Sidekick.state_dict` in every

@@ -1,4 +1,4 @@
-"""Coverage matrices of the demonstration sidekick (paper-reference §5.4).
+"""Coverage matrices of the demonstration sidekick (docs/paper-reference.md §5.4).
 
 With full observability, the one-view (T = 1) model reconstructs every training viewgrid from
 each of its ``V = N * M`` start views; how well the reconstruction from source view ``s``

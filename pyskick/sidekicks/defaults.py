@@ -2,12 +2,12 @@
 
 - the declared options of the reward sidekick (:data:`REWARD_OPTIONS`, also for reward-map
   plugins such as rnd-rewards) and of the demonstrating sidekicks (:data:`HYBRID_OPTION`);
-- NMS peaks and radius of the reward sidekick per dataset preset (paper-reference §1.3);
+- NMS peaks and radius of the reward sidekick per dataset preset (docs/paper-reference.md §1.3);
 - the schedules, scaled to the run's epoch budget. The paper decays the reward bonus 2–10x
-  every 100–500 of its 1000 epochs and anneals T_sup every 50 epochs (paper-reference §4.6,
+  every 100–500 of its 1000 epochs and anneals T_sup every 50 epochs (docs/paper-reference.md §4.6,
   §4.7); the authors' code defaults never decay the bonus within a run. pyskick's defaults
   keep the paper's proportions for any number of epochs, so that a short run (``cpu-demo``)
-  decays and anneals too (docs/deviations.md S2, S5).
+  decays and anneals too (docs/deviations.md S7, S8).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The demonstration sidekick (ours(demo), paper §3.3, paper-reference §4.6 and §5.4–5.5).
+"""The demonstration sidekick (ours(demo), paper §3.3.2, docs/paper-reference.md §4.6 and §5.4–5.5).
 
 With full observability, the sidekick knows how much each view tells about every other one (the
 coverage matrix of :func:`~pyskick.sidekicks.coverage.one_view_coverage`). From an episode's

@@ -1,4 +1,4 @@
-"""The demo-actions baseline (paper-reference §5.7): the demo sidekick moves the camera.
+"""The demo-actions baseline (docs/paper-reference.md §5.7): the demo sidekick moves the camera.
 
 Every motion, in training and at test time, is the greedy coverage trajectory of
 :class:`~pyskick.sidekicks.demo.DemoSidekick` from the episode's start; only the reconstruction

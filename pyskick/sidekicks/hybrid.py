@@ -1,4 +1,4 @@
-"""Hybrid supervision (paper-reference §4.6): a sidekick demonstrates whole trajectories and
+"""Hybrid supervision (docs/paper-reference.md §4.6): a sidekick demonstrates whole trajectories and
 the first ``T_sup`` actions of every episode are its, trained by behaviour cloning, the rest
 the policy's own, learned by policy gradient. ``T_sup`` starts at ``T - 1`` (all actions
 demonstrated) and drops by one every ``hybrid_schedule`` epochs until the policy acts alone.

@@ -1,4 +1,4 @@
-"""The reward sidekick (ours(rew), paper §3.2, paper-reference §5.1–5.2 and §4.7).
+"""The reward sidekick (ours(rew), paper §3.3.1, docs/paper-reference.md §5.1–5.2 and §4.7).
 
 With full observability, the sidekick previews every view of a training viewgrid with the
 one-view model: a view is informative when reconstructing the whole grid from it alone (the

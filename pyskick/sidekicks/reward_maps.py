@@ -1,4 +1,5 @@
-"""Reward maps (paper §3.2, paper-reference §4.7): a sidekick pays precomputed per-viewgrid maps.
+"""Reward maps (paper §3.3.1, docs/paper-reference.md §4.7): a sidekick pays precomputed
+per-viewgrid maps.
 
 The environment pays a view's value the first time its neighbourhood (Chebyshev ``radius``,
 the sidekick's :attr:`~pyskick.sidekicks.Sidekick.reward_radius`) is visited; the trainer

@@ -1,10 +1,12 @@
-"""The authors' "average" baseline: cumulative running means of the rewards (§4.4).
+"""The authors' "average" baseline: cumulative running means of the rewards.
+
+The authors' baseline is in docs/paper-reference.md §4.4.
 
 ``B_t = R_avg + (T - 1 - t) * R_avg_expert * reward_scale`` for action ``t``, where ``R_avg`` is
 the mean of the final reward (−final MSE) over every training sample seen and ``R_avg_expert``
 the mean of the raw intrinsic rewards over every training sample-step. Only training rollouts
-update it (the authors also fed validation rollouts in: paper-reference §8.17), and it is saved
-in checkpoints (the authors reset it on resume, §8.20).
+update it (the authors also fed validation rollouts in: docs/paper-reference.md §8.17), and it is
+saved in checkpoints (the authors reset it on resume, §8.20).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The training objective (paper-reference §4.2–4.6), summed into one scalar.
+"""The training objective (docs/paper-reference.md §4.2–4.6), summed into one scalar.
 
 - reconstruction: ``sum_t mean_b rec_err_t`` over all T glimpses;
 - rewards: ``r_t = sidekick_scale * intrinsic_t``, plus ``-rec_err_{T-1}`` (detached) at the

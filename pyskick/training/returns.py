@@ -1,4 +1,4 @@
-"""Returns of an episode's rewards (paper-reference §4.3: undiscounted Monte-Carlo)."""
+"""Returns of an episode's rewards (docs/paper-reference.md §4.3: undiscounted Monte-Carlo)."""
 
 from __future__ import annotations
 

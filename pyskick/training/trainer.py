@@ -1,6 +1,6 @@
 """Pretraining and policy training: the epoch loop, validation, checkpoints and exact resume.
 
-Two stages (paper-reference §4.1):
+Two stages (docs/paper-reference.md §4.1):
 
 - :func:`pretrain`: one-view reconstruction, T = 1, every module that gets a gradient trained
   (the act head gets none at T = 1 and is left untouched);
@@ -887,5 +887,3 @@ def _resumed_config(
 def _overrides(obj: object, base: type, method: str) -> bool:
     """Whether ``obj``'s class replaces ``base.method``."""
     return getattr(type(obj), method) is not getattr(base, method)
-
-

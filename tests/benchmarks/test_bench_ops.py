@@ -1,4 +1,5 @@
-"""pytest-benchmark suite of the kernels at SUN360 scale (design.md §9), from the benchmark table.
+"""pytest-benchmark suite of the kernels at SUN360 scale (README.md, "Benchmarks"), from the
+benchmark table.
 
 Every row of ``pyskick.ops.benchmark.BENCHMARKS`` gives one group per op: at each of its full
 scales the PyTorch twin ("reference"), the native CPU kernel and, where a GPU and the CUDA

@@ -66,7 +66,7 @@ def test_with_known_azimuth_the_target_is_the_absolute_grid() -> None:
     grids = labelled_grids(2)
     env = LookAroundEnv(known_azimuth=True, channel_mean=MEAN)
     env.reset(grids, starts=torch.tensor([5, 30]))
-    # Not the authors' all-zeros target (paper-reference §8.23).
+    # Not the authors' all-zeros target (docs/paper-reference.md §8.23).
     assert torch.equal(env.target, env.grid)
     assert bool(env.target.abs().sum() > 0)
     assert torch.equal(env.to_absolute(env.target), env.grid)

@@ -1,4 +1,6 @@
-"""Paired statistics (design §12): Student's t, sign-flip permutations, seeds as replicates.
+"""Paired statistics: Student's t, sign-flip permutations, seeds as replicates.
+
+The statistics are described in docs/reproduce.md, "Comparing methods".
 
 Oracles: closed forms of the t distribution at 1 and 2 degrees of freedom, published quantiles,
 a brute-force enumeration of sign patterns written independently of the module, and

@@ -1,4 +1,4 @@
-"""Partial- and full-observability critics (paper-reference §3.7)."""
+"""Partial- and full-observability critics (docs/paper-reference.md §3.7)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""Initialisation schemes (paper-reference §3.9), including the untouched sense_pro and BN."""
+"""Initialisation schemes, including the untouched sense_pro and BN.
+
+The authors' schemes are in docs/paper-reference.md §3.9.
+"""
 
 from __future__ import annotations
 

@@ -81,7 +81,7 @@ def make_case(case: dict, device: str) -> tuple[torch.Tensor, torch.Tensor, int,
 
 
 def move(view: int, action: int, N: int, M: int, options: dict) -> int:
-    """The environment's transition (paper-reference §2.3, §2.4), in plain Python."""
+    """The environment's transition (docs/paper-reference.md §2.3, §2.4), in plain Python."""
     dN, dM = options["action_grid"]
     e = view // M + action // dM - dN // 2
     a = view % M + action % dM - dM // 2
@@ -91,7 +91,10 @@ def move(view: int, action: int, N: int, M: int, options: dict) -> int:
 
 
 def coverage_value(U: list[list[float]], views: set[int]) -> float:
-    """Cov(S) = sum_t min(sum_{s in unique(S)} U[s][t], 1), in float64 (paper-reference §5.5)."""
+    """Cov(S) = sum_t min(sum_{s in unique(S)} U[s][t], 1), in float64.
+
+    The authors' objective is in docs/paper-reference.md §5.5.
+    """
     return sum(min(sum(U[s][t] for s in sorted(views)), 1.0) for t in range(len(U)))
 
 

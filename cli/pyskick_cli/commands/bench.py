@@ -1,4 +1,7 @@
-"""``pyskick bench``: time the kernels against their baselines and print a table (design.md §9)."""
+"""``pyskick bench``: time the kernels against their baselines and print a table.
+
+The targets are in README.md, "Benchmarks".
+"""
 
 from __future__ import annotations
 

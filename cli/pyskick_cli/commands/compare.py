@@ -1,4 +1,7 @@
-"""``pyskick compare A B``: paired comparison of two evaluated methods (design §12)."""
+"""``pyskick compare A B``: paired comparison of two evaluated methods.
+
+The statistics are described in docs/reproduce.md, "Comparing methods".
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""pyskick-expert-clone: the expert-clone baseline of the paper (paper-reference §5.7).
+"""pyskick-expert-clone: the expert-clone baseline of the paper (docs/paper-reference.md §5.7).
 
 Registers the sidekick ``expert-clone`` and Table 1's row of that name: an expert that sees the
 whole viewgrid and the true pose is trained by REINFORCE to drive the one-view agent, and its

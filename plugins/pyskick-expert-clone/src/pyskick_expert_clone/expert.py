@@ -1,4 +1,4 @@
-"""The expert's network: an act head with full observability (paper-reference §3.7).
+"""The expert's network: an act head with full observability (docs/paper-reference.md §3.7).
 
 The authors' ``--act_full_obs True`` actor: ``act_fuse`` encodes all N·M views of the absolute,
 preprocessed viewgrid exactly like the full-observability critic's ``critic_fuse``

@@ -1,9 +1,12 @@
-"""The expert-clone sidekick: an expert's greedy trajectories as demonstrations (§5.7).
+"""The expert-clone sidekick: an expert's greedy trajectories as demonstrations.
+
+The baseline is described in docs/paper-reference.md §5.7.
 
 Scores: :meth:`ExpertCloneSidekick.compute_scores` trains an expert with full observability
 on the viewgrids it is given (:func:`~pyskick_expert_clone.training.train_expert`) and dumps
 its greedy trajectories from every start view. Training then uses them exactly like ours(demo)
-uses the greedy coverage trajectories (paper-reference §4.6, hybrid mode): the first ``T_sup``
+uses the greedy coverage trajectories (docs/paper-reference.md §4.6, hybrid mode): the first
+``T_sup``
 actions of each episode are the expert's, trained with ``supervised_scale · NLL``, the rest are
 the policy's own, learned by policy gradient; ``T_sup`` starts at ``T - 1`` and drops by one
 every ``hybrid_schedule`` epochs. The only difference to ours(demo) is who demonstrates.

@@ -1,4 +1,6 @@
-"""Training the expert by REINFORCE and dumping its greedy trajectories (paper-reference §5.7).
+"""Training the expert by REINFORCE and dumping its greedy trajectories.
+
+The authors' procedure is in docs/paper-reference.md §5.7.
 
 The expert drives the one-view agent: at every glimpse the agent (frozen Sense, Fuse, Aggregate
 and Decode, BatchNorm in eval mode) observes the current view and updates its hidden state h;

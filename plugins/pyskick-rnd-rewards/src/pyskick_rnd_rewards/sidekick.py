@@ -1,4 +1,6 @@
-"""Random reward maps shaped like the rew sidekick's (the paper's rnd-rewards baseline, §5.3).
+"""Random reward maps shaped like the rew sidekick's: the paper's rnd-rewards baseline.
+
+The authors' version is in docs/paper-reference.md §5.3.
 
 The rew sidekick pays rewards at k NMS peaks of one-view informativeness. This baseline keeps
 everything but the information: per training viewgrid it draws k centres uniformly over the
