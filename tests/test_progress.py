@@ -226,13 +226,15 @@ def test_evaluation_and_scoring_report_stages(tmp_path: Path) -> None:
         ("advance", "evaluate avg", 4, 0, "end"),
     ]
     assert recorder.events[4] == ("finish", "evaluate avg", 5, 0, "end")
-    scoring = [e for e in recorder.events[5:] if e[1] == "score rew"]
+    # Built by hand, the sidekick is named by its class (make_sidekick stamps "rew").
+    stage = "score pyskick.sidekicks.reward.RewardSidekick"
+    scoring = [e for e in recorder.events[5:] if e[1] == stage]
     assert scoring == [
-        ("start", "score rew", 0, 0, "end"),
-        ("advance", "score rew", 5, 0, "end"),
-        ("finish", "score rew", 5, 0, "end"),
+        ("start", stage, 0, 0, "end"),
+        ("advance", stage, 5, 0, "end"),
+        ("finish", stage, 5, 0, "end"),
     ]
-    assert ("finish", "evaluate adv", 5, 1, "end") in recorder.events  # inside the scoring
+    assert ("finish", "evaluate every-start", 5, 1, "end") in recorder.events  # inside scoring
 
 
 def _save_one_view(policy, folder: Path) -> None:

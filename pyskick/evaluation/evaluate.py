@@ -199,7 +199,9 @@ def evaluate_policy(
     policy.eval()
     try:
         errors = []
-        with progress.stage(f"evaluate {metric}", total=grids.shape[0], unit="grid") as evaluating:
+        with progress.stage(
+            f"evaluate {metric.name}", total=grids.shape[0], unit="grid"
+        ) as evaluating:
             for lo in range(0, grids.shape[0], chunk):
                 part = grids[lo : lo + chunk].to(device)
                 k = part.shape[0]

@@ -15,7 +15,7 @@ from pyskick.training.loggers import read_metrics
 EPOCH_LINE = re.compile(
     r"^(?P<stage>pretrain|train): epoch (?P<k>\d+)/(?P<n>\d+) \| "
     r"train_error (?P<train>[\d.e-]+), val_error (?P<val>[\d.e-]+), loss [\d.e-]+ \| "
-    r"elapsed \d\d:\d\d, left \d\d:\d\d \([\d.]+ s/epoch\)$"
+    r"elapsed \d\d:\d\d, left \d\d:\d\d \([\d.]+ (s/epoch|epoch/s)\)$"  # the rate, slow or fast
 )
 
 
@@ -29,7 +29,7 @@ def test_train_prints_one_line_per_epoch_to_a_pipe(tmp_path: Path) -> None:
         [
             sys.executable, "-m", "pyskick_cli", "train", "--dataset", str(data),
             "--preset", "cpu-demo", "--config", str(tmp_path / "c.toml"), "--epochs", "2",
-            "--batch-size", "8", "--T", "2", "--device", "cpu", "--out", str(run),
+            "--batch-size", "8", "-T", "2", "--device", "cpu", "--out", str(run),
         ],
         capture_output=True, text=True, timeout=600, env=env,
     )  # fmt: skip
