@@ -247,24 +247,21 @@ one_view_option = shared_option(
     default=None,
     help="A one-view run (folder or checkpoint).",
 )
-sidekick_name_option = shared_option(
-    "--sidekick",
-    type=RegisteredName("sidekick"),
-    default=None,
-    help="A registered sidekick (`pyskick plugins --all` describes them).",
-)
-critic_name_option = shared_option(
-    "--critic",
-    type=RegisteredName("critic"),
-    default=None,
-    help="A registered critic (`pyskick plugins --all` describes them).",
-)
-actor_name_option = shared_option(
-    "--actor",
-    type=RegisteredName("actor"),
-    default=None,
-    help="A registered actor (`pyskick plugins --all` describes them).",
-)
+
+
+def _registered_name_option(kind: str) -> Callable[..., Callable[[F], F]]:
+    """``--KIND NAME``: a name registered for ``kind``, checked against the registry."""
+    return shared_option(
+        f"--{kind}",
+        type=RegisteredName(kind),
+        default=None,
+        help=f"A registered {kind} (`pyskick plugins --all` describes them).",
+    )
+
+
+sidekick_name_option = _registered_name_option("sidekick")
+critic_name_option = _registered_name_option("critic")
+actor_name_option = _registered_name_option("actor")
 sidekick_option_option = shared_option(
     "--sidekick-option",
     "sidekick_option",
