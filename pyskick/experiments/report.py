@@ -598,11 +598,11 @@ def write_report(
 
     Figures (:mod:`pyskick.viz`): ``curves.png`` (validation error of every trained method,
     the mean over its seeds with a band of ± one standard error); per method
-    ``figures/<method>/`` (episodes and policy heatmaps of seed 0 on ``examples`` test
-    viewgrids); ``figures/sidekick-maps/`` (the reward and coverage maps the
-    sidekicks derive from the one-view model on the first ``examples`` test viewgrids). A
-    folder is redrawn only when its run's ``best.pt`` changed. Without matplotlib the page says
-    so and shows the table alone.
+    ``figures/<method>/`` (episodes, their animations ``*_episode.gif`` and policy heatmaps of
+    seed 0 on ``examples`` test viewgrids); ``figures/sidekick-maps/`` (the reward and coverage
+    maps the sidekicks derive from the one-view model on the first ``examples`` test
+    viewgrids). A folder is redrawn only when its run's ``best.pt`` changed. Without matplotlib
+    the page says so and shows the table alone.
 
     Args:
         out_dir: the reproduce folder.
@@ -640,7 +640,7 @@ def write_report(
                 run,
                 lambda folder, run=run: visualize_run(
                     run, test, channel_mean=channel_mean, out_dir=folder, examples=examples,
-                    device=device, spec=spec,
+                    device=device, spec=spec, animations=("gif",),
                 ),
             )  # fmt: skip
         say("reproduce: sidekick maps")

@@ -2,7 +2,8 @@
 
 - :func:`plot_learning_curves`: validation error ×1000 against epoch of several runs (Fig. 4).
 - :func:`visualize_run`: episodes of a run, reconstruction after each glimpse with the
-  trajectory, and the Eq. 10 policy heatmaps (Figs. 3 and 5).
+  trajectory, and the Eq. 10 policy heatmaps (Figs. 3 and 5); optionally the episodes
+  animated glimpse by glimpse (GIF, or MP4 with ``imageio-ffmpeg``: :mod:`pyskick.viz.animation`).
 - :func:`plot_reward_maps`, :func:`plot_coverage_grid`: the sidekicks' score maps (Fig. 2).
 
 matplotlib is imported lazily (Agg backend) when a figure is drawn; the heatmap optimiser in

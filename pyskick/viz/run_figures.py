@@ -18,6 +18,7 @@ from pyskick.data.spec import GridSpec
 from pyskick.errors import UserError
 from pyskick.run_dir import SavedPolicy, load_policy
 from pyskick.viz._mpl import pyplot, save_figure
+from pyskick.viz.animation import check_formats, episode_frames, write_animation
 from pyskick.viz.belief import belief_heatmaps, optimal_perturbation
 from pyskick.viz.episodes import Episodes, record_episodes
 from pyskick.viz.layout import (
@@ -30,13 +31,8 @@ from pyskick.viz.layout import (
     to_uint8,
     value_mosaic,
 )
+from pyskick.viz.steps import CURRENT, move_text, step_panel
 
-CURRENT = "red"
-"""Colour of the current view and of the action taken."""
-SEEN = "gold"
-"""Colour of the views seen before."""
-PATH = "white"
-"""Colour of the moves already made."""
 PINK = np.array([255.0, 0.0, 255.0])
 OVERLAY_ALPHA = 0.85
 PANEL_INCHES = 4.2
@@ -55,6 +51,7 @@ def visualize_run(
     heatmaps: bool = True,
     device: str = "cpu",
     spec: GridSpec | None = None,
+    animations: Sequence[str] = (),
 ) -> list[Path]:
     """Draw episodes of a saved run on a few viewgrids.
 
@@ -74,7 +71,10 @@ def visualize_run(
     - with ``heatmaps``, T > 1 and an actor that follows the policy (learned, forcing
       nothing), ``example{k}_grid{i}_heatmaps.png``: for every step that selects an action,
       the Eq. 10 heatmap (:mod:`pyskick.viz.belief`) in pink over that step's reconstruction,
-      one colour scale per example.
+      one colour scale per example;
+    - per format in ``animations``, ``example{k}_grid{i}_episode.gif`` / ``.mp4``: one frame per
+      glimpse (:func:`pyskick.viz.animation.episode_frames`: the views seen so far, the
+      reconstruction after that glimpse, the move taken next).
 
     Args:
         run: a run folder (its ``best.pt``) or a checkpoint.
@@ -86,16 +86,19 @@ def visualize_run(
         heatmaps: also draw the policy heatmaps.
         device: where the policy runs (``"cpu"``, ``"cuda"``).
         spec: the dataset's geometry, for actor factories that need it (``demo-actions``).
+        animations: episode animation formats to write (``"gif"``, ``"mp4"``; see
+            :data:`pyskick.viz.animation.FORMATS`).
 
     Returns:
-        The PNGs written, in order.
+        The files written, in order (per example: episode PNG, its animations, heatmaps).
 
     Raises:
         FileNotFoundError: no such run or checkpoint.
         ValueError, TypeError: bad grids or arguments, or a run whose actor cannot be built
             (not registered, or missing what its factory needs); nothing is written then.
-        ImportError: matplotlib is missing.
+        ImportError: matplotlib is missing, or ``imageio-ffmpeg`` for an MP4.
     """
+    animations = check_formats(animations)
     if isinstance(examples, bool) or not isinstance(examples, int) or examples < 1:
         raise ValueError(f"examples must be a positive int, got {examples!r}")
     if not isinstance(out_dir, str | os.PathLike):
@@ -136,6 +139,12 @@ def visualize_run(
         stem = out_dir / f"example{k}_grid{index}"
         truth = grids[index].cpu()
         paths.append(_episode_figure(saved, episodes, k, truth, mean, stem, index))
+        if animations:
+            title = f"viewgrid {index}: {saved.actor} actor, T={saved.T}"
+            frames = episode_frames(episodes, k, truth, mean, title=title)
+            for fmt in animations:
+                out = stem.with_name(f"{stem.name}_episode.{fmt}")
+                paths.append(write_animation(frames, out))
         if heat is not None:
             paths.append(_heatmap_figure(saved, episodes, k, truth, mean, heat[:, k], stem, index))
     return paths
@@ -221,37 +230,6 @@ def _truth_panel(ax: Any, saved: SavedPolicy, ep: Episodes, k: int, truth: Tenso
         label_view(ax, layout, view, str(t + 1), color="white")
 
 
-def _step_panel(
-    ax: Any,
-    ep: Episodes,
-    k: int,
-    t: int,
-    image: np.ndarray,
-    layout: GridLayout,
-    title: str,
-) -> None:
-    """One step: ``image`` with the views seen, the moves made and the next action."""
-    show_mosaic(ax, image, layout, title)
-    visited = ep.visited[k].tolist()
-    for s in range(t):
-        draw_move(ax, layout, visited[s], visited[s + 1], int(ep.moves[k, s, 1]), color=PATH)
-    for view in set(visited[:t]) - {visited[t]}:
-        mark_view(ax, layout, view, color=SEEN, linewidth=1.2)
-    mark_view(ax, layout, visited[t], color=CURRENT)
-    if t < len(visited) - 1:
-        draw_move(ax, layout, visited[t], visited[t + 1], int(ep.moves[k, t, 1]), color=CURRENT)
-
-
-def _move_text(ep: Episodes, k: int, t: int) -> str:
-    if t >= ep.moves.shape[1]:
-        return "last glimpse"
-    d_elev, d_azim = ep.moves[k, t].tolist()
-    M = ep.decoded.shape[3]
-    n0, n1 = int(ep.visited[k, t]) // M, int(ep.visited[k, t + 1]) // M
-    clipped = " (elevation clipped)" if n1 - n0 != d_elev else ""
-    return f"next move ({d_elev:+d}, {d_azim:+d}){clipped}"
-
-
 def _episode_figure(
     saved: SavedPolicy,
     ep: Episodes,
@@ -268,9 +246,9 @@ def _episode_figure(
         image = mosaic(to_uint8(ep.decoded[t, k], mean))
         title = (
             f"after glimpse {t + 1}: err×1000 {1000 * float(ep.errors[t, k]):.2f}\n"
-            f"{_move_text(ep, k, t)}"
+            f"{move_text(ep, k, t)}"
         )
-        _step_panel(axes[t + 1], ep, k, t, image, layout, title)
+        step_panel(axes[t + 1], ep, k, t, image, layout, title)
     fig.suptitle(f"viewgrid {index}: {saved.actor} actor, T={saved.T}", fontsize=9)
     return save_figure(fig, stem.with_name(stem.name + "_episode.png"), dpi=DPI)
 
@@ -295,8 +273,8 @@ def _heatmap_figure(
         level = heat[t] / scale if scale > 0 else torch.zeros_like(heat[t])
         alpha = OVERLAY_ALPHA * value_mosaic(level)[..., None]
         blended = (image * (1 - alpha) + PINK * alpha).round().astype(np.uint8)
-        title = f"step {t + 1}: heat max {float(heat[t].max()):.2e}\n{_move_text(ep, k, t)}"
-        _step_panel(axes[t + 1], ep, k, t, blended, layout, title)
+        title = f"step {t + 1}: heat max {float(heat[t].max()):.2e}\n{move_text(ep, k, t)}"
+        step_panel(axes[t + 1], ep, k, t, blended, layout, title)
     fig.suptitle(
         f"viewgrid {index}: Eq. 10 policy heatmaps (pink, scale max {scale:.2e})", fontsize=9
     )

@@ -8,8 +8,12 @@ import re
 from pathlib import Path
 from urllib.parse import quote, unquote
 
+from PIL import Image
+
 from pyskick.data import ViewgridFile
 from pyskick.experiments import write_report
+from pyskick.experiments.layout import run_dir
+from pyskick.run_dir import load_policy
 
 
 def test_report_links_every_figure_and_reuses_them(finished: Path, scenes: Path) -> None:
@@ -34,6 +38,12 @@ def test_report_links_every_figure_and_reuses_them(finished: Path, scenes: Path)
             if link.startswith(f"figures/{quote(method)}/") and link.endswith("_episode.png")
         ]  # fmt: skip
         assert len(episodes) == 1, method
+        # Its animation is embedded right after it.
+        gif = episodes[0].removesuffix(".png") + ".gif"
+        assert links[links.index(episodes[0]) + 1] == gif, method
+        with Image.open(finished / unquote(gif)) as image:
+            assert image.format == "GIF", method
+            assert image.n_frames == load_policy(run_dir(finished, method, 0), "cpu").T, method
     # Policy heatmaps for learned actors only.
     assert any(link.startswith("figures/ltla/") and "heatmaps" in link for link in links)
     assert not any(link.startswith("figures/rnd-actions/") and "heatmaps" in link for link in links)

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
+from PIL import Image
 
 from pyskick_cli.main import main
 
@@ -74,3 +76,43 @@ def test_bad_input_exits_2_and_writes_nothing(tiny_runs, tmp_path, capsys, write
     code, _, err = run(["visualize", str(tiny_runs.ltla), "--out", str(a_file)], capsys)
     assert code == 2
     assert a_file.read_text() == "x"
+
+
+def test_gif_animates_each_episode_and_refuses_to_overwrite(tiny_runs, tmp_path, capsys):
+    out = tmp_path / "figs"
+    args = ["visualize", str(tiny_runs.ltla), "--out", str(out), "--examples", "2",
+            "--no-heatmaps", "--gif", "--device", "cpu"]  # fmt: skip
+    code, stdout, err = run(args, capsys)
+    assert code == 0, err
+    written = [Path(line) for line in stdout.splitlines()]
+    gifs = [path for path in written if path.suffix == ".gif"]
+    assert [path.name.endswith("_episode.gif") for path in gifs] == [True, True]
+    for path in gifs:
+        assert path.with_suffix(".png").is_file()
+        with Image.open(path) as image:
+            assert image.n_frames == 3  # T glimpses
+    # An existing animation is refused (exit 2) before anything is drawn, the PNG included.
+    pngs = [path for path in written if path.suffix == ".png"]
+    for path in pngs:
+        path.unlink()
+    before = gifs[0].read_bytes()
+    code, _, err = run(args, capsys)
+    assert code == 2
+    assert f"{gifs[0]} already exists; pass --overwrite" in err
+    assert not any(path.exists() for path in pngs)
+    code, stdout, err = run([*args, "--overwrite"], capsys)
+    assert code == 0, err
+    assert all(path.is_file() for path in pngs)
+    assert gifs[0].read_bytes() == before  # same seed, same animation
+
+
+def test_mp4_without_imageio_ffmpeg_exits_2(tiny_runs, tmp_path, capsys, monkeypatch):
+    monkeypatch.setitem(sys.modules, "imageio_ffmpeg", None)  # as if not installed
+    out = tmp_path / "never"
+    code, _, err = run(
+        ["visualize", str(tiny_runs.ltla), "--out", str(out), "--mp4", "--device", "cpu"], capsys
+    )
+    assert code == 2
+    assert "--mp4" in err, err
+    assert "pip install imageio-ffmpeg" in err, err
+    assert not out.exists()

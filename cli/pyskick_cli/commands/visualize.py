@@ -51,11 +51,24 @@ def _one_view_run(run: Path, one_view: Path | None, stage: str) -> Path:
     return init
 
 
-def _figures(out_dir: Path, chosen: list[int], kinds: list[str], *, curves: bool) -> list[Path]:
+def _figures(
+    out_dir: Path,
+    chosen: list[int],
+    kinds: list[str],
+    *,
+    curves: bool,
+    animations: tuple[str, ...] = (),
+) -> list[Path]:
     """Every figure a call may write: ``example{k}_grid{i}_{kind}.png`` per drawn viewgrid,
-    and ``learning_curves.png`` with ``curves``."""
+    ``example{k}_grid{i}_episode.{gif,mp4}`` per animation format, and ``learning_curves.png``
+    with ``curves``."""
     paths = [
         out_dir / f"example{k}_grid{i}_{kind}.png" for k, i in enumerate(chosen) for kind in kinds
+    ]
+    paths += [
+        out_dir / f"example{k}_grid{i}_episode.{fmt}"
+        for k, i in enumerate(chosen)
+        for fmt in animations
     ]
     return paths + ([out_dir / "learning_curves.png"] if curves else [])
 
@@ -95,6 +108,17 @@ def _figures(out_dir: Path, chosen: list[int], kinds: list[str], *, curves: bool
     "the run it started from, or --one-view).",
 )
 @one_view_option(help="The one-view run (folder or checkpoint) that scores the sidekick maps.")
+@click.option(
+    "--gif",
+    is_flag=True,
+    help="Also animate each example episode as exampleK_gridI_episode.gif: one frame per "
+    "glimpse with the views seen so far, the reconstruction after it and the move taken.",
+)
+@click.option(
+    "--mp4",
+    is_flag=True,
+    help="Also write the same animation as exampleK_gridI_episode.mp4 (needs imageio-ffmpeg).",
+)
 @device_option(
     default="auto", show_default=True, help="Where the models run (auto = CUDA when available)."
 )
@@ -110,6 +134,8 @@ def visualize(
     curves: tuple[Path, ...],
     sidekick_maps: bool,
     one_view: Path | None,
+    gif: bool,
+    mp4: bool,
     device: str,
     overwrite: bool,
 ) -> None:
@@ -119,18 +145,26 @@ def visualize(
     Per example: exampleK_gridI_episode.png (true grid, reconstruction after each glimpse,
     trajectory) and exampleK_gridI_heatmaps.png (Eq. 10 policy heatmaps); learning_curves.png
     (validation error x1000 per epoch); with --sidekick-maps, exampleK_gridI_reward_maps.png
-    and exampleK_gridI_coverage.png. Figures already in --out are refused unless --overwrite.
+    and exampleK_gridI_coverage.png; with --gif (--mp4), exampleK_gridI_episode.gif (.mp4), the
+    episode animated glimpse by glimpse. Figures already in --out are refused unless
+    --overwrite.
     """
     from pyskick.data import ViewgridFile
     from pyskick.distributed import resolve_device
     from pyskick.run_dir import load_policy
     from pyskick.sidekicks import nms_preset
     from pyskick.viz import draw_sidekick_maps, plot_learning_curves, visualize_run
+    from pyskick.viz.animation import MP4_HINT, check_formats
     from pyskick.viz.curves import read_curve
     from pyskick.viz.run_figures import check_run_grids, choose_examples
 
     if out_dir.exists() and not out_dir.is_dir():
         raise click.BadParameter(f"{out_dir} exists and is not a folder", param_hint="--out")
+    animations = ("gif",) * gif + ("mp4",) * mp4
+    try:
+        check_formats(animations)
+    except ImportError:
+        raise click.BadParameter(MP4_HINT, param_hint="--mp4") from None
     source = ViewgridFile(run_dataset(run) if dataset is None else resolve_dataset_path(dataset))
     if split not in source.splits:
         raise click.BadParameter(
@@ -151,7 +185,9 @@ def visualize(
     chosen, _ = choose_examples(grids.shape[0], examples, seed, saved.policy.config.n_views)
     kinds = ["episode"] + (["heatmaps"] if not no_heatmaps and saved.T > 1 else [])
     kinds += ["reward_maps", "coverage"] if sidekick_maps else []
-    figures = _figures(out_dir, chosen.tolist(), kinds, curves=bool(curve_runs))
+    figures = _figures(
+        out_dir, chosen.tolist(), kinds, curves=bool(curve_runs), animations=animations
+    )
     check_outputs(figures, overwrite=overwrite)
     mean = tuple(source.spec.channel_mean)
     written = visualize_run(
@@ -164,6 +200,7 @@ def visualize(
         heatmaps=not no_heatmaps,
         device=where,
         spec=source.spec,
+        animations=animations,
     )
     if curve_runs:
         written.append(plot_learning_curves(curve_runs, out_dir / "learning_curves.png"))
