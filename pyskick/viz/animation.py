@@ -38,9 +38,14 @@ def check_formats(formats: Sequence[str]) -> tuple[str, ...]:
     """Validate animation formats (each of :data:`FORMATS`, no repeats).
 
     Raises:
+        TypeError: a single string instead of a sequence of formats.
         ValueError: an unknown or repeated format.
         ImportError: ``mp4`` without ``imageio-ffmpeg`` (one line saying how to install it).
     """
+    if isinstance(formats, str):
+        raise TypeError(
+            f"animations must be a sequence of formats such as ('gif',), got {formats!r}"
+        )
     formats = tuple(formats)
     for fmt in formats:
         if fmt not in FORMATS:

@@ -87,6 +87,8 @@ def test_bad_animation_input_writes_nothing(tiny_runs, tmp_path, monkeypatch):
     mean = tiny_runs.data.channel_mean
     with pytest.raises(ValueError, match="animation format must be one of gif, mp4, got 'avi'"):
         visualize_run(tiny_runs.ltla, grids, channel_mean=mean, out_dir=out, animations=["avi"])
+    with pytest.raises(TypeError, match=r"a sequence of formats such as \('gif',\), got 'gif'"):
+        visualize_run(tiny_runs.ltla, grids, channel_mean=mean, out_dir=out, animations="gif")
     with pytest.raises(ValueError, match="animation formats repeat"):
         visualize_run(
             tiny_runs.ltla, grids, channel_mean=mean, out_dir=out, animations=["gif", "gif"]
