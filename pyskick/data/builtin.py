@@ -5,10 +5,17 @@ may carry a ``generator_version`` attribute; it is part of the cache file name s
 generator never reuses a stale cache. The built-in plugin (:mod:`pyskick.builtins.datasets`)
 registers each of them by name, so they resolve like any plugin's dataset
 (:func:`pyskick.data.resolve_dataset`).
+
+Generating a default-size dataset on first use takes a while (synthetic-scenes: about 90 MB,
+tens of seconds), so :func:`builtin_dataset` says so before it starts, as one INFO record of
+the ``pyskick.data.builtin`` logger (shown by the CLI; a program sees it once it configures
+:mod:`logging`, e.g. ``logging.basicConfig(level=logging.INFO)``: library code never writes to
+stderr itself), and reports the work as the progress stage ``make NAME``.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -18,6 +25,8 @@ from pyskick.data import synthetic_objects, synthetic_scenes
 from pyskick.data.hdf5 import ViewgridFile
 from pyskick.errors import UserError
 from pyskick.files import data_dir as default_data_dir
+
+_LOG = logging.getLogger(__name__)
 
 Generator = Callable[[Path, int, int], Any]
 
@@ -71,7 +80,9 @@ def builtin_dataset(name: str, data_dir: Path | None = None) -> Path:
     The file is cached under ``data_dir`` (default :func:`pyskick.files.data_dir`:
     ``$PYSKICK_DATA_DIR`` or ``~/.cache/pyskick/datasets``); its name holds the generator
     version, size and seed (:func:`cache_file_name`), so a changed generator never reuses a
-    stale file. A damaged cache file is generated again.
+    stale file. A damaged cache file is generated again. Generating logs one INFO line first
+    (what, how many viewgrids, where) and runs as the progress stage ``make NAME``
+    (:func:`make_builtin`).
 
     Raises:
         ValueError: ``name`` is not a built-in dataset (the message lists them).
@@ -79,13 +90,21 @@ def builtin_dataset(name: str, data_dir: Path | None = None) -> Path:
     check_builtin_name(name)
     generate, num, seed = BUILTIN_DATASETS[name]
     path = (data_dir or default_data_dir()) / cache_file_name(name, generate, num, seed)
+    again = ""
     if path.is_file():
         try:
             ViewgridFile(path)
             return path
-        except ValueError:
-            pass  # a damaged cache file is regenerated below
+        except ValueError as exc:
+            again = f" again (the cached file is damaged: {exc})"
     path.parent.mkdir(parents=True, exist_ok=True)
-    generate(path, num, seed)
+    _LOG.info(
+        "generating dataset %s (%d viewgrids) into %s%s; once, then cached",
+        name,
+        num,
+        path,
+        again,
+    )
+    make_builtin(name, path, num, seed)
     ViewgridFile(path)
     return path

@@ -4,8 +4,9 @@ A sidekick's scores (:meth:`~pyskick.sidekicks.base.Sidekick.compute_scores`) de
 viewgrids, on :meth:`~pyskick.sidekicks.base.Sidekick.score_options` and on the code only, so
 they are identified by :func:`score_key`: SHA-256 over the class that computes them
 (``module.QualName``, not the name it was registered under: a sidekick built by hand or through
-an alias shares the scores), its options (JSON, sorted keys), the viewgrids' content digest and
-the code's versions. A score file is an HDF5 file
+an alias shares the scores), its options (JSON, sorted keys), the viewgrids' content digest,
+the code's versions and a digest of its source (:func:`code_digest`: editing a plugin's
+sidekick misses the cache without a version bump). A score file is an HDF5 file
 (layout in ``docs/data-formats.md``) holding one group per split, each stamped with the key of
 that split's viewgrids; :func:`read_scores` refuses a group whose key differs, so scores are
 never stale.
@@ -23,9 +24,11 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import importlib.metadata
+import inspect
 import json
 import logging
 import os
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -125,12 +128,94 @@ def code_versions(sidekick: Sidekick) -> dict[str, str]:
     return versions
 
 
+def _scoring_classes(sidekick: Sidekick) -> list[type]:
+    """The classes whose code computes ``sidekick``'s scores: its class and every base that is
+    a :class:`~pyskick.sidekicks.base.Sidekick` subclass, that base itself excluded (its
+    generic machinery computes nothing), so a mixin such as ``torch.nn.Module`` is left out."""
+    mro = type(sidekick).__mro__
+    base = next(
+        (c for c in mro if c.__module__ == "pyskick.sidekicks.base" and c.__name__ == "Sidekick"),
+        None,
+    )
+    if base is None:  # not a Sidekick subclass: its own class is all there is to name
+        return [type(sidekick)]
+    return [c for c in mro if c is not base and base in c.__mro__]
+
+
+def _module_files(cls: type) -> list[Path]:
+    """The source file of the module that defines ``cls``; for a module run from a file but
+    not registered in ``sys.modules`` (``importlib.util.module_from_spec``), the files its
+    functions were compiled from. Empty when there is no source (an interactive session)."""
+    file = getattr(sys.modules.get(cls.__module__), "__file__", None)
+    if file is not None:
+        return [Path(file)]
+    return sorted(
+        {Path(f.__code__.co_filename) for f in vars(cls).values() if inspect.isfunction(f)}
+    )
+
+
+def _source_files(cls: type) -> dict[str, Path]:
+    """label -> source file of the code behind ``cls``, labels independent of where it is
+    installed (the same code keys the same on every machine).
+
+    pyskick's own classes: the module defining the class (the rest of pyskick is named by its
+    version). Any other class (a plugin's, a research script's): every ``.py`` file of its
+    top-level package, so that editing a helper module the sidekick calls misses the cache too;
+    a top-level module on its own is that one file.
+    """
+    top = cls.__module__.partition(".")[0]
+    package = sys.modules.get(top)
+    folders = getattr(package, "__path__", None) if top != "pyskick" else None
+    if not folders:
+        return {f"{cls.__module__}:{path.name}": path for path in _module_files(cls)}
+    return {
+        f"{top}/{path.relative_to(folder).as_posix()}": path
+        for folder in map(Path, folders)
+        for path in sorted(folder.rglob("*.py"))
+    }
+
+
+def code_files(sidekick: Sidekick) -> dict[str, Path]:
+    """label -> source file, for every file :func:`code_digest` covers: those of the class
+    and of each of its ``Sidekick`` bases (:class:`~pyskick.sidekicks.base.Sidekick` itself
+    excluded), per class pyskick's defining module or a plugin's whole top-level package."""
+    files: dict[str, Path] = {}
+    for cls in _scoring_classes(sidekick):
+        files.update(_source_files(cls))
+    return files
+
+
+def code_digest(sidekick: Sidekick) -> str:
+    """SHA-256 of the source code that computes ``sidekick``'s scores.
+
+    Over the files of :func:`code_files` (labels and contents, line endings normalised), so an
+    edited plugin sidekick never reuses its old scores while the same code on another machine
+    or checkout keys the same. Files that cannot be read (or none: a class typed into an
+    interactive session) contribute nothing; compiled extensions are named by versions only
+    (:func:`code_versions`).
+    """
+    digest = hashlib.sha256()
+    for label, path in sorted(code_files(sidekick).items()):
+        try:
+            text = path.read_bytes().replace(b"\r\n", b"\n")
+        except OSError:
+            continue
+        digest.update(f"{label}\0{hashlib.sha256(text).hexdigest()}\0".encode())
+    return digest.hexdigest()
+
+
+def _code(sidekick: Sidekick) -> dict[str, Any]:
+    """What the keys say about the code: its versions and its source digest."""
+    return {"versions": code_versions(sidekick), "source": code_digest(sidekick)}
+
+
 def options_key(sidekick: Sidekick, T: int) -> str:
-    """SHA-256 over the sidekick's class, ``score_options(T)`` and the code's versions: the
-    identity of the scoring, whatever the viewgrids (a score file's root ``key``)."""
+    """SHA-256 over the sidekick's class, ``score_options(T)`` and the code (versions and
+    source digest): the identity of the scoring, whatever the viewgrids (a score file's root
+    ``key``)."""
     options = _options(sidekick, T)
     return _sha256_json(
-        {"scorer": class_path(sidekick), "options": options, "code": code_versions(sidekick)}
+        {"scorer": class_path(sidekick), "options": options, "code": _code(sidekick)}
     )
 
 
@@ -138,8 +223,9 @@ def score_key(sidekick: Sidekick, grids: Tensor, T: int) -> str:
     """The identity of ``sidekick``'s scores of ``grids`` ``[n, N, M, C, H, W]``.
 
     SHA-256 over the JSON (sorted keys) of the class that computes them (``module.QualName``),
-    ``score_options(T)``, the viewgrids' content digest and the code's versions
-    (:func:`code_versions`). The name the sidekick was registered under is not part of it.
+    ``score_options(T)``, the viewgrids' content digest, the code's versions
+    (:func:`code_versions`) and its source digest (:func:`code_digest`). The name the sidekick
+    was registered under is not part of it.
 
     Raises:
         ValueError: the sidekick has no scores.
@@ -149,7 +235,7 @@ def score_key(sidekick: Sidekick, grids: Tensor, T: int) -> str:
             "scorer": class_path(sidekick),
             "options": _options(sidekick, T),
             "grids": grids_digest(grids),
-            "code": code_versions(sidekick),
+            "code": _code(sidekick),
         }
     )
 
