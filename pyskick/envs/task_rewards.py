@@ -88,9 +88,11 @@ class ReconstructionReward:
             )
         self.policy = policy.eval()
         self.mode = mode
+        self._env: LookAroundEnv | None = None
         self._state: tuple[Tensor, Tensor] | None = None
-        self._error: Tensor | None = None
-        self._decoded: Tensor | None = None
+        self._hidden: Tensor | None = None  # [B, hidden] the aggregated glimpses
+        self._decoded: Tensor | None = None  # the pasted reconstruction of _hidden, once decoded
+        self._error_now: Tensor | None = None  # "improvement": the MSE before the next move
 
     def check_grids(self, shape: tuple[int, ...], known_azimuth: bool) -> None:
         """Refuse grids ``[n, N, M, C, H, W]`` or a frame the model was not built for."""
@@ -108,43 +110,59 @@ class ReconstructionReward:
             )
 
     @torch.no_grad()
-    def _glimpse(self, env: LookAroundEnv, obs: Observation) -> Tensor:
-        """Aggregate the current view, decode, paste; the ``[B]`` MSE to the target."""
-        self.policy.to(env.device)
+    def _glimpse(self, env: LookAroundEnv, obs: Observation) -> None:
+        """Aggregate the current view (decoding is left until an error or picture is needed:
+        the decoder costs most of a glimpse, and ``"final"`` needs it once per episode)."""
         M = env.grid.shape[2]
         out = self.policy(
-            obs.view, obs.proprio, obs.time, self._state, azimuth=obs.position % M, decode=True
+            obs.view, obs.proprio, obs.time, self._state, azimuth=obs.position % M, decode=False
         )
         self._state = out.state
-        self._decoded = env.paste_observed(out.decoded)
-        return (self._decoded - env.target).pow(2).flatten(1).mean(1)
+        self._hidden = out.hidden
+        self._decoded = None
+
+    @torch.no_grad()
+    def _error(self, env: LookAroundEnv) -> Tensor:
+        """``[B]`` MSE of the current pasted reconstruction to the target."""
+        decoded = self._decode(env)
+        return (decoded - env.target).pow(2).flatten(1).mean(1)
+
+    def _decode(self, env: LookAroundEnv) -> Tensor:
+        if self._decoded is None:
+            assert self._hidden is not None  # reset ran first
+            with torch.no_grad():
+                self._decoded = env.paste_observed(self.policy.decode(self._hidden))
+        return self._decoded
 
     def reset(self, env: LookAroundEnv, indices: Tensor, obs: Observation) -> None:
         """Forget the last episodes and take in the first glimpse."""
+        self._env = env
+        if next(self.policy.parameters()).device != env.device:
+            self.policy.to(env.device)  # once: moving a module walks all its tensors
         self._state = None
-        self._error = self._glimpse(env, obs)
+        self._glimpse(env, obs)
+        self._error_now = self._error(env) if self.mode == "improvement" else None
 
     def step(self, env: LookAroundEnv, obs: Observation, env_reward: Tensor) -> Tensor:
         """Take in the new glimpse; pay by :attr:`mode`."""
-        error = self._glimpse(env, obs)
-        assert self._error is not None  # reset ran first
+        self._glimpse(env, obs)
         if self.mode == "improvement":
-            reward = ERROR_SCALE * (self._error - error)
+            assert self._error_now is not None
+            error = self._error(env)
+            reward = ERROR_SCALE * (self._error_now - error)
+            self._error_now = error
         elif env.done:
-            reward = -ERROR_SCALE * error
+            reward = -ERROR_SCALE * self._error(env)
         else:
-            reward = torch.zeros_like(error)
-        self._error = error
+            reward = torch.zeros(obs.view.shape[0], device=env.device)
         return reward.to(torch.float32)
 
     def reconstruction(self) -> Tensor | None:
-        """The last pasted reconstruction ``[B, N, M, C, H, W]`` (target frame), or None."""
-        return self._decoded
-
-    @property
-    def errors(self) -> Tensor | None:
-        """``[B]`` MSE of the current reconstruction (×1 scale), or None before a reset."""
-        return self._error
+        """The current pasted reconstruction ``[B, N, M, C, H, W]`` (target frame), or None
+        before the first reset."""
+        if self._env is None or self._hidden is None:
+            return None
+        return self._decode(self._env)
 
 
 class CoverageReward:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import gymnasium
 import matplotlib
 import numpy as np
@@ -9,6 +11,7 @@ import pytest
 import torch
 from gymnasium.utils.env_checker import check_env
 
+from pyskick.data.builtin import BUILTIN_DATASETS, cache_file_name, make_builtin
 from pyskick.envs import GYM_ID
 from pyskick.envs.gym import LookAroundGymEnv, LookAroundVectorEnv
 from pyskick.envs.render import CURRENT_COLOUR, VISITED_COLOUR
@@ -116,11 +119,22 @@ def test_stable_baselines3_builds_the_env_with_its_defaults() -> None:
     vec.close()
 
 
-def test_stable_baselines3_with_no_arguments_at_all() -> None:
+def test_stable_baselines3_with_no_arguments_at_all(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from stable_baselines3.common.env_util import make_vec_env
 
-    vec = make_vec_env(GYM_ID)  # the built-in synthetic-scenes dataset, float views
-    vec.reset()
+    # The default dataset is the built-in synthetic-scenes, read from the dataset cache: a
+    # small one is put where the cache keeps it, so the test does not generate 2000 viewgrids.
+    monkeypatch.setenv("PYSKICK_DATA_DIR", str(tmp_path))
+    generate, num, seed = BUILTIN_DATASETS["synthetic-scenes"]
+    make_builtin(
+        "synthetic-scenes", tmp_path / cache_file_name("synthetic-scenes", generate, num, seed), 8
+    )
+
+    vec = make_vec_env(GYM_ID)  # float views, the maps reward (0), render_mode="rgb_array"
+    obs = vec.reset()
+    assert obs["view"].dtype == np.float32
     assert vec.render().ndim == 3
     vec.close()
 
