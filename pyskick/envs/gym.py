@@ -5,6 +5,11 @@
 - :class:`LookAroundVectorEnv`: a native ``gymnasium.vector.VectorEnv`` over the batched
   :class:`~pyskick.envs.lookaround.LookAroundEnv` (``gymnasium.make_vec`` of the same id).
 
+Both render ``"rgb_array"`` pictures of the episode (:mod:`pyskick.envs.render`; the single env
+also ``"human"``), offer raw uint8 channel-first views (``obs_dtype="uint8"``) for image policies,
+and pay a task reward object (:mod:`pyskick.envs.task_rewards`; the registered factories of
+:mod:`pyskick.training.task_models` resolve ``reward="reconstruction"`` etc. into one).
+
 Viewgrids come from a dataset (a registered name or an ``.h5`` path, read through
 :mod:`pyskick.data`) or from a ``grids`` tensor ``[n, N, M, C, H, W]``. Full observability (the
 whole normalised grid and the reconstruction target) is given only in ``info``, under

@@ -94,9 +94,17 @@ class ReconstructionReward:
         self._decoded: Tensor | None = None  # the pasted reconstruction of _hidden, once decoded
         self._error_now: Tensor | None = None  # "improvement": the MSE before the next move
 
-    def check_grids(self, shape: tuple[int, ...], known_azimuth: bool) -> None:
-        """Refuse grids ``[n, N, M, C, H, W]`` or a frame the model was not built for."""
+    def check_grids(
+        self, shape: tuple[int, ...], known_azimuth: bool, mean_subtracted: bool = True
+    ) -> None:
+        """Refuse grids ``[n, N, M, C, H, W]``, a frame or a normalisation (``mean_subtracted``:
+        the env subtracts a channel mean) the model was not built for."""
         cfg = self.policy.config
+        if mean_subtracted and not cfg.mean_subtract:
+            raise ValueError(
+                "the reward model was trained without mean subtraction but the environment "
+                "subtracts a channel mean: pass channel_mean=[0.0, ...]"
+            )
         expected = (cfg.n_elevations, cfg.n_azimuths, cfg.channels, cfg.view_size, cfg.view_size)
         if tuple(shape[1:]) != expected:
             raise ValueError(

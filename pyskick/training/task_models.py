@@ -150,7 +150,11 @@ def build_task_reward(
                 _dataset_path(dataset), batched.T, reward_training
             )
         task = ReconstructionReward(load_policy(reward_model).policy, reward_mode)  # type: ignore[arg-type]
-        task.check_grids(tuple(env.grids.shape), batched.known_azimuth)
+        task.check_grids(
+            tuple(env.grids.shape),
+            batched.known_azimuth,
+            batched.channel_mean is not None and bool(batched.channel_mean.any()),
+        )
         return task
     if reward_model is None:
         path = _dataset_path(dataset)

@@ -205,3 +205,26 @@ def test_a_model_for_other_grids_is_refused(reward_models) -> None:
             reward="reconstruction",
             reward_model=reward_models.reconstruction,
         )
+
+
+def test_reward_model_and_env_must_normalise_alike() -> None:
+    import dataclasses
+
+    from pyskick.envs.task_rewards import ReconstructionReward
+    from pyskick.models import PRESETS, CompletionPolicy
+
+    config = dataclasses.replace(
+        PRESETS["cpu-demo"],
+        n_elevations=3,
+        n_azimuths=6,
+        channels=1,
+        view_size=16,
+        mean_subtract=False,
+    )
+    task = ReconstructionReward(CompletionPolicy(config))
+    shape = (2, 3, 6, 1, 16, 16)
+    with pytest.raises(ValueError, match="trained without mean subtraction"):
+        task.check_grids(shape, known_azimuth=False, mean_subtracted=True)
+    with pytest.raises(ValueError, match="known_azimuth=False but the environment"):
+        task.check_grids(shape, known_azimuth=True, mean_subtracted=False)
+    task.check_grids(shape, known_azimuth=False, mean_subtracted=False)  # a fit: no error
