@@ -1,4 +1,4 @@
-"""Task rewards computed inside the Gymnasium environment (docs/environment.md, "Rewards").
+"""Task rewards computed inside the Gymnasium environment (docs/environment.md, "Task rewards").
 
 A :class:`TaskReward` sees the batched episode as it runs and pays one reward per move:
 
