@@ -24,11 +24,13 @@ from pyskick.envs.views import denormalize_views, normalize_views
 GYM_ID = "pyskick/LookAround-v0"
 
 # Registering an existing id warns; the guard keeps re-imports (importlib reloads, tests) quiet.
+# The entry points are the factories that resolve ``reward=`` names into models, which live
+# above this layer (pyskick.training.task_models); they build the classes of pyskick.envs.gym.
 if GYM_ID not in gymnasium.registry:
     gymnasium.register(
         GYM_ID,
-        entry_point="pyskick.envs.gym:LookAroundGymEnv",
-        vector_entry_point="pyskick.envs.gym:LookAroundVectorEnv",
+        entry_point="pyskick.training.task_models:make_lookaround",
+        vector_entry_point="pyskick.training.task_models:make_lookaround_vector",
     )
 
 __all__ = [

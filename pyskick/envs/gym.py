@@ -5,6 +5,11 @@
 - :class:`LookAroundVectorEnv`: a native ``gymnasium.vector.VectorEnv`` over the batched
   :class:`~pyskick.envs.lookaround.LookAroundEnv` (``gymnasium.make_vec`` of the same id).
 
+Both render ``"rgb_array"`` pictures of the episode (:mod:`pyskick.envs.render`; the single env
+also ``"human"``), offer raw uint8 channel-first views (``obs_dtype="uint8"``) for image policies,
+and pay a task reward object (:mod:`pyskick.envs.task_rewards`; the registered factories of
+:mod:`pyskick.training.task_models` resolve ``reward="reconstruction"`` etc. into one).
+
 Viewgrids come from a dataset (a registered name or an ``.h5`` path, read through
 :mod:`pyskick.data`) or from a ``grids`` tensor ``[n, N, M, C, H, W]``. Full observability (the
 whole normalised grid and the reconstruction target) is given only in ``info``, under
@@ -17,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import gymnasium
 import numpy as np
@@ -30,7 +35,14 @@ from torch import Tensor
 
 from pyskick.envs.actions import ActionGrid
 from pyskick.envs.lookaround import LookAroundEnv, Observation, StartZeroing
-from pyskick.envs.views import parse_channel_mean
+from pyskick.envs.render import HumanWindow, episode_frame
+from pyskick.envs.task_rewards import MapsReward, TaskReward
+from pyskick.envs.views import channel_mean_for, denormalize_views, parse_channel_mean
+
+ObsDtype = Literal["float32", "uint8"]
+OBS_DTYPES: tuple[str, ...] = ("float32", "uint8")
+RENDER_MODES: list[str] = ["rgb_array", "human"]
+RENDER_FPS = 4
 
 
 @dataclass(frozen=True)
@@ -90,6 +102,15 @@ def _load_source(
     return _Source(grids, mean, maps)
 
 
+def _check_render_mode(render_mode: str | None, owner: str) -> str | None:
+    if render_mode is not None and render_mode not in RENDER_MODES:
+        raise ValueError(
+            f"{owner} render_mode must be None or one of {', '.join(RENDER_MODES)}, "
+            f"got {render_mode!r}"
+        )
+    return render_mode
+
+
 def _options(options: dict[str, Any] | None, allowed: set[str]) -> dict[str, Any]:
     options = dict(options or {})
     unknown = set(options) - allowed
@@ -115,25 +136,36 @@ def _as_indices(name: str, value: object, count: int, upper: int) -> np.ndarray:
 class _Episodes:
     """Draws viewgrids and starts from a source and runs them in a batched env."""
 
-    def __init__(self, source: _Source, env: LookAroundEnv, device: torch.device) -> None:
+    def __init__(
+        self, source: _Source, env: LookAroundEnv, device: torch.device, obs_dtype: ObsDtype
+    ) -> None:
         self.source = source
         self.env = env
         self.device = device
+        self.obs_dtype = obs_dtype
+        self.task: TaskReward = MapsReward()
         self.indices = np.zeros(0, dtype=np.int64)
         self.starts = np.zeros(0, dtype=np.int64)
 
     @classmethod
     def build(
-        cls, source: _Source, device: torch.device | str, T: int, **settings: Any
+        cls,
+        source: _Source,
+        device: torch.device | str,
+        T: int,
+        obs_dtype: ObsDtype,
+        **settings: Any,
     ) -> _Episodes:
         """A batched env with ``settings`` and the source's channel mean, for Gymnasium (T >= 2)."""
+        if obs_dtype not in OBS_DTYPES:
+            raise ValueError(f"obs_dtype must be one of {', '.join(OBS_DTYPES)}, got {obs_dtype!r}")
         if isinstance(T, int) and not isinstance(T, bool) and T < 2:
             raise ValueError(
                 f"Gymnasium episodes need at least one action, so T >= 2, got {T}; "
                 "use LookAroundEnv for one-glimpse episodes"
             )
         env = LookAroundEnv(T, channel_mean=source.channel_mean, **settings)
-        return cls(source, env, torch.device(device))
+        return cls(source, env, torch.device(device), obs_dtype)
 
     def spaces(self) -> tuple[spaces.Dict, spaces.Discrete]:
         """Observation and action spaces of one agent."""
@@ -144,12 +176,14 @@ class _Episodes:
         half_elev, half_azim = max(grid.elevation // 2, 1), max(grid.azimuth // 2, 1)
         low = [-half_elev, -half_azim, 0] + ([0] if known_azimuth else [])
         high = [half_elev, half_azim, max(N - 1, 1)] + ([max(M - 1, 1)] if known_azimuth else [])
+        view_shape = tuple(self.source.grids.shape[3:])
         observation_space = spaces.Dict(
             {
-                # (x - mean) / 255 with x and mean in [0, 255] lies in [-1, 1].
-                "view": spaces.Box(
-                    -1.0, 1.0, shape=tuple(self.source.grids.shape[3:]), dtype=np.float32
-                ),
+                # (x - mean) / 255 with x and mean in [0, 255] lies in [-1, 1]; raw views are
+                # the channel-first uint8 images image policies (SB3's CNNs) expect.
+                "view": spaces.Box(-1.0, 1.0, shape=view_shape, dtype=np.float32)
+                if self.obs_dtype == "float32"
+                else spaces.Box(0, 255, shape=view_shape, dtype=np.uint8),
                 "proprio": spaces.Box(
                     np.array(low, dtype=np.float32),
                     np.array(high, dtype=np.float32),
@@ -172,10 +206,49 @@ class _Episodes:
         self.indices, self.starts = indices.astype(np.int64), starts.astype(np.int64)
         rows = torch.from_numpy(self.indices)
         maps = self.source.reward_maps
-        return self.env.reset(
+        obs = self.env.reset(
             self.source.grids[rows].to(self.device),
             starts=torch.from_numpy(self.starts).to(self.device),
             reward_maps=None if maps is None else maps[rows].to(self.device),
+        )
+        self.task.reset(self.env, rows.to(self.device), obs)
+        return obs
+
+    def step(self, actions: Tensor) -> tuple[Observation, Tensor, bool]:
+        """Move every agent; the task reward ``[B]`` of the move."""
+        step = self.env.step(actions)
+        reward = self.task.step(self.env, step.observation, step.reward)
+        return step.observation, reward, step.done
+
+    def observation(self, obs: Observation) -> dict[str, np.ndarray]:
+        """Batched numpy observations (views as :attr:`obs_dtype`)."""
+        if self.obs_dtype == "uint8":
+            M = self.source.grids.shape[2]
+            position = self.env.positions.cpu()
+            raw = self.source.grids[torch.from_numpy(self.indices), position // M, position % M]
+            view = raw.round().clamp(0, 255).to(torch.uint8).numpy().copy()
+        else:
+            view = obs.view.cpu().numpy().copy()
+        return {
+            "view": view,
+            "proprio": obs.proprio.cpu().numpy().copy(),
+            "time": np.full(obs.view.shape[0], obs.time, dtype=np.int64),
+        }
+
+    def frame(self, k: int) -> np.ndarray:
+        """``[height, width, 3]`` uint8 picture of agent ``k``'s episode (docs: render modes)."""
+        grid = self.source.grids[int(self.indices[k])].to(torch.float32)
+        reconstruction = self.task.reconstruction()
+        shown = None
+        if reconstruction is not None:
+            mean = channel_mean_for(self.source.channel_mean, grid.shape[2], "cpu")
+            absolute = self.env.to_absolute(reconstruction)[k].cpu()
+            shown = denormalize_views(absolute, mean).numpy()
+        return episode_frame(
+            grid.numpy(),
+            self.env.visited[k].cpu().numpy(),
+            int(self.env.positions[k]),
+            shown,
         )
 
     def info(self) -> dict[str, np.ndarray]:
@@ -189,20 +262,14 @@ class _Episodes:
         }
 
 
-def _numpy_observation(obs: Observation) -> dict[str, np.ndarray]:
-    return {
-        "view": obs.view.cpu().numpy().copy(),
-        "proprio": obs.proprio.cpu().numpy().copy(),
-        "time": np.full(obs.view.shape[0], obs.time, dtype=np.int64),
-    }
-
-
 class LookAroundGymEnv(gymnasium.Env[dict[str, Any], np.int64]):
     """One look-around agent as a Gymnasium environment.
 
-    Observation ``{"view": float32 (C, H, W), "proprio": float32 (P,), "time": int}``; action
-    ``Discrete(dN * dM)``; reward = the raw intrinsic reward of the view reached (0 without
-    reward maps); ``terminated=True`` at the ``T``-th glimpse, ``truncated`` always False.
+    Observation ``{"view": float32 (C, H, W), "proprio": float32 (P,), "time": int}`` (``view``
+    uint8 raw intensities with ``obs_dtype="uint8"``); action ``Discrete(dN * dM)``; reward =
+    the task reward (:mod:`pyskick.envs.task_rewards`; by default the raw map reward of the view
+    reached, 0 without reward maps); ``terminated=True`` at the ``T``-th glimpse, ``truncated``
+    always False.
     ``info`` holds ``index`` (viewgrid row), ``start``, ``position`` (view indices) and the
     privileged ``full_viewgrid`` ``(N, M, C, H, W)`` and ``target`` (start-relative frame unless
     ``known_azimuth``), both normalised float32.
@@ -219,10 +286,20 @@ class LookAroundGymEnv(gymnasium.Env[dict[str, Any], np.int64]):
         reward_maps: ``[n, N, M]`` sidekick reward maps, one per viewgrid.
         action_grid, wrap_azimuth, wrap_elevation, known_azimuth, reward_radius,
             start_zeroing: as for :class:`~pyskick.envs.lookaround.LookAroundEnv`.
-        render_mode: must be None (nothing to render).
+        obs_dtype: ``"float32"`` (normalised views in [-1, 1]) or ``"uint8"`` (raw 0–255
+            channel-first views, ``Box(0, 255, (C, H, W), uint8)``: SB3's image policies).
+        reward: the task reward object (:class:`~pyskick.envs.task_rewards.TaskReward`); None
+            pays the reward maps. ``gymnasium.make`` also takes the names ``"maps"``,
+            ``"reconstruction"`` and ``"coverage"`` (:mod:`pyskick.training.task_models`).
+        render_mode: None, ``"rgb_array"`` (:meth:`render` returns the viewgrid with the visited
+            and current views framed, and the reconstruction beside it when the reward has one)
+            or ``"human"`` (the same picture in a matplotlib window at every reset and step).
     """
 
-    metadata: dict[str, Any] = {"render_modes": []}  # noqa: RUF012 (Gymnasium's class attribute)
+    metadata: dict[str, Any] = {  # noqa: RUF012 (Gymnasium's class attribute)
+        "render_modes": RENDER_MODES,
+        "render_fps": RENDER_FPS,
+    }
 
     def __init__(
         self,
@@ -240,14 +317,16 @@ class LookAroundGymEnv(gymnasium.Env[dict[str, Any], np.int64]):
         known_azimuth: bool = False,
         reward_radius: int = 1,
         start_zeroing: StartZeroing = "view",
+        obs_dtype: ObsDtype = "float32",
+        reward: TaskReward | None = None,
         render_mode: str | None = None,
     ) -> None:
-        if render_mode is not None:
-            raise ValueError(f"LookAroundGymEnv has no render modes, got {render_mode!r}")
+        self.render_mode = _check_render_mode(render_mode, type(self).__name__)
         self._episodes = _Episodes.build(
             _load_source(dataset, split, grids, channel_mean, reward_maps),
             "cpu",
             T,
+            obs_dtype,
             action_grid=action_grid,
             wrap_azimuth=wrap_azimuth,
             wrap_elevation=wrap_elevation,
@@ -255,7 +334,10 @@ class LookAroundGymEnv(gymnasium.Env[dict[str, Any], np.int64]):
             reward_radius=reward_radius,
             start_zeroing=start_zeroing,
         )
+        if reward is not None:
+            self._episodes.task = reward
         self.observation_space, self.action_space = self._episodes.spaces()
+        self._window = HumanWindow(RENDER_FPS) if render_mode == "human" else None
         if seed is not None:
             self._np_random, self._np_random_seed = seeding.np_random(seed)
 
@@ -263,6 +345,36 @@ class LookAroundGymEnv(gymnasium.Env[dict[str, Any], np.int64]):
     def batched(self) -> LookAroundEnv:
         """The underlying batched environment (batch of one)."""
         return self._episodes.env
+
+    @property
+    def grids(self) -> Tensor:
+        """``[n, N, M, C, H, W]`` the viewgrids episodes are drawn from (CPU, 0–255)."""
+        return self._episodes.source.grids
+
+    @property
+    def task_reward(self) -> TaskReward:
+        """The reward paid on each move (set it before the next reset)."""
+        return self._episodes.task
+
+    @task_reward.setter
+    def task_reward(self, task: TaskReward) -> None:
+        self._episodes.task = task
+
+    def render(self) -> np.ndarray | None:  # type: ignore[override]
+        """``"rgb_array"``: ``[height, width, 3]`` uint8 picture of the episode; ``"human"``:
+        draw it in the window (None). None without a render mode or before the first reset."""
+        if self.render_mode is None or self._episodes.indices.size == 0:
+            return None
+        frame = self._episodes.frame(0)
+        if self._window is not None:
+            self._window.show(frame)
+            return None
+        return frame
+
+    def close(self) -> None:
+        """Close the ``"human"`` window, if any."""
+        if self._window is not None:
+            self._window.close()
 
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
@@ -276,6 +388,8 @@ class LookAroundGymEnv(gymnasium.Env[dict[str, Any], np.int64]):
         """
         super().reset(seed=seed)
         obs = self._episodes.reset(self.np_random, 1, _options(options, {"index", "start"}))
+        if self.render_mode == "human":
+            self.render()
         return self._observation(obs), self._info()
 
     def step(
@@ -288,17 +402,13 @@ class LookAroundGymEnv(gymnasium.Env[dict[str, Any], np.int64]):
             raise ValueError(f"action must be an int in [0, {self.action_space.n}), got {action!r}")
         if not 0 <= int(action) < self.action_space.n:
             raise ValueError(f"action must lie in [0, {self.action_space.n}), got {int(action)}")
-        step = self._episodes.env.step(torch.tensor([int(action)]))
-        return (
-            self._observation(step.observation),
-            float(step.reward[0]),
-            step.done,
-            False,
-            self._info(),
-        )
+        obs, reward, done = self._episodes.step(torch.tensor([int(action)]))
+        if self.render_mode == "human":
+            self.render()
+        return self._observation(obs), float(reward[0]), done, False, self._info()
 
     def _observation(self, obs: Observation) -> dict[str, Any]:
-        batch = _numpy_observation(obs)
+        batch = self._episodes.observation(obs)
         return {
             "view": batch["view"][0],
             "proprio": batch["proprio"][0],
@@ -331,12 +441,14 @@ class LookAroundVectorEnv(VectorEnv):
     Args:
         num_envs: number of agents (the batch size).
         device: where the batched environment runs (numpy results are copied back).
+        render_mode: None or ``"rgb_array"`` (:meth:`render` returns one picture per agent).
         Others: as for :class:`LookAroundGymEnv`.
     """
 
     metadata: dict[str, Any] = {  # noqa: RUF012 (Gymnasium's class attribute)
         "autoreset_mode": AutoresetMode.DISABLED,
-        "render_modes": [],
+        "render_modes": ["rgb_array"],
+        "render_fps": RENDER_FPS,
     }
 
     def __init__(
@@ -356,17 +468,21 @@ class LookAroundVectorEnv(VectorEnv):
         known_azimuth: bool = False,
         reward_radius: int = 1,
         start_zeroing: StartZeroing = "view",
+        obs_dtype: ObsDtype = "float32",
+        reward: TaskReward | None = None,
         device: torch.device | str = "cpu",
         render_mode: str | None = None,
     ) -> None:
         if isinstance(num_envs, bool) or not isinstance(num_envs, int) or num_envs < 1:
             raise ValueError(f"num_envs must be an int >= 1, got {num_envs!r}")
-        if render_mode is not None:
-            raise ValueError(f"LookAroundVectorEnv has no render modes, got {render_mode!r}")
+        if render_mode == "human":
+            raise ValueError("LookAroundVectorEnv renders only 'rgb_array', got 'human'")
+        self.render_mode = _check_render_mode(render_mode, type(self).__name__)
         self._episodes = _Episodes.build(
             _load_source(dataset, split, grids, channel_mean, reward_maps),
             device,
             T,
+            obs_dtype,
             action_grid=action_grid,
             wrap_azimuth=wrap_azimuth,
             wrap_elevation=wrap_elevation,
@@ -374,6 +490,8 @@ class LookAroundVectorEnv(VectorEnv):
             reward_radius=reward_radius,
             start_zeroing=start_zeroing,
         )
+        if reward is not None:
+            self._episodes.task = reward
         self.num_envs = num_envs
         self.single_observation_space, self.single_action_space = self._episodes.spaces()
         self.observation_space = batch_space(self.single_observation_space, num_envs)
@@ -385,6 +503,26 @@ class LookAroundVectorEnv(VectorEnv):
     def batched(self) -> LookAroundEnv:
         """The underlying batched environment (batch of ``num_envs``)."""
         return self._episodes.env
+
+    @property
+    def grids(self) -> Tensor:
+        """``[n, N, M, C, H, W]`` the viewgrids episodes are drawn from (CPU, 0–255)."""
+        return self._episodes.source.grids
+
+    @property
+    def task_reward(self) -> TaskReward:
+        """The reward paid on each move (set it before the next reset)."""
+        return self._episodes.task
+
+    @task_reward.setter
+    def task_reward(self, task: TaskReward) -> None:
+        self._episodes.task = task
+
+    def render(self) -> tuple[np.ndarray, ...] | None:
+        """One ``[height, width, 3]`` uint8 picture per agent (``"rgb_array"``), else None."""
+        if self.render_mode is None or self._episodes.indices.size == 0:
+            return None
+        return tuple(self._episodes.frame(k) for k in range(self.num_envs))
 
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
@@ -406,7 +544,7 @@ class LookAroundVectorEnv(VectorEnv):
                     f"must be {self.num_envs} True values, got {mask.tolist()}"
                 )
         obs = self._episodes.reset(self.np_random, self.num_envs, options)
-        return _numpy_observation(obs), self._info()
+        return self._episodes.observation(obs), self._info()
 
     def step(
         self, actions: np.ndarray
@@ -417,14 +555,14 @@ class LookAroundVectorEnv(VectorEnv):
             raise ValueError(f"actions must be integers, got dtype {array.dtype}")
         if array.shape != (self.num_envs,):
             raise ValueError(f"actions must have shape ({self.num_envs},), got {array.shape}")
-        step = self._episodes.env.step(
+        obs, reward, done = self._episodes.step(
             torch.from_numpy(array.astype(np.int64)).to(self._episodes.device)
         )
-        terminations = np.full(self.num_envs, step.done)
+        terminations = np.full(self.num_envs, done)
         truncations = np.zeros(self.num_envs, dtype=np.bool_)
-        rewards = step.reward.cpu().numpy().copy()
+        rewards = reward.cpu().numpy().copy()
         return (
-            _numpy_observation(step.observation),
+            self._episodes.observation(obs),
             rewards,
             terminations,
             truncations,

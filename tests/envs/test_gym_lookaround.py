@@ -38,13 +38,13 @@ def dataset_maps() -> torch.Tensor:
 def test_made_env_passes_the_gymnasium_checker(kwargs: dict) -> None:
     kwargs = {"grids": dataset_grids(), "channel_mean": MEAN, **kwargs}
     env = gymnasium.make(GYM_ID, **kwargs)
-    check_env(env.unwrapped)  # no render modes, spec set by make: every check runs, no warning
+    check_env(env.unwrapped)  # spec set by make: every check (render modes too) runs, no warning
     env.close()
 
 
 def test_direct_env_passes_the_checker() -> None:
     env = LookAroundGymEnv(grids=dataset_grids(), channel_mean=MEAN, seed=0)
-    # A directly built env has no spec to remake it in each declared render mode (it has none).
+    # A directly built env has no spec to remake it in each declared render mode.
     check_env(env, skip_render_check=True)
 
 
@@ -55,8 +55,9 @@ def test_registration_is_idempotent() -> None:
 
     importlib.reload(pyskick.envs)  # filterwarnings=error: a re-registration would fail here
     spec = gymnasium.spec(GYM_ID)
-    assert spec.entry_point == "pyskick.envs.gym:LookAroundGymEnv"
-    assert spec.vector_entry_point == "pyskick.envs.gym:LookAroundVectorEnv"
+    # The factories resolve reward names into models, then build the pyskick.envs.gym classes.
+    assert spec.entry_point == "pyskick.training.task_models:make_lookaround"
+    assert spec.vector_entry_point == "pyskick.training.task_models:make_lookaround_vector"
 
 
 def test_episode_through_gymnasium_make() -> None:
@@ -128,7 +129,8 @@ def test_bad_actions_are_refused(action: object) -> None:
     ("kwargs", "error", "match"),
     [
         ({"dataset": "x.h5"}, ValueError, "either dataset or grids"),
-        ({"render_mode": "human"}, ValueError, "no render modes"),
+        ({"render_mode": "ansi"}, ValueError, "render_mode must be None or one of rgb_array"),
+        ({"obs_dtype": "float64"}, ValueError, "obs_dtype must be one of float32, uint8"),
         ({"T": 1}, ValueError, "T >= 2, got 1"),
         ({"channel_mean": [1.0]}, ValueError, "3 channels but channel_mean has 1"),
         ({"reward_maps": torch.zeros(n, M, N)}, ValueError, r"reward_maps must have shape"),
