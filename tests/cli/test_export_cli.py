@@ -319,3 +319,42 @@ def test_training_command_puts_optionless_fields_in_a_config_file() -> None:
         "--sidekick-option decay_every=5 --config config.toml --init ONE_VIEW_RUN --out RUN"
     )
     assert toml == {"memorize": True}
+
+
+@pytest.mark.parametrize(
+    ("damage", "message"),
+    [
+        ("weights", "is not a readable safetensors file"),
+        ("newer", "has export format 2; this pyskick reads up to 1"),
+        ("no-weights", "has no model.safetensors"),
+        ("config", "is not an export's config"),
+        ("data-gone", "which is not here; pass --dataset"),
+    ],
+)
+def test_damaged_export_is_refused_in_one_line(
+    damage: str,
+    message: str,
+    exported: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    broken = tmp_path / "broken"
+    shutil.copytree(exported, broken)
+    if damage == "weights":
+        (broken / EXPORT_WEIGHTS).write_bytes(b"not safetensors at all")
+    elif damage == "newer":
+        marker = json.loads((broken / EXPORT_MARKER).read_text())
+        (broken / EXPORT_MARKER).write_text(json.dumps({**marker, "format": 2}))
+    elif damage == "no-weights":
+        (broken / EXPORT_WEIGHTS).unlink()
+    elif damage == "config":
+        (broken / "config.json").write_text(json.dumps({"stage": "train"}))
+    elif damage == "data-gone":
+        record = json.loads((broken / "dataset.json").read_text())
+        (broken / "dataset.json").write_text(json.dumps({**record, "path": "/nowhere/s.h5"}))
+    before = tree(tmp_path)
+    code, _, err = run(["evaluate", str(broken)], capsys)
+    assert code == 2, err
+    assert message in err
+    assert len(err.strip().splitlines()) == 1
+    assert tree(tmp_path) == before
