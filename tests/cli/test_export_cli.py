@@ -358,3 +358,11 @@ def test_damaged_export_is_refused_in_one_line(
     assert message in err
     assert len(err.strip().splitlines()) == 1
     assert tree(tmp_path) == before
+
+
+def test_compare_names_what_to_do_with_an_export(
+    exported: Path, runs: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, _, err = run(["compare", str(runs["ltla"]), str(exported), "--metric", "adv"], capsys)
+    assert code == 2, err
+    assert "is an exported model, which records no evaluations" in err

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import click
 
+from pyskick_cli.options import dataset_option, resolve_dataset_path
+
 
 @click.command()
 @click.argument("run", type=click.Path(exists=True, file_okay=False, path_type=Path))
@@ -16,19 +18,18 @@ import click
     type=click.Path(path_type=Path),
     help="The export folder to create (written whole, then renamed into place).",
 )
-@click.option(
-    "--dataset",
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+@dataset_option(
     default=None,
-    help="The data file RUN was trained on, if it has moved since (its SHA-256 must be the "
-    "one RUN/dataset.json records). Default: the recorded path.",
+    show_default=False,
+    help="The data RUN was trained on, if its file has moved since (a registered name or a "
+    "path; its SHA-256 must be the one RUN/dataset.json records). Default: the recorded path.",
 )
 @click.option(
     "--overwrite",
     is_flag=True,
     help="Replace an export folder that exists at --out (default: refuse, exit 2).",
 )
-def export(run: Path, out_dir: Path, dataset: Path | None, overwrite: bool) -> None:
+def export(run: Path, out_dir: Path, dataset: str | None, overwrite: bool) -> None:
     """Export RUN's best.pt to a folder that evaluate, visualize, train --init and the
     Gymnasium environment load like a run: model.safetensors (the weights, loaded without
     unpickling), config.json (training config and architecture), dataset.json (the data's
@@ -38,5 +39,6 @@ def export(run: Path, out_dir: Path, dataset: Path | None, overwrite: bool) -> N
     """
     from pyskick.experiments.export import export_run
 
-    written = export_run(run, out_dir, dataset=dataset, overwrite=overwrite)
+    data = None if dataset is None else resolve_dataset_path(dataset)
+    written = export_run(run, out_dir, dataset=data, overwrite=overwrite)
     click.echo(str(written))
