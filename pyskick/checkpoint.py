@@ -8,10 +8,16 @@ crash never leaves a torn file; it always loads with ``torch.load(weights_only=T
 A training run's checkpoint (format :data:`FORMAT_VERSION`) is written by
 :func:`training_state` and read back by :func:`restore_training`; both work on a
 :class:`Checkpointed` run (the :class:`~pyskick.training.trainer.Trainer`).
+
+An exported model (``pyskick export``; docs/data-formats.md, "Exported models") is a folder
+marked by :data:`EXPORT_MARKER`: the policy's weights in :data:`EXPORT_WEIGHTS` (safetensors,
+never unpickled) and its run's ``config.json``. :func:`load_run` reads it like a run folder, so
+every loader of a run's policy takes one.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import zipfile
@@ -32,6 +38,13 @@ if TYPE_CHECKING:
     from pyskick.training.baselines import AverageBaseline
 
 FORMAT_VERSION = 1
+
+EXPORT_MARKER = "pyskick-export.json"
+"""The file that marks an export folder (its format, pyskick version and provenance)."""
+EXPORT_WEIGHTS = "model.safetensors"
+"""The policy's ``state_dict`` in an export folder."""
+EXPORT_FORMAT = 1
+"""The export folder format this pyskick writes and reads (up to)."""
 
 
 def save_checkpoint(path: str | os.PathLike[str], state: dict[str, Any]) -> Path:
@@ -93,10 +106,11 @@ def load_run(
     map_location: str | torch.device = "cpu",
     keys: tuple[str, ...] = RUN_KEYS,
 ) -> tuple[Path, dict[str, Any]]:
-    """The checkpoint of a run folder (its ``best.pt``) or a checkpoint file, and its state.
+    """The checkpoint of a run folder (its ``best.pt``), an export folder (its weights, see
+    :func:`load_export`) or a checkpoint file, and its state.
 
     Args:
-        run_or_checkpoint: a run folder or a checkpoint file.
+        run_or_checkpoint: a run folder, an export folder or a checkpoint file.
         map_location: where its tensors are loaded.
         keys: the entries it must hold (:data:`POLICY_KEYS` where only the policy is used).
 
@@ -105,13 +119,101 @@ def load_run(
         ValueError: not a checkpoint of a pyskick training run (an entry is missing).
     """
     path = Path(run_or_checkpoint)
-    if path.is_dir():
-        path = path / "best.pt"
-    state = load_checkpoint(path, map_location=map_location)
+    if is_export(path):
+        path, state = load_export(path, map_location=map_location)
+    else:
+        if path.is_dir():
+            path = path / "best.pt"
+        state = load_checkpoint(path, map_location=map_location)
     for key in keys:
         if key not in state:
             raise UserError(f"{path} is not a pyskick training checkpoint (no {key!r})")
     return path, state
+
+
+def is_export(path: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` is an export folder (it holds :data:`EXPORT_MARKER`)."""
+    return (Path(path) / EXPORT_MARKER).is_file()
+
+
+def save_weights(path: str | os.PathLike[str], weights: dict[str, torch.Tensor]) -> Path:
+    """Write ``weights`` (a ``state_dict``) as safetensors, atomically."""
+    from safetensors.torch import save_file
+
+    path = Path(path)
+    # safetensors stores each tensor on its own: no shared or strided storage.
+    plain = {key: value.detach().cpu().contiguous().clone() for key, value in weights.items()}
+    with atomic_path(path, fsync=True) as tmp:
+        save_file(plain, str(tmp), metadata={"format": "pt"})
+    return path
+
+
+def load_export(
+    folder: str | os.PathLike[str], *, map_location: str | torch.device = "cpu"
+) -> tuple[Path, dict[str, Any]]:
+    """The weights file of an export folder and a checkpoint-like state read from it
+    (``model``, ``model_config``, ``config``, ``stage``, ``init`` None, and ``spec``: the
+    ``GridSpec`` fields of its dataset when recorded), without unpickling anything.
+
+    Raises:
+        FileNotFoundError: the folder lacks its weights.
+        ValueError: a damaged or newer export (names the file).
+    """
+    from safetensors import SafetensorError
+    from safetensors.torch import load_file
+
+    folder = Path(folder)
+    marker = _json_object(folder / EXPORT_MARKER)
+    version = marker.get("format")
+    if not isinstance(version, int) or version > EXPORT_FORMAT:
+        raise UserError(
+            f"{folder / EXPORT_MARKER} has export format {version!r}; this pyskick reads up to "
+            f"{EXPORT_FORMAT}: upgrade pyskick"
+        )
+    weights = folder / EXPORT_WEIGHTS
+    if not weights.is_file():
+        raise UserFileNotFoundError(f"export {folder} has no {EXPORT_WEIGHTS}")
+    config = _json_object(folder / "config.json")
+    if not isinstance(config.get("model_config"), dict) or "stage" not in config:
+        raise UserError(f"{folder / 'config.json'} is not an export's config (no model_config)")
+    try:
+        model = load_file(str(weights), device=str(torch.device(map_location)))
+    except (SafetensorError, OSError, ValueError) as exc:
+        why = str(exc).strip().splitlines()[0][:120] if str(exc).strip() else type(exc).__name__
+        raise UserError(f"{weights} is not a readable safetensors file ({why})") from exc
+    train_config = {
+        key: value
+        for key, value in config.items()
+        if key not in ("stage", "model_config", "loggers")
+    }
+    dataset = _json_object(folder / "dataset.json") if (folder / "dataset.json").is_file() else {}
+    return weights, {
+        "format": FORMAT_VERSION,
+        "model": model,
+        "model_config": config["model_config"],
+        "config": train_config,
+        "stage": config["stage"],
+        "init": None,
+        "spec": dataset.get("spec"),
+    }
+
+
+def _json_object(path: Path) -> dict[str, Any]:
+    """A JSON object file of an export folder.
+
+    Raises:
+        FileNotFoundError: no such file.
+        ValueError: not a readable JSON object.
+    """
+    if not path.is_file():
+        raise UserFileNotFoundError(f"{path} does not exist")
+    try:
+        value = json.loads(path.read_text())
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise UserError(f"{path} is not readable JSON ({exc})") from None
+    if not isinstance(value, dict):
+        raise UserError(f"{path} is not a JSON object")
+    return value
 
 
 def policy_from_state(

@@ -16,8 +16,9 @@ Every refusal is decided before a run folder is locked (:meth:`RunDir.check_free
 without writing); once locked, stale temporaries of the folder's own files (left by a killed
 atomic write, see :mod:`pyskick._io`) are removed.
 
-:func:`load_policy` is the one way to get the policy of a run folder (its ``best.pt``) or of
-a checkpoint file, with how that run acts (its glimpse budget, actor, config and one-view run).
+:func:`load_policy` is the one way to get the policy of a run folder (its ``best.pt``), of an
+export folder (``pyskick export``: safetensors weights) or of a checkpoint file, with how that
+run acts (its glimpse budget, actor, config and one-view run).
 
 This module sits below actors, evaluation, sidekicks and training (``docs/architecture.md``):
 it imports the checkpoint format, the config and the networks only.
@@ -33,16 +34,19 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
 from pyskick._io import remove_temporaries, write_json, write_text
-from pyskick.checkpoint import POLICY_KEYS, load_run, policy_from_state
+from pyskick.checkpoint import EXPORT_WEIGHTS, POLICY_KEYS, is_export, load_run, policy_from_state
 from pyskick.config import TrainConfig
 from pyskick.errors import UserError, UserFileNotFoundError
 from pyskick.files import file_digest
 from pyskick.models import CompletionPolicy, ModelConfig
+
+if TYPE_CHECKING:
+    from pyskick.data.spec import GridSpec
 
 CONFIG = "config.json"
 DATASET = "dataset.json"
@@ -339,26 +343,33 @@ class RunDir:
 
 
 def checkpoint_file(run_or_checkpoint: str | os.PathLike[str]) -> Path:
-    """The checkpoint a run folder (its ``best.pt``) or a checkpoint path names."""
+    """The checkpoint a run folder (its ``best.pt``), an export folder (its
+    ``model.safetensors``) or a checkpoint path names."""
     path = Path(run_or_checkpoint)
+    if is_export(path):
+        return path / EXPORT_WEIGHTS
     return path / BEST if path.is_dir() else path
 
 
 @dataclass(frozen=True)
 class SavedPolicy:
-    """A policy loaded from a run folder or checkpoint, and how that run acts."""
+    """A policy loaded from a run folder, an export folder or a checkpoint, and how that run
+    acts."""
 
     policy: CompletionPolicy
     """The policy, in eval mode, on the device it was loaded to."""
     checkpoint: Path
-    """The checkpoint file it was read from."""
+    """The checkpoint file it was read from (an export's ``model.safetensors``)."""
     stage: str | None
     """``"pretrain"`` or ``"train"``; None for a checkpoint that holds only a policy."""
     config: TrainConfig | None
     """The run's training config (what actor factories are given); None as for ``stage``."""
     init: Path | None
     """The one-view run it started from: the checkpoint's ``init``, else the one
-    ``dataset.json`` beside it records; None when neither does."""
+    ``dataset.json`` beside it records; None when neither does (nor for an export)."""
+    spec: GridSpec | None = None
+    """The geometry and channel mean of the data it was trained on, as an export folder
+    records them; None for a run folder or checkpoint (their data file holds them)."""
 
     def _run_config(self) -> TrainConfig:
         if self.config is None or self.stage is None:
@@ -393,9 +404,9 @@ class SavedPolicy:
 def load_policy(
     run_or_checkpoint: str | os.PathLike[str], device: str | torch.device = "cpu"
 ) -> SavedPolicy:
-    """The policy of a run folder (its ``best.pt``) or checkpoint file, in eval mode on
-    ``device`` (torch's global RNG left as it was), with its run's stage, config and one-view
-    run.
+    """The policy of a run folder (its ``best.pt``), an export folder (its safetensors
+    weights; nothing is unpickled) or checkpoint file, in eval mode on ``device`` (torch's
+    global RNG left as it was), with its run's stage, config and one-view run.
 
     Raises:
         FileNotFoundError: no such run or checkpoint.
@@ -409,9 +420,31 @@ def load_policy(
     # Checkpoints of a train-stage run hold their one-view run; for one that does not, the
     # dataset.json beside it (written when the run started) may.
     init = state.get("init") or RunDir(path.parent).recorded_init()
+    spec = state.get("spec")
     return SavedPolicy(
-        policy, path, None if stage is None else str(stage), config, Path(init) if init else None
+        policy,
+        path,
+        None if stage is None else str(stage),
+        config,
+        Path(init) if init else None,
+        None if spec is None else grid_spec_from_dict(spec),
     )
+
+
+def grid_spec_from_dict(fields: Mapping[str, Any]) -> GridSpec:
+    """A :class:`~pyskick.data.spec.GridSpec` from its fields as JSON holds them (lists for
+    tuples), as an export's ``dataset.json`` records it.
+
+    Raises:
+        ValueError: missing, unknown or invalid fields.
+    """
+    from pyskick.data.spec import GridSpec  # the data package (h5py) only for an export
+
+    values = {key: tuple(v) if isinstance(v, list) else v for key, v in fields.items()}
+    try:
+        return GridSpec(**values)
+    except (TypeError, ValueError) as exc:
+        raise UserError(f"not a dataset geometry record ({exc})") from None
 
 
 def load_model_config(run_or_checkpoint: str | os.PathLike[str]) -> ModelConfig:

@@ -37,6 +37,7 @@ COMMANDS = {
     "reproduce": "pyskick_cli.commands.reproduce:reproduce",
     "demo": "pyskick_cli.commands.demo:demo",
     "visualize": "pyskick_cli.commands.visualize:visualize",
+    "export": "pyskick_cli.commands.export:export",
 }
 
 

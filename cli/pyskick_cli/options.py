@@ -78,10 +78,11 @@ def registered(kind: str, name: str, option: str) -> Any:
 
 
 def run_dataset(run: Path) -> Path:
-    """The data file a run was trained on (from ``RUN/dataset.json``).
+    """The data file a run or export folder was trained on (from ``RUN/dataset.json``).
 
     Raises:
-        click.BadParameter: the run has no record; ``--dataset`` must be given.
+        click.BadParameter: the run has no record, or the recorded file is not here;
+            ``--dataset`` must be given.
     """
     from pyskick.run_dir import RunDir
 
@@ -89,6 +90,11 @@ def run_dataset(run: Path) -> Path:
     if recorded is None:
         raise click.BadParameter(
             f"{run} does not record its dataset; pass --dataset", param_hint="--dataset"
+        )
+    if not recorded.is_file():  # e.g. an export made on another machine
+        raise click.BadParameter(
+            f"{run} was trained on {recorded}, which is not here; pass --dataset",
+            param_hint="--dataset",
         )
     return recorded
 
@@ -245,7 +251,7 @@ one_view_option = shared_option(
     "one_view",
     type=click.Path(exists=True, path_type=Path),
     default=None,
-    help="A one-view run (folder or checkpoint).",
+    help="A one-view run (run folder, export folder or checkpoint).",
 )
 
 

@@ -99,6 +99,13 @@ def _from_file(label: str, path: Path, metric: str) -> ErrorSet:
 
 
 def _from_run(label: str, run: Path, metric: str) -> list[ErrorSet]:
+    from pyskick.checkpoint import is_export
+
+    if is_export(run):
+        raise UserError(
+            f"{label} is an exported model, which records no evaluations: compare the file of "
+            f"`pyskick evaluate {run} --metric {metric} --save FILE.npz`"
+        )
     found = sorted((run / "eval").glob(f"*-{metric}-*.npz"))
     if not found:
         raise UserError(

@@ -63,14 +63,17 @@ def evaluate(
     as_json: bool,
     overwrite: bool,
 ) -> None:
-    """Evaluate RUN (a run folder, using its best.pt, or a checkpoint) on a dataset split.
+    """Evaluate RUN (a run folder, using its best.pt, an export folder or a checkpoint) on a
+    dataset split.
 
     Errors are final-step MSEs (after T glimpses, observed views pasted, greedy actions),
     reported ×1000 with std and standard error like the paper's Table 1. A run folder keeps
     the per-sample errors in RUN/eval/<split>-<metric>-<samples digest>.npz for
-    `pyskick compare` (not with --actor, which evaluates another method).
+    `pyskick compare` (not with --actor, which evaluates another method; not for an export
+    folder, which is left as it is: use --save).
     """
     from pyskick._io import check_writable_folder
+    from pyskick.checkpoint import is_export
     from pyskick.data import ViewgridFile
     from pyskick.evaluation import evaluate as run_evaluate
     from pyskick.experiments.errors import run_eval_file
@@ -82,7 +85,9 @@ def evaluate(
             check_outputs([save], overwrite=overwrite)
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--save") from None
-    if run.is_dir() and actor is None:
+    # A run folder records its evaluations; an export folder is shared as it is.
+    records = run.is_dir() and not is_export(run) and actor is None
+    if records:
         try:
             check_writable_folder(run / "eval")
         except ValueError as exc:
@@ -108,7 +113,7 @@ def evaluate(
     result = run_evaluate(run, grids, metric, actor=actor, baseline=baseline, **options)
     if save is not None:
         result.save(save)
-    if run.is_dir() and actor is None:
+    if records:
         # Recorded in the run folder, keyed by the samples, for `pyskick compare` (not with
         # another actor: that is another method's evaluation).
         assert result.samples_sha256 is not None

@@ -169,8 +169,8 @@ def pretrain(
     "--init",
     type=click.Path(exists=True, path_type=Path),
     default=None,
-    help="A one-view run (or checkpoint) to start from; default: pretrain one, or reuse the "
-    "cached one for this dataset and config.",
+    help="A one-view run (folder, export folder or checkpoint) to start from; default: "
+    "pretrain one, or reuse the cached one for this dataset and config.",
 )
 @glimpses_option(type=click.IntRange(min=2))
 @critic_name_option(
@@ -267,8 +267,8 @@ def train(
 
 
 def _checkpoint_of(run: Path | None) -> Path | None:
-    """The checkpoint a run folder or checkpoint path names, resolved (for comparisons)."""
-    if run is None:
-        return None
-    run = Path(run).resolve()
-    return run / "best.pt" if run.is_dir() else run
+    """The checkpoint a run folder, export folder or checkpoint path names, resolved (for
+    comparisons)."""
+    from pyskick.run_dir import checkpoint_file
+
+    return None if run is None else checkpoint_file(Path(run).resolve())
