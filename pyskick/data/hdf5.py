@@ -696,6 +696,7 @@ def write_viewgrids(
     classes: Sequence[str] | None = None,
     extra_attrs: Mapping[str, Any] | None = None,
     sample_names: Mapping[str, Sequence[str]] | None = None,
+    sample_data: Mapping[str, Mapping[str, np.ndarray]] | None = None,
     compression: str | None = "gzip",
 ) -> Path:
     """Write viewgrid splits and their attributes, atomically.
@@ -710,6 +711,9 @@ def write_viewgrids(
         extra_attrs: more root attributes (numbers, strings or lists of them).
         sample_names: optional split -> one name per sample (e.g. source file), stored as
             string datasets ``sample_names/<split>``.
+        sample_data: optional group -> split -> numeric array ``[n, ...]`` with one row per
+            sample of the split, stored as datasets ``<group>/<split>`` (e.g. the source index of
+            each augmented viewgrid).
         compression: h5py compression filter of each split (chunks are one viewgrid).
 
     Returns:
@@ -757,6 +761,14 @@ def write_viewgrids(
             raise ValueError(
                 f"sample_names[{name!r}] must name each of the split's samples, got {len(names)}"
             )
+    for group, per_split in (sample_data or {}).items():
+        if group in SPLITS or group == NAMES_GROUP:
+            raise ValueError(f"sample_data group {group!r} would overwrite a split or the names")
+        for name, values in per_split.items():
+            if name not in arrays or len(values) != arrays[name].shape[0]:
+                raise ValueError(
+                    f"sample_data[{group!r}][{name!r}] must have one row per sample of the split"
+                )
     path.parent.mkdir(parents=True, exist_ok=True)
     remove_stale_temporaries(path)
     tmp = temporary_path(path)
@@ -770,6 +782,9 @@ def write_viewgrids(
                 f.create_dataset(
                     f"{NAMES_GROUP}/{name}", data=list(names), dtype=h5py.string_dtype()
                 )
+            for group, per_split in (sample_data or {}).items():
+                for name, values in per_split.items():
+                    f.create_dataset(f"{group}/{name}", data=np.asarray(values))
             for key, value in attrs.items():
                 if isinstance(value, list | tuple) and all(isinstance(v, str) for v in value):
                     f.attrs.create(key, list(value), dtype=h5py.string_dtype())

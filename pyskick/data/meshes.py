@@ -194,6 +194,28 @@ def normalize_mesh(vertices: np.ndarray) -> np.ndarray:
     return (centred / radius).astype(np.float32)
 
 
+def turn_mesh(vertices: np.ndarray, yaw_deg: float, mirror: bool = False) -> np.ndarray:
+    """Turn a mesh about its up axis (+Y) and optionally mirror it left-right.
+
+    Args:
+        vertices: ``[P, 3]`` float, Y up.
+        yaw_deg: turn of the object, positive from +Z towards +X.
+        mirror: reflect the turned object in its ``x = 0`` plane (``x -> -x``).
+
+    Returns:
+        ``[P, 3]`` float32.
+    """
+    v = np.asarray(vertices, dtype=np.float64)
+    a = np.radians(yaw_deg)
+    rotation = np.array(
+        [[np.cos(a), 0.0, np.sin(a)], [0.0, 1.0, 0.0], [-np.sin(a), 0.0, np.cos(a)]]
+    )
+    turned = v @ rotation.T
+    if mirror:
+        turned[:, 0] = -turned[:, 0]
+    return turned.astype(np.float32)
+
+
 def viewgrid_angles(
     n_elevations: int = 5, n_azimuths: int = 9, step_deg: float = 40.0
 ) -> tuple[list[float], list[float]]:

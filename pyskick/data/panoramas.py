@@ -4,7 +4,8 @@ Equirectangular images are JPG or PNG files of any 2:1 size. A cubemap is a fold
 square face images named ``posx``, ``negx``, ``posy``, ``negy``, ``posz``, ``negz`` (any image
 extension), in the OpenGL layout described in :mod:`pyskick.data.projection`. Sources are sorted by
 path and shuffled into splits with a seeded permutation, so the same folder and seed always give
-the same file.
+the same file. ``augment`` adds turned, tilted and mirrored copies of the training panoramas only,
+after the split (:func:`augmentation_draws`, docs/data-formats.md "Augmentation").
 """
 
 from __future__ import annotations
@@ -22,8 +23,14 @@ from PIL import Image, UnidentifiedImageError
 from PIL.Image import DecompressionBombError
 
 from pyskick import progress
+from pyskick.data.augment import with_copies
 from pyskick.data.hdf5 import REQUIRED_SPLITS, write_viewgrids
-from pyskick.data.projection import CUBE_FACES, cubemap_to_viewgrid, equirect_to_viewgrid
+from pyskick.data.projection import (
+    CUBE_FACES,
+    cubemap_to_viewgrid,
+    equirect_to_viewgrid,
+    rig_transform,
+)
 from pyskick.data.spec import SUN360, GridSpec
 from pyskick.errors import UserError, UserFileNotFoundError
 
@@ -232,13 +239,64 @@ def load_cubemap(folder: str | os.PathLike, spec: GridSpec = SUN360) -> torch.Te
     return torch.from_numpy(np.stack([np.asarray(i) for i in images])).permute(0, 3, 1, 2)
 
 
+def panorama_viewgrids(
+    source: PanoramaSource,
+    spec: GridSpec = SUN360,
+    transforms: Sequence[torch.Tensor | None] = (None,),
+) -> torch.Tensor:
+    """Viewgrids ``[K, N, M, 3, H, W]`` uint8 of one panorama source, read once.
+
+    Args:
+        source: the panorama.
+        spec: grid geometry.
+        transforms: one rig-to-world ``[3, 3]`` matrix per viewgrid
+            (:func:`~pyskick.data.projection.rig_transform`); None is the rig as it is.
+    """
+    if source.kind == "cubemap":
+        faces = load_cubemap(source.path, spec)[None]
+        return torch.cat(
+            [
+                cubemap_to_viewgrid(faces, spec, supersample=SUPERSAMPLE, transform=t)
+                for t in transforms
+            ]
+        )
+    panorama = load_equirect(source.path, spec)[None]
+    return torch.cat(
+        [
+            equirect_to_viewgrid(panorama, spec, supersample=SUPERSAMPLE, transform=t)
+            for t in transforms
+        ]
+    )
+
+
 def panorama_viewgrid(source: PanoramaSource, spec: GridSpec = SUN360) -> torch.Tensor:
     """Viewgrid ``[N, M, 3, H, W]`` uint8 of one panorama source."""
-    if source.kind == "cubemap":
-        faces = load_cubemap(source.path, spec)
-        return cubemap_to_viewgrid(faces[None], spec, supersample=SUPERSAMPLE)[0]
-    panorama = load_equirect(source.path, spec)
-    return equirect_to_viewgrid(panorama[None], spec, supersample=SUPERSAMPLE)[0]
+    return panorama_viewgrids(source, spec)[0]
+
+
+# Augmented copies: a continuous yaw in [0, 360), pitch and roll each uniform in
+# [-AUGMENT_TILT_DEG, AUGMENT_TILT_DEG] (a slightly tilted camera), mirrored with probability 1/2.
+AUGMENT_TILT_DEG = 5.0
+# Columns of the ``augmentation/train`` dataset of an augmented panorama file.
+AUGMENT_COLUMNS = ("yaw_deg", "pitch_deg", "roll_deg", "mirror")
+
+
+def augmentation_draws(seed: int, source_index: int, copies: int) -> np.ndarray:
+    """The random poses of a training panorama's augmented copies.
+
+    Copy ``k`` (1-based) draws from ``numpy.random.default_rng([seed, source_index, k])``, so it
+    depends on nothing but the seed, the source's place among the sorted sources and ``k``.
+
+    Returns:
+        float64 ``[copies, 4]``: yaw, pitch, roll (degrees) and mirror (0 or 1) of each copy.
+    """
+    rows = []
+    for k in range(1, copies + 1):
+        rng = np.random.default_rng([seed, source_index, k])
+        yaw = rng.uniform(0.0, 360.0)
+        pitch, roll = rng.uniform(-AUGMENT_TILT_DEG, AUGMENT_TILT_DEG, size=2)
+        rows.append((yaw, pitch, roll, float(rng.random() < 0.5)))
+    return np.array(rows, dtype=np.float64).reshape(copies, 4)
 
 
 def parse_split(text: str) -> tuple[float, float, float]:
@@ -287,6 +345,7 @@ def convert_panoramas(
     split: Sequence[float] = (0.7, 0.15, 0.15),
     seed: int = 0,
     strict: bool = False,
+    augment: int = 0,
     report: Reporter = _log_skipped,
 ) -> Path:
     """Convert every panorama under ``folder`` into a viewgrid file.
@@ -296,8 +355,10 @@ def convert_panoramas(
         out: the ``.h5`` file to write (only once everything succeeded).
         spec: grid geometry; RGB (3 channels).
         split: train, val, test fractions.
-        seed: seed of the split permutation.
+        seed: seed of the split permutation and of the augmented copies.
         strict: fail on the first bad source instead of skipping it.
+        augment: augmented copies added per training panorama (:func:`augmentation_draws`);
+            validation and test panoramas are never augmented.
         report: called with ``(path, reason)`` for every skipped source.
 
     Returns:
@@ -308,15 +369,17 @@ def convert_panoramas(
     """
     if spec.channels != 3:
         raise ValueError(f"panoramas are RGB: spec needs 3 channels, got {spec.channels}")
+    if augment < 0:
+        raise UserError(f"--augment must be 0 or more copies per panorama, got {augment}")
     sources, problems = find_panoramas(folder)
     grids: list[torch.Tensor] = []
-    kept: list[PanoramaSource] = []
+    kept: list[int] = []  # indices into sources
     bad = list(problems)
     with progress.stage("convert panoramas", total=len(sources), unit="panorama") as converting:
-        for source in sources:
+        for index, source in enumerate(sources):
             try:
                 grids.append(panorama_viewgrid(source, spec))
-                kept.append(source)
+                kept.append(index)
             except ValueError as exc:
                 bad.append((source.path, str(exc)))
             converting.advance()
@@ -334,12 +397,52 @@ def convert_panoramas(
     splits = {name: stacked[torch.from_numpy(idx)] for name, idx in indices.items()}
     root = Path(folder)
     names = {
-        name: [str(kept[i].path.relative_to(root)) for i in idx] for name, idx in indices.items()
+        name: [str(sources[kept[i]].path.relative_to(root)) for i in idx]
+        for name, idx in indices.items()
     }
+    description = f"from-panoramas {root} split={','.join(f'{f:g}' for f in split)} seed={seed}"
+    if not augment:
+        return write_viewgrids(out, splits, spec, source=description, sample_names=names)
+    found = {name: [kept[i] for i in idx] for name, idx in indices.items()}
+    copies, poses = _augmented_copies(
+        [sources[i] for i in found["train"]], found["train"], spec, seed, augment
+    )
+    result = with_copies(
+        {name: grids.numpy() for name, grids in splits.items()},
+        names,
+        found,
+        copies,
+        poses,
+        AUGMENT_COLUMNS,
+    )
     return write_viewgrids(
         out,
-        splits,
+        result.splits,
         spec,
-        source=f"from-panoramas {root} split={','.join(f'{f:g}' for f in split)} seed={seed}",
-        sample_names=names,
+        source=f"{description} augment={augment}",
+        sample_names=result.names,
+        sample_data=result.sample_data,
+        extra_attrs=result.attrs,
     )
+
+
+def _augmented_copies(
+    train: Sequence[PanoramaSource], found: Sequence[int], spec: GridSpec, seed: int, copies: int
+) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """Render ``copies`` augmented viewgrids of each training panorama (read again).
+
+    Returns:
+        Per source: uint8 ``[copies, N, M, 3, H, W]`` and its poses ``[copies, 4]``.
+    """
+    grids, poses = [], []
+    with progress.stage("augment panoramas", total=len(train), unit="panorama") as augmenting:
+        for source, index in zip(train, found, strict=True):
+            draws = augmentation_draws(seed, index, copies)
+            transforms = [rig_transform(y, p, r, mirror=bool(m)) for y, p, r, m in draws]
+            try:
+                grids.append(panorama_viewgrids(source, spec, transforms).numpy())
+            except ValueError as exc:  # changed on disk since the first pass
+                raise UserError(f"{source.path}: {exc}") from None
+            poses.append(draws)
+            augmenting.advance()
+    return grids, poses

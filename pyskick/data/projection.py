@@ -70,10 +70,24 @@ def _layout(dirs: torch.Tensor) -> torch.Tensor:
     return dirs.permute(0, 2, 1, 3, 4).reshape(n * s, m * s, 3)
 
 
+def _rotated(dirs: torch.Tensor, transform: torch.Tensor | None) -> torch.Tensor:
+    """Directions ``[..., 3]`` mapped by a 3x3 ``transform`` (None: unchanged)."""
+    if transform is None:
+        return dirs
+    matrix = torch.as_tensor(transform, dtype=torch.float64)
+    if matrix.shape != (3, 3):
+        raise ValueError(f"transform must be a 3x3 matrix, got shape {tuple(matrix.shape)}")
+    return dirs @ matrix.T
+
+
 @functools.lru_cache(maxsize=16)
 def _equirect_grid(spec: GridSpec, supersample: int, hp: int, wp: int) -> torch.Tensor:
     """grid_sample coordinates ``[N*S, M*S, 2]`` into a panorama padded by one column per side."""
-    dirs = _layout(view_directions(spec, supersample))
+    return _equirect_coordinates(_layout(view_directions(spec, supersample)), hp, wp)
+
+
+def _equirect_coordinates(dirs: torch.Tensor, hp: int, wp: int) -> torch.Tensor:
+    """Directions ``[A, B, 3]`` -> grid_sample coordinates ``[A, B, 2]`` (padded panorama)."""
     lon = torch.atan2(dirs[..., 0], dirs[..., 2])  # 0 = +Z, positive = turning right
     lat = torch.asin(dirs[..., 1].clamp(-1.0, 1.0))
     # Pixel coordinates with centres at integers; one wrapped column is padded on each side.
@@ -83,7 +97,11 @@ def _equirect_grid(spec: GridSpec, supersample: int, hp: int, wp: int) -> torch.
 
 
 def equirect_to_viewgrid(
-    panoramas: torch.Tensor, spec: GridSpec, *, supersample: int = 2
+    panoramas: torch.Tensor,
+    spec: GridSpec,
+    *,
+    supersample: int = 2,
+    transform: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """Cut equirectangular panoramas into viewgrids.
 
@@ -91,6 +109,9 @@ def equirect_to_viewgrid(
         panoramas: ``[B, C, Hp, Wp]`` uint8 or float (0-255), any width; ``C == spec.channels``.
         spec: the viewgrid geometry.
         supersample: samples per view pixel along each axis (antialiasing).
+        transform: optional ``[3, 3]`` matrix taking the camera rig's ray directions to the
+            world directions sampled (a rotation, possibly times a mirror; see
+            :func:`rig_transform`); None samples the rig as it is.
 
     Returns:
         uint8 ``[B, N, M, C, H, W]``.
@@ -100,7 +121,11 @@ def equirect_to_viewgrid(
             f"panoramas must be [B, {spec.channels}, Hp, Wp], got shape {tuple(panoramas.shape)}"
         )
     _, _, hp, wp = panoramas.shape
-    grid = _equirect_grid(spec, supersample, hp, wp)
+    if transform is None:
+        grid = _equirect_grid(spec, supersample, hp, wp)
+    else:
+        dirs = _rotated(_layout(view_directions(spec, supersample)), transform)
+        grid = _equirect_coordinates(dirs, hp, wp)
     src = panoramas.float()
     src = torch.cat([src[..., -1:], src, src[..., :1]], dim=-1)
     grid = grid.unsqueeze(0).expand(src.shape[0], *grid.shape)
@@ -129,7 +154,11 @@ def _face_coordinates(dirs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, t
 
 
 def cubemap_to_viewgrid(
-    faces: torch.Tensor, spec: GridSpec, *, supersample: int = 2
+    faces: torch.Tensor,
+    spec: GridSpec,
+    *,
+    supersample: int = 2,
+    transform: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """Cut cubemaps into viewgrids by sampling the faces directly.
 
@@ -137,6 +166,7 @@ def cubemap_to_viewgrid(
         faces: ``[B, 6, C, F, F]`` uint8 or float (0-255), faces in ``CUBE_FACES`` order.
         spec: the viewgrid geometry.
         supersample: samples per view pixel along each axis (antialiasing).
+        transform: optional ``[3, 3]`` rig-to-world matrix, as in :func:`equirect_to_viewgrid`.
 
     Returns:
         uint8 ``[B, N, M, C, H, W]``.
@@ -148,7 +178,7 @@ def cubemap_to_viewgrid(
     if faces.shape[3] != faces.shape[4]:
         raise ValueError(f"cube faces must be square, got {faces.shape[3]}x{faces.shape[4]}")
     b, _, c, f, _ = faces.shape
-    face, s, t = _face_coordinates(_layout(view_directions(spec, supersample)))
+    face, s, t = _face_coordinates(_rotated(_layout(view_directions(spec, supersample)), transform))
     # Faces side by side in one strip; coordinates are clamped inside their own face so that
     # bilinear filtering never blends two faces.
     px = (s * f - 0.5).clamp(0.0, f - 1.0) + face * f
@@ -158,6 +188,35 @@ def cubemap_to_viewgrid(
     grid = grid.unsqueeze(0).expand(b, *grid.shape)
     samples = F.grid_sample(strip, grid, mode="bilinear", padding_mode="border", align_corners=True)
     return _views_from_samples(samples, spec, supersample)
+
+
+def rig_transform(
+    yaw_deg: float = 0.0, pitch_deg: float = 0.0, roll_deg: float = 0.0, mirror: bool = False
+) -> torch.Tensor:
+    """The ``[3, 3]`` float64 rig-to-world matrix of a turned (and possibly mirrored) camera rig.
+
+    The rig is rolled about its forward axis (+Z, positive = clockwise as seen by the camera),
+    pitched about its right axis (+X, positive = looking up), then yawed about the up axis (+Y,
+    positive = turning right, so ``yaw_deg = 45`` shifts a 45-degree-step viewgrid by one
+    column). ``mirror`` then reflects the world left-right (``x -> -x``), which is the horizontal
+    flip of an equirectangular image about its centre column: azimuth ``a`` becomes ``-a`` and
+    every view is seen mirrored.
+    """
+    y, p, r = (math.radians(v) for v in (yaw_deg, pitch_deg, roll_deg))
+    yaw = torch.tensor(
+        [[math.cos(y), 0.0, math.sin(y)], [0.0, 1.0, 0.0], [-math.sin(y), 0.0, math.cos(y)]],
+        dtype=torch.float64,
+    )
+    pitch = torch.tensor(
+        [[1.0, 0.0, 0.0], [0.0, math.cos(p), math.sin(p)], [0.0, -math.sin(p), math.cos(p)]],
+        dtype=torch.float64,
+    )
+    roll = torch.tensor(
+        [[math.cos(r), math.sin(r), 0.0], [-math.sin(r), math.cos(r), 0.0], [0.0, 0.0, 1.0]],
+        dtype=torch.float64,
+    )
+    flip = torch.diag(torch.tensor([-1.0 if mirror else 1.0, 1.0, 1.0], dtype=torch.float64))
+    return flip @ yaw @ pitch @ roll
 
 
 def equirect_to_cubemap(

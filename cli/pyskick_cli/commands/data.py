@@ -73,7 +73,11 @@ def _conversion_options(split_help: str, strict_help: str) -> Callable[[F], F]:
                 metavar="TRAIN,VAL,TEST",
                 help=split_help,
             ),
-            seed_option(default=0, show_default=True, help="Seed of the split (0 to 2^32-1)."),
+            seed_option(
+                default=0,
+                show_default=True,
+                help="Seed of the split and of the augmented copies (0 to 2^32-1).",
+            ),
             click.option(
                 "--strict/--no-strict", default=False, show_default=True, help=strict_help
             ),
@@ -94,13 +98,32 @@ def _report_written(path: Path) -> None:
     click.echo(f"wrote {path} ({sizes})", err=True)
 
 
+# The most augmented copies per training source (each is a full viewgrid held in memory).
+MAX_AUGMENT = 1000
+
+
+def _augment_option(help: str) -> Callable[[F], F]:
+    return click.option(
+        "--augment",
+        type=click.IntRange(min=0, max=MAX_AUGMENT),
+        default=0,
+        show_default=True,
+        metavar="K",
+        help=help,
+    )
+
+
 @data.command("from-panoramas")
 @_conversion_options(
     "train,val,test fractions.",
     "Fail (exit 2) on any unreadable, unsupported or non-2:1 input instead of skipping it.",
 )
+@_augment_option(
+    "Add K augmented viewgrids per training panorama (random continuous yaw, pitch and roll "
+    "within 5 degrees, mirrored half the time); val and test are never augmented."
+)
 def from_panoramas(
-    folder: Path, out: Path, split_text: str, seed: int, strict: bool, overwrite: bool
+    folder: Path, out: Path, split_text: str, seed: int, strict: bool, overwrite: bool, augment: int
 ) -> None:
     """Convert equirectangular JPG/PNG files and cubemap folders under FOLDER into viewgrids.
 
@@ -113,7 +136,9 @@ def from_panoramas(
 
     fractions = parse_split(split_text)
     check_outputs([out], overwrite=overwrite)
-    _report_written(convert_panoramas(folder, out, split=fractions, seed=seed, strict=strict))
+    _report_written(
+        convert_panoramas(folder, out, split=fractions, seed=seed, strict=strict, augment=augment)
+    )
 
 
 @data.command("from-meshes")
@@ -126,6 +151,10 @@ def from_panoramas(
     default="",
     help="Comma-separated classes (folder names) to hold out as the test_unseen split.",
 )
+@_augment_option(
+    "Add K augmented viewgrids per training mesh (the object turned by a random angle about its "
+    "up axis, mirrored half the time, lights drawn again); other splits are never augmented."
+)
 def from_meshes(
     folder: Path,
     out: Path,
@@ -134,6 +163,7 @@ def from_meshes(
     strict: bool,
     overwrite: bool,
     unseen_classes: str,
+    augment: int,
 ) -> None:
     """Render OBJ/OFF meshes under FOLDER (class = top-level folder) as 5x9 grayscale viewgrids."""
     from pyskick.data.mesh_dataset import convert_meshes
@@ -144,7 +174,13 @@ def from_meshes(
     unseen = tuple(c.strip() for c in unseen_classes.split(",") if c.strip())
     _report_written(
         convert_meshes(
-            folder, out, split=fractions, seed=seed, unseen_classes=unseen, strict=strict
+            folder,
+            out,
+            split=fractions,
+            seed=seed,
+            unseen_classes=unseen,
+            strict=strict,
+            augment=augment,
         )
     )
 
