@@ -228,3 +228,33 @@ def test_reward_model_and_env_must_normalise_alike() -> None:
     with pytest.raises(ValueError, match="known_azimuth=False but the environment"):
         task.check_grids(shape, known_azimuth=True, mean_subtracted=False)
     task.check_grids(shape, known_azimuth=False, mean_subtracted=False)  # a fit: no error
+
+
+def test_reconstruction_reward_from_an_export_folder(reward_models, tmp_path) -> None:
+    """`pyskick export` of the reward model loads in the env like the run (safetensors)."""
+    import subprocess
+    import sys
+
+    export = tmp_path / "export"
+    proc = subprocess.run(
+        [
+            sys.executable, "-m", "pyskick", "export", str(reward_models.reconstruction),
+            "--out", str(export), "--dataset", str(reward_models.data_file),
+        ],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert (export / "model.safetensors").is_file()
+    paid = {}
+    for name, model in (("run", reward_models.reconstruction), ("export", export)):
+        env = gymnasium.make(
+            GYM_ID,
+            dataset=reward_models.data_file,
+            split="test",
+            T=T,
+            reward="reconstruction",
+            reward_model=model,
+        )
+        paid[name] = play(env, 2, 4)
+    assert paid["export"] == paid["run"]
+    assert paid["export"][-1] < 0
