@@ -98,7 +98,12 @@ def builtin_dataset(name: str, data_dir: Path | None = None) -> Path:
         except ValueError as exc:
             again = f" again (the cached file is damaged: {exc})"
     path.parent.mkdir(parents=True, exist_ok=True)
-    _LOG.info(
+    # INFO where logging is set up (the CLI shows INFO). Where nobody listens (plain Python,
+    # `gymnasium.make`), a first use that writes tens of MB for tens of seconds must still be
+    # seen: WARNING reaches Python's last-resort handler (stderr) without any set-up.
+    level = logging.INFO if _LOG.hasHandlers() else logging.WARNING
+    _LOG.log(
+        level,
         "generating dataset %s (%d viewgrids) into %s%s; once, then cached",
         name,
         num,

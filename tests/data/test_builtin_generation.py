@@ -1,4 +1,4 @@
-"""Generating a built-in dataset on first use says so: one ``pyskick`` INFO line (what, how
+"""Generating a built-in dataset on first use says so: one ``pyskick`` log line (what, how
 many viewgrids, where) and the progress stage ``make NAME``; a cached file says nothing. Seen
 from the library (a recorder, ``logging``), from the CLI (its stderr) and from Gymnasium."""
 
@@ -117,3 +117,26 @@ def test_gymnasium_users_see_it_once_logging_is_configured(
         "generating dataset synthetic-scenes (6 viewgrids) into "
         f"{tmp_path / 'synthetic-scenes-v1-n6-s5.h5'}; once, then cached"
     ]
+
+
+def test_first_use_is_seen_in_plain_python_without_logging_set_up(tmp_path: Path) -> None:
+    """No handler configured (a script, `gymnasium.make`): the line still reaches stderr."""
+    import subprocess
+    import sys
+
+    script = (
+        "from pathlib import Path\n"
+        "from pyskick.data import BUILTIN_DATASETS\n"
+        "from pyskick.data.builtin import builtin_dataset\n"
+        "from pyskick.data.synthetic_scenes import generate_synthetic_scenes\n"
+        "BUILTIN_DATASETS['synthetic-scenes'] = (generate_synthetic_scenes, 6, 5)\n"
+        f"builtin_dataset('synthetic-scenes', Path({str(tmp_path)!r}))\n"
+        f"builtin_dataset('synthetic-scenes', Path({str(tmp_path)!r}))\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=300
+    )
+    assert proc.returncode == 0, proc.stderr
+    lines = [line for line in proc.stderr.splitlines() if line.startswith("generating dataset")]
+    assert len(lines) == 1, proc.stderr  # once: the second call finds the cached file
+    assert "synthetic-scenes (6 viewgrids)" in lines[0]
