@@ -262,7 +262,32 @@ class _Episodes:
         }
 
 
-class LookAroundGymEnv(gymnasium.Env[dict[str, Any], np.int64]):
+class _EpisodesAccess:
+    """What both Gymnasium interfaces expose of their :class:`_Episodes`."""
+
+    _episodes: _Episodes
+
+    @property
+    def batched(self) -> LookAroundEnv:
+        """The underlying batched environment (one row per agent)."""
+        return self._episodes.env
+
+    @property
+    def grids(self) -> Tensor:
+        """``[n, N, M, C, H, W]`` the viewgrids episodes are drawn from (CPU, 0–255)."""
+        return self._episodes.source.grids
+
+    @property
+    def task_reward(self) -> TaskReward:
+        """The reward paid on each move (set it before the next reset)."""
+        return self._episodes.task
+
+    @task_reward.setter
+    def task_reward(self, task: TaskReward) -> None:
+        self._episodes.task = task
+
+
+class LookAroundGymEnv(_EpisodesAccess, gymnasium.Env[dict[str, Any], np.int64]):
     """One look-around agent as a Gymnasium environment.
 
     Observation ``{"view": float32 (C, H, W), "proprio": float32 (P,), "time": int}`` (``view``
@@ -341,25 +366,6 @@ class LookAroundGymEnv(gymnasium.Env[dict[str, Any], np.int64]):
         if seed is not None:
             self._np_random, self._np_random_seed = seeding.np_random(seed)
 
-    @property
-    def batched(self) -> LookAroundEnv:
-        """The underlying batched environment (batch of one)."""
-        return self._episodes.env
-
-    @property
-    def grids(self) -> Tensor:
-        """``[n, N, M, C, H, W]`` the viewgrids episodes are drawn from (CPU, 0–255)."""
-        return self._episodes.source.grids
-
-    @property
-    def task_reward(self) -> TaskReward:
-        """The reward paid on each move (set it before the next reset)."""
-        return self._episodes.task
-
-    @task_reward.setter
-    def task_reward(self, task: TaskReward) -> None:
-        self._episodes.task = task
-
     def render(self) -> np.ndarray | None:  # type: ignore[override]
         """``"rgb_array"``: ``[height, width, 3]`` uint8 picture of the episode; ``"human"``:
         draw it in the window (None). None without a render mode or before the first reset."""
@@ -422,7 +428,7 @@ class LookAroundGymEnv(gymnasium.Env[dict[str, Any], np.int64]):
         }
 
 
-class LookAroundVectorEnv(VectorEnv):
+class LookAroundVectorEnv(_EpisodesAccess, VectorEnv):
     """``num_envs`` look-around agents stepped together by one batched environment.
 
     Every episode lasts exactly ``T`` glimpses and all sub-environments start together, so they
@@ -498,25 +504,6 @@ class LookAroundVectorEnv(VectorEnv):
         self.action_space = batch_space(self.single_action_space, num_envs)
         if seed is not None:
             self._np_random, self._np_random_seed = seeding.np_random(seed)
-
-    @property
-    def batched(self) -> LookAroundEnv:
-        """The underlying batched environment (batch of ``num_envs``)."""
-        return self._episodes.env
-
-    @property
-    def grids(self) -> Tensor:
-        """``[n, N, M, C, H, W]`` the viewgrids episodes are drawn from (CPU, 0–255)."""
-        return self._episodes.source.grids
-
-    @property
-    def task_reward(self) -> TaskReward:
-        """The reward paid on each move (set it before the next reset)."""
-        return self._episodes.task
-
-    @task_reward.setter
-    def task_reward(self, task: TaskReward) -> None:
-        self._episodes.task = task
 
     def render(self) -> tuple[np.ndarray, ...] | None:
         """One ``[height, width, 3]`` uint8 picture per agent (``"rgb_array"``), else None."""

@@ -23,7 +23,7 @@ import logging
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import torch
 
@@ -172,6 +172,30 @@ def build_task_reward(
     return task
 
 
+_Env = TypeVar("_Env", LookAroundGymEnv, LookAroundVectorEnv)
+
+
+def _paying(
+    env: _Env,
+    kwargs: Mapping[str, Any],
+    reward: str,
+    reward_model: str | os.PathLike[str] | None,
+    reward_mode: str,
+    reward_training: Mapping[str, Any] | None,
+) -> _Env:
+    """``env`` with the named task reward set (:func:`build_task_reward`)."""
+    env.task_reward = build_task_reward(
+        reward,
+        env,
+        dataset=kwargs.get("dataset"),
+        from_grids=kwargs.get("grids") is not None,
+        reward_model=reward_model,
+        reward_mode=reward_mode,
+        reward_training=reward_training,
+    )
+    return env
+
+
 def make_lookaround(
     *,
     reward: str = "maps",
@@ -183,16 +207,7 @@ def make_lookaround(
     """``gymnasium.make("pyskick/LookAround-v0", ...)``: a :class:`LookAroundGymEnv` paying
     the named task reward (:func:`build_task_reward`); ``kwargs`` go to the env."""
     env = LookAroundGymEnv(**kwargs)
-    env.task_reward = build_task_reward(
-        reward,
-        env,
-        dataset=kwargs.get("dataset"),
-        from_grids=kwargs.get("grids") is not None,
-        reward_model=reward_model,
-        reward_mode=reward_mode,
-        reward_training=reward_training,
-    )
-    return env
+    return _paying(env, kwargs, reward, reward_model, reward_mode, reward_training)
 
 
 def make_lookaround_vector(
@@ -207,16 +222,7 @@ def make_lookaround_vector(
     """``gymnasium.make_vec("pyskick/LookAround-v0", ...)``: a :class:`LookAroundVectorEnv`
     paying the named task reward; ``kwargs`` go to the env."""
     env = LookAroundVectorEnv(num_envs, **kwargs)
-    env.task_reward = build_task_reward(
-        reward,
-        env,
-        dataset=kwargs.get("dataset"),
-        from_grids=kwargs.get("grids") is not None,
-        reward_model=reward_model,
-        reward_mode=reward_mode,
-        reward_training=reward_training,
-    )
-    return env
+    return _paying(env, kwargs, reward, reward_model, reward_mode, reward_training)
 
 
 # gymnasium.make reads the entry point's metadata to check render_mode before calling it.
