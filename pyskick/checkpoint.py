@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from pyskick.config import TrainConfig
     from pyskick.distributed import DistContext
     from pyskick.sidekicks.base import Sidekick
-    from pyskick.training.baselines import AverageBaseline
+    from pyskick.training.baselines import AverageBaseline, ControlVariate
 
 FORMAT_VERSION = 1
 
@@ -243,6 +243,8 @@ class Checkpointed(Protocol):
     critic: nn.Module | None
     optimizer: torch.optim.Optimizer
     baseline: AverageBaseline
+    control_variate: ControlVariate
+    """The residual critic's weight in the advantages (``TrainConfig.critic_gate``)."""
     sidekick: Sidekick
     action_generator: torch.Generator
     """This rank's generator of sampled actions."""
@@ -258,7 +260,8 @@ def training_state(run: Checkpointed, epoch: int) -> dict[str, Any]:
     """Everything a resumed run needs after ``epoch``, as plain types and tensors.
 
     Keys: ``stage``, ``epoch``, ``init``, ``config``, ``model_config``, ``model``, ``frozen``,
-    ``critic``, ``optimizer``, ``baseline``, ``critic_calibrated``, ``sidekick``,
+    ``critic``, ``optimizer``, ``baseline``, ``control_variate``, ``critic_calibrated``,
+    ``sidekick``,
     ``sidekick_name``, ``rng`` (``global``; ``actions``: one generator state per rank),
     ``best_val``, ``history``; :func:`save_checkpoint` adds ``format``.
 
@@ -280,6 +283,7 @@ def training_state(run: Checkpointed, epoch: int) -> dict[str, Any]:
         "critic": run.critic.state_dict() if run.critic is not None else None,
         "optimizer": run.optimizer.state_dict(),
         "baseline": run.baseline.state_dict(),
+        "control_variate": run.control_variate.state_dict(),
         "critic_calibrated": run.critic_calibrated,
         "sidekick": run.sidekick.state_dict(),
         "sidekick_name": run.sidekick.name,
@@ -314,9 +318,18 @@ def restore_training(run: Checkpointed, state: dict[str, Any], grid_shape: tuple
                 "cannot resume: the run's critic was trained with critic_residual = "
                 f"{recorded}, this run has {run.config.critic_residual}"
             )
+        # Checkpoints from before critic_gate existed used the critic's whole output.
+        gated = bool(state["config"].get("critic_gate", False))
+        if gated != run.config.critic_gate:
+            raise UserError(
+                "cannot resume: the run's critic was trained with critic_gate = "
+                f"{gated}, this run has {run.config.critic_gate}"
+            )
         run.critic.load_state_dict(state["critic"])
     run.optimizer.load_state_dict(state["optimizer"])
     run.baseline.load_state_dict(state["baseline"])
+    if "control_variate" in state:  # absent from checkpoints that predate it (never used)
+        run.control_variate.load_state_dict(state["control_variate"])
     run.sidekick.load_state_dict(state["sidekick"])
     restore_rng_state(state["rng"]["global"])
     action_states = state["rng"]["actions"]

@@ -38,6 +38,7 @@ TRAIN_ONLY_FIELDS = (
     "critic",
     "critic_coeff",
     "critic_residual",
+    "critic_gate",
     "actor",
     "lambda_entropy",
     "reward_scale",
@@ -65,7 +66,7 @@ _NON_NEGATIVE_FLOATS = (
     "reward_scale",
     "supervised_scale",
 )
-_BOOLS = ("memorize", "fix_decode", "deterministic", "critic_residual")
+_BOOLS = ("memorize", "fix_decode", "deterministic", "critic_residual", "critic_gate")
 
 
 @dataclass(frozen=True)
@@ -105,6 +106,11 @@ class TrainConfig:
     """A learned critic predicts the return minus the average baseline (it starts as the
     average baseline and learns what the state adds); False: it predicts the return itself,
     its output calibrated to the first batch's mean return (docs/deviations.md K6)."""
+    critic_gate: bool = True
+    """With ``critic_residual``: the advantages subtract the critic's output times its
+    control-variate weight (``E[(R - B) v] / E[v^2]`` over the previous batches, clamped to
+    [0, 1]; :class:`~pyskick.training.baselines.ControlVariate`), so a critic that does not yet
+    explain the returns adds no noise; False: the whole output."""
     actor: str = "learned"
     """A registered actor: "learned" (the act head chooses), "random" (uniform actions:
     rnd-actions; only the reconstruction trains) or "demo-actions" (the demo sidekick's greedy

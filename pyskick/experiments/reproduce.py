@@ -315,6 +315,11 @@ def check_settings(out_dir: Path, settings: dict[str, Any]) -> None:
                 for name in sorted({*saved[key], *settings[key]})
                 if saved[key].get(name) != settings[key].get(name)
             )
+            if field not in saved[key]:
+                raise UserError(
+                    f"{out_dir} was written by an older pyskick, before the setting {field} "
+                    f"(now {settings[key][field]!r}); use another --out"
+                )
             raise UserError(
                 f"{out_dir} holds results of {field} {saved[key].get(field)!r}, not "
                 f"{settings[key].get(field)!r}; use another --out or the same settings"

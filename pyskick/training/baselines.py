@@ -7,6 +7,9 @@ the mean of the final reward (−final MSE) over every training sample seen and 
 the mean of the raw intrinsic rewards over every training sample-step. Only training rollouts
 update it (the authors also fed validation rollouts in: docs/paper-reference.md §8.17), and it is
 saved in checkpoints (the authors reset it on resume, §8.20).
+
+:class:`ControlVariate` decides how much of a residual critic's output the advantages use
+(``TrainConfig.critic_gate``).
 """
 
 from __future__ import annotations
@@ -64,3 +67,50 @@ class AverageBaseline:
         self.final_count = int(state["final_count"])
         self.intrinsic_sum = float(state["intrinsic_sum"])
         self.intrinsic_count = int(state["intrinsic_count"])
+
+
+class ControlVariate:
+    """How much of a residual critic's output to subtract from the advantages.
+
+    The critic's residual ``v`` (its output, added to the average baseline ``B_t``) is a
+    control variate for the centred return ``R_t - B_t``: subtracting ``g * v`` (a state's
+    value, ``g`` fixed before the batch) leaves the policy gradient unbiased, and the mean
+    square of the advantages is smallest at ``g* = E[(R - B) v] / E[v^2]``. The weight is
+    ``g*`` clamped to [0, 1], estimated from exponentially decayed sums over the *previous*
+    batches (0 before any, so a +ac run starts exactly as REINFORCE with the average
+    baseline): a critic that explains none of the returns' variance is not used, an exact one
+    fully (docs/deviations.md K6).
+
+    Args:
+        decay: weight of the earlier batches' sums at each update (0.9: about the last ten
+            batches count).
+    """
+
+    def __init__(self, decay: float = 0.9) -> None:
+        if not 0.0 <= decay < 1.0:
+            raise ValueError(f"decay must be in [0, 1), got {decay}")
+        self.decay = decay
+        self.cross = 0.0
+        self.square = 0.0
+
+    @property
+    def weight(self) -> float:
+        """``clamp(cross / square, 0, 1)``; 0 before any update or while ``square`` is 0."""
+        if self.square <= 0.0:
+            return 0.0
+        return min(1.0, max(0.0, self.cross / self.square))
+
+    def update(self, cross: float, square: float) -> None:
+        """Add one batch's ``sum (R - B) * v`` and ``sum v^2`` (reduced over ranks)."""
+        self.cross = self.decay * self.cross + float(cross)
+        self.square = self.decay * self.square + float(square)
+
+    def state_dict(self) -> dict[str, Any]:
+        """Plain numbers, for checkpoints."""
+        return {"decay": self.decay, "cross": self.cross, "square": self.square}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore :meth:`state_dict`'s output."""
+        self.decay = float(state["decay"])
+        self.cross = float(state["cross"])
+        self.square = float(state["square"])

@@ -4,7 +4,8 @@
 - rewards: ``r_t = sidekick_scale * intrinsic_t``, plus ``-rec_err_{T-1}`` (detached) at the
   last action; returns are the undiscounted reward-to-go;
 - REINFORCE: ``-mean_b(log pi(a_t) * reward_scale * (R_t - b_t))`` with ``b_t`` the average
-  baseline, the learned critic's (detached) value, or their sum (a residual critic);
+  baseline, the learned critic's (detached) value, or the baseline plus ``critic_weight`` times
+  the critic's output (a residual critic);
 - entropy bonus ``-lambda_entropy * mean_b H_t``; critic loss ``critic_coeff * mean_b (R_t -
   V_t)^2``;
 - steps a sidekick demonstrated get ``supervised_scale * NLL`` instead of the three RL terms.
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+import torch
 from torch import Tensor
 
 from pyskick.envs.rollout import Rollout
@@ -53,6 +55,7 @@ def completion_loss(
     lambda_entropy: float = 1e-4,
     critic_coeff: float = 1e-2,
     supervised_scale: float = 1e-3,
+    critic_weight: float = 1.0,
 ) -> LossTerms:
     """The loss of one rollout.
 
@@ -67,6 +70,9 @@ def completion_loss(
         lambda_entropy: weight of the entropy bonus.
         critic_coeff: weight of the critic's squared error.
         supervised_scale: weight of the NLL of demonstrated actions.
+        critic_weight: share of a residual critic's output subtracted in the advantages
+            (:class:`~pyskick.training.baselines.ControlVariate`); its squared-error loss
+            always uses the whole output.
 
     Returns:
         :class:`LossTerms`.
@@ -86,7 +92,10 @@ def completion_loss(
         critic_loss = zero
     else:
         values = rollout.values if baseline is None else rollout.values + baseline[:, None]
-        advantages = returns - values.detach()
+        if baseline is None or critic_weight == 1.0:
+            advantages = returns - values.detach()
+        else:
+            advantages = returns - (baseline[:, None] + critic_weight * rollout.values.detach())
         critic_loss = critic_coeff * ((returns - values).pow(2) * rl).sum() / B
     policy_loss = -(rollout.log_probs * reward_scale * advantages * rl).sum() / B
     entropy_loss = -lambda_entropy * (rollout.entropies * rl).sum() / B
@@ -100,3 +109,20 @@ def completion_loss(
         critic_loss.detach(),
         supervised_loss.detach(),
     )
+
+
+def control_variate_sums(rollout: Rollout, baseline: Tensor, sidekick_scale: float) -> Tensor:
+    """``[2]`` float64 ``(sum (R - B) * v, sum v^2)`` over the policy-gradient steps.
+
+    ``v`` is a residual critic's output (``rollout.values``), ``R`` the returns and ``B`` the
+    ``[T-1]`` average baseline: what :class:`~pyskick.training.baselines.ControlVariate`
+    accumulates.
+    """
+    if rollout.values is None:
+        raise ValueError("control_variate_sums needs a rollout with critic values")
+    rl = (~rollout.supervised).double()
+    centred = (
+        reward_to_go(episode_rewards(rollout, sidekick_scale)).double() - baseline[:, None].double()
+    )
+    values = rollout.values.detach().double()
+    return torch.stack([(centred * values * rl).sum(), (values * values * rl).sum()])

@@ -58,10 +58,10 @@ from pyskick.plugins import lookup
 from pyskick.run_dir import CONFIG, RunDir
 from pyskick.sidekicks.base import NoSidekick, Sidekick
 from pyskick.sidekicks.factory import make_sidekick
-from pyskick.training.baselines import AverageBaseline
+from pyskick.training.baselines import AverageBaseline, ControlVariate
 from pyskick.training.data import TrainData
 from pyskick.training.loggers import Dispatcher, RunInfo, make_loggers
-from pyskick.training.losses import completion_loss, episode_rewards
+from pyskick.training.losses import completion_loss, control_variate_sums, episode_rewards
 from pyskick.training.metric_sums import MetricSums
 from pyskick.training.returns import reward_to_go
 from pyskick.training.seeding import seed_everything
@@ -75,8 +75,8 @@ _RESUMABLE_CHANGES = ("epochs", "pretrain_epochs", "device")
 _SET_UP_ATTRIBUTES = frozenset(
     {
         "T", "init", "sidekick", "device", "dist", "actor", "val_actor", "learn_actions",
-        "model_config", "policy", "critic", "params", "optimizer", "baseline", "env",
-        "action_generator", "start_epoch", "critic_calibrated", "best_val", "history",
+        "model_config", "policy", "critic", "params", "optimizer", "baseline", "control_variate",
+        "env", "action_generator", "start_epoch", "critic_calibrated", "best_val", "history",
         "policy_ddp", "critic_ddp", "logger",
     }
 )  # fmt: skip
@@ -449,6 +449,7 @@ class Trainer:
         self.params = params
         self.optimizer = torch.optim.Adam(params, lr=config.lr, weight_decay=config.weight_decay)
         self.baseline = AverageBaseline()
+        self.control_variate = ControlVariate()
         self.env = make_env(
             self.model_config,
             self.T,
@@ -664,6 +665,7 @@ class Trainer:
                 if self.learn_actions and uses_baseline and self.T > 1:
                     self._update_baseline(rollout.final_errors, rollout.intrinsic)
                     baseline = self.baseline.values(self.T, sidekick_scale, self.device)
+                gated = baseline is not None and rollout.values is not None and cfg.critic_gate
                 side_seconds += time.perf_counter() - tick_baseline
                 loss = completion_loss(
                     rollout,
@@ -674,7 +676,11 @@ class Trainer:
                     lambda_entropy=cfg.lambda_entropy,
                     critic_coeff=cfg.critic_coeff,
                     supervised_scale=cfg.supervised_scale,
+                    critic_weight=self.control_variate.weight if gated else 1.0,
                 )
+                if gated:  # after the loss: the weight comes from earlier batches only
+                    cv_sums = control_variate_sums(rollout, baseline, sidekick_scale)
+                    self.control_variate.update(*all_reduce_sum(cv_sums, self.dist).tolist())
                 self.optimizer.zero_grad(set_to_none=True)
                 loss.total.backward()
                 grad_norm = torch.nn.utils.clip_grad_norm_(self.params, cfg.grad_clip)
@@ -714,6 +720,8 @@ class Trainer:
             metrics["sidekick/reward_scale"] = self.sidekick.reward_scale(epoch)
             metrics["baseline/final_reward_mean"] = self.baseline.final_mean
             metrics["baseline/intrinsic_mean"] = self.baseline.intrinsic_mean
+            if self.critic is not None and self.config.critic_residual and self.config.critic_gate:
+                metrics["critic/weight"] = self.control_variate.weight
         return metrics
 
     def _calibrate_critic(self, rollout: Rollout, sidekick_scale: float) -> Rollout:

@@ -209,3 +209,11 @@ def test_a_study_on_the_validation_split(scenes: Path, tmp_path: Path) -> None:
         reproduce(scenes, out, methods=["ltla"], report=False, **FAST)
     with pytest.raises(ValueError, match="eval_split must be 'test' or 'val'"):
         reproduce(scenes, tmp_path / "x", methods=["ltla"], eval_split="train", **FAST)
+    # A folder written before a TrainConfig field existed is refused, naming the field.
+    record = out / "reproduce.json"
+    saved = json.loads(record.read_text())
+    del saved["train_config"]["critic_gate"]
+    record.write_text(json.dumps(saved))
+    with pytest.raises(ValueError, match="older pyskick, before the setting critic_gate"):
+        reproduce(scenes, out, methods=["ltla"], report=False, eval_split="val", **FAST)
+    assert json.loads(record.read_text()) == saved  # refused before anything was written

@@ -4,7 +4,7 @@ It generates a synthetic-scenes dataset into the output folder and runs, with th
 preset and several seeds, the methods that show the paper's effects: one-view, rnd-actions,
 ltla, ours(rew) and ours(demo) (``--full``: every Table 1 method whose plugins are installed).
 The report (``index.html``, ``table.md``) says in words whether each effect holds, judged by
-paired intervals across seeds. The defaults take about 13 minutes on 2 CPU cores
+paired intervals across seeds. The defaults take about 12 minutes on 2 CPU cores
 (docs/reproduce.md has the measured costs; 4 seeds are what fits in 15 minutes). Rerunning
 continues where it stopped.
 """
