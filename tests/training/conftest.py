@@ -6,7 +6,10 @@ import pytest
 import torch
 
 from pyskick.config import TrainConfig, train_preset
+from pyskick.training import trainer as trainer_module
 from pyskick.training.data import TrainData
+from pyskick.training.losses import completion_loss
+from pyskick.training.trainer import pretrain
 
 
 def smooth_grids(n: int, *, N: int = 3, M: int = 4, C: int = 1, H: int = 16, seed: int = 0):
@@ -42,3 +45,22 @@ def tiny_config() -> TrainConfig:
 def _smooth_grids_fixture():
     """The :func:`smooth_grids` factory (test modules cannot import conftest)."""
     return smooth_grids
+
+
+@pytest.fixture
+def pretrained(tmp_path, tiny_config, tiny_data):
+    """A one-view run of ``tiny_config`` (test files may define their own)."""
+    return pretrain(tiny_config, tmp_path / "pre", tiny_data).run_dir
+
+
+@pytest.fixture
+def recorded(monkeypatch):
+    """The (rollout, kwargs) of every ``completion_loss`` call the trainer makes."""
+    calls = []
+
+    def recording(rollout, **kwargs):
+        calls.append((rollout, kwargs))
+        return completion_loss(rollout, **kwargs)
+
+    monkeypatch.setattr(trainer_module, "completion_loss", recording)
+    return calls

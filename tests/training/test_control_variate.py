@@ -10,10 +10,9 @@ import pytest
 import torch
 
 from pyskick.envs.rollout import Rollout
-from pyskick.training import trainer as trainer_module
 from pyskick.training.baselines import ControlVariate
 from pyskick.training.losses import completion_loss, control_variate_sums
-from pyskick.training.trainer import Trainer, pretrain
+from pyskick.training.trainer import Trainer
 
 
 def test_weight_is_the_clamped_ratio_of_decayed_sums():
@@ -98,24 +97,6 @@ def test_weight_zero_is_reinforce_and_the_critic_loss_keeps_the_whole_output():
     assert float(half.policy) == pytest.approx((float(plain.policy) + float(full.policy)) / 2)
 
 
-@pytest.fixture
-def pretrained(tmp_path, tiny_config, tiny_data):
-    return pretrain(tiny_config, tmp_path / "pre", tiny_data).run_dir
-
-
-@pytest.fixture
-def recorded(monkeypatch):
-    """The (rollout, kwargs) of every ``completion_loss`` call the trainer makes."""
-    calls = []
-
-    def recording(rollout, **kwargs):
-        calls.append((rollout, kwargs))
-        return completion_loss(rollout, **kwargs)
-
-    monkeypatch.setattr(trainer_module, "completion_loss", recording)
-    return calls
-
-
 def test_trainer_weights_each_batch_by_the_earlier_ones(
     tmp_path, pretrained, tiny_config, tiny_data, recorded
 ):
@@ -150,17 +131,3 @@ def test_without_the_gate_the_whole_output_is_used(
     assert {kwargs["critic_weight"] for _, kwargs in recorded} == {1.0}
     row = json.loads((tmp_path / "t" / "metrics.jsonl").read_text().splitlines()[0])
     assert "critic/weight" not in row
-
-
-def test_resuming_with_the_other_gate_is_refused(tmp_path, pretrained, tiny_config, tiny_data):
-    config = tiny_config.replace(epochs=1, critic="critic")
-    Trainer(config, tmp_path / "t", tiny_data, stage="train", init=pretrained).fit()
-    with pytest.raises(ValueError, match="critic_gate"):
-        Trainer(
-            config.replace(epochs=2, critic_gate=False),
-            tmp_path / "t",
-            tiny_data,
-            stage="train",
-            init=pretrained,
-            resume=True,
-        ).setup()

@@ -6,28 +6,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from pyskick.training import trainer as trainer_module
 from pyskick.training.losses import completion_loss, episode_rewards
 from pyskick.training.returns import reward_to_go
-from pyskick.training.trainer import Trainer, pretrain
-
-
-@pytest.fixture
-def pretrained(tmp_path, tiny_config, tiny_data):
-    return pretrain(tiny_config, tmp_path / "pre", tiny_data).run_dir
-
-
-@pytest.fixture
-def recorded(monkeypatch):
-    """The (rollout, kwargs) of every ``completion_loss`` call the trainer makes."""
-    calls = []
-
-    def recording(rollout, **kwargs):
-        calls.append((rollout, kwargs))
-        return completion_loss(rollout, **kwargs)
-
-    monkeypatch.setattr(trainer_module, "completion_loss", recording)
-    return calls
+from pyskick.training.trainer import Trainer
 
 
 def returns_of(rollout, kwargs):
@@ -95,14 +76,15 @@ def test_critic_of_returns_first_loss_is_their_variance(
     assert trainer.state_dict(0)["critic_calibrated"] is True
 
 
+@pytest.mark.parametrize("field", ["critic_residual", "critic_gate"])
 def test_resuming_a_critic_of_the_other_kind_is_refused(
-    tmp_path, pretrained, tiny_config, tiny_data
+    tmp_path, pretrained, tiny_config, tiny_data, field
 ):
-    config = tiny_config.replace(epochs=1, critic="critic", critic_residual=False)
+    config = tiny_config.replace(epochs=1, critic="critic", **{field: False})
     Trainer(config, tmp_path / "t", tiny_data, stage="train", init=pretrained).fit()
-    with pytest.raises(ValueError, match="critic_residual"):
+    with pytest.raises(ValueError, match=field):
         Trainer(
-            config.replace(epochs=2, critic_residual=True),
+            config.replace(epochs=2, **{field: True}),
             tmp_path / "t",
             tiny_data,
             stage="train",
