@@ -64,6 +64,21 @@ def write_json(path: str | os.PathLike[str], payload: Any) -> Path:
     return write_text(path, json.dumps(payload, indent=2) + "\n")
 
 
+def read_json_object(path: Path, what: str) -> dict[str, Any]:
+    """The JSON object in file ``path``, whose kind ``what`` the errors name.
+
+    Raises:
+        UserError: the file is not readable JSON, or holds something other than an object.
+    """
+    try:
+        value = json.loads(path.read_text())
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise UserError(f"{path} is not a readable {what} ({exc})") from None
+    if not isinstance(value, dict):
+        raise UserError(f"{path} is not a {what} (not a JSON object)")
+    return value
+
+
 def temporaries(path: str | os.PathLike[str]) -> list[Path]:
     """The temporaries :func:`atomic_path` made for ``path`` that are still there: a writer
     killed (SIGKILL, power loss) before its rename leaves one behind."""

@@ -17,7 +17,6 @@ every loader of a run's policy takes one.
 
 from __future__ import annotations
 
-import json
 import os
 import random
 import zipfile
@@ -27,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import torch
 from torch import nn
 
-from pyskick._io import atomic_path
+from pyskick._io import atomic_path, read_json_object
 from pyskick.errors import UserError, UserFileNotFoundError
 from pyskick.models import CompletionPolicy, ModelConfig
 
@@ -207,13 +206,7 @@ def _json_object(path: Path) -> dict[str, Any]:
     """
     if not path.is_file():
         raise UserFileNotFoundError(f"{path} does not exist")
-    try:
-        value = json.loads(path.read_text())
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise UserError(f"{path} is not readable JSON ({exc})") from None
-    if not isinstance(value, dict):
-        raise UserError(f"{path} is not a JSON object")
-    return value
+    return read_json_object(path, "JSON file")
 
 
 def policy_from_state(

@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from pyskick._io import remove_temporaries, write_json, write_text
+from pyskick._io import read_json_object, remove_temporaries, write_json, write_text
 from pyskick.checkpoint import EXPORT_WEIGHTS, POLICY_KEYS, is_export, load_run, policy_from_state
 from pyskick.config import TrainConfig
 from pyskick.errors import UserError, UserFileNotFoundError
@@ -124,13 +124,7 @@ class RunDir:
         path = self.path / name
         if not path.is_file():
             return None
-        try:
-            record = json.loads(path.read_text())
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise UserError(f"{path} is not a readable run record ({exc})") from None
-        if not isinstance(record, dict):
-            raise UserError(f"{path} is not a run record (not a JSON object)")
-        return record
+        return read_json_object(path, "run record")
 
     def write_record(self, name: str, payload: dict[str, Any]) -> Path:
         """Write a JSON record atomically (the caller holds the lock)."""

@@ -18,6 +18,11 @@ ACTIONS = (8, 2)  # (0, +1), then (-1, 0): T = 3 glimpses
 T = 3  # the reward models' (tests/envs/conftest.py)
 
 
+def lookaround(models, **kwargs) -> gymnasium.Env:
+    """LookAround-v0 on the test split of the reward models' data file, T = T."""
+    return gymnasium.make(GYM_ID, dataset=models.data_file, split="test", T=T, **kwargs)
+
+
 def play(env: gymnasium.Env, index: int, start: int, actions=ACTIONS) -> list[float]:
     """Rewards of one episode on viewgrid ``index`` from ``start``."""
     env.reset(seed=0, options={"index": index, "start": start})
@@ -53,11 +58,8 @@ def pyskick_errors(models, index: int, start: int) -> torch.Tensor:
 @pytest.mark.parametrize("mode", ["final", "improvement"])
 def test_reconstruction_reward_is_the_papers_task_loss(reward_models, mode: str) -> None:
     assert reward_models.T == T
-    env = gymnasium.make(
-        GYM_ID,
-        dataset=reward_models.data_file,
-        split="test",
-        T=T,
+    env = lookaround(
+        reward_models,
         reward="reconstruction",
         reward_mode=mode,
         reward_training=reward_models.training,
@@ -75,11 +77,8 @@ def test_reconstruction_reward_is_the_papers_task_loss(reward_models, mode: str)
 
 
 def test_reconstruction_reward_with_an_explicit_model_and_its_picture(reward_models) -> None:
-    env = gymnasium.make(
-        GYM_ID,
-        dataset=reward_models.data_file,
-        split="test",
-        T=T,
+    env = lookaround(
+        reward_models,
         reward="reconstruction",
         reward_model=reward_models.reconstruction,
         render_mode="rgb_array",
@@ -123,11 +122,8 @@ def test_coverage_reward_pays_the_gain_in_saturated_coverage(reward_models) -> N
     from pyskick.data import ViewgridFile
 
     source = ViewgridFile(reward_models.data_file)
-    env = gymnasium.make(
-        GYM_ID,
-        dataset=reward_models.data_file,
-        split="test",
-        T=T,
+    env = lookaround(
+        reward_models,
         reward="coverage",
         reward_model=reward_models.one_view,
     )
@@ -157,11 +153,8 @@ def test_coverage_reward_pays_the_gain_in_saturated_coverage(reward_models) -> N
 
 
 def test_coverage_reward_repeats_pay_nothing(reward_models) -> None:
-    env = gymnasium.make(
-        GYM_ID,
-        dataset=reward_models.data_file,
-        split="test",
-        T=T,
+    env = lookaround(
+        reward_models,
         reward="coverage",
         reward_model=reward_models.one_view,
     )
@@ -247,11 +240,8 @@ def test_reconstruction_reward_from_an_export_folder(reward_models, tmp_path) ->
     assert (export / "model.safetensors").is_file()
     paid = {}
     for name, model in (("run", reward_models.reconstruction), ("export", export)):
-        env = gymnasium.make(
-            GYM_ID,
-            dataset=reward_models.data_file,
-            split="test",
-            T=T,
+        env = lookaround(
+            reward_models,
             reward="reconstruction",
             reward_model=model,
         )
