@@ -123,21 +123,28 @@ void bind_coverage_matrix(py::module_& m) {
   def_op(
       m, "coverage_matrix",
       [](uintptr_t recon, uintptr_t grid, uintptr_t out, int64_t B, int64_t N, int64_t M,
-         int64_t D) {
-        if (!check_coverage_matrix(recon, grid, out, B, N, M, D)) return true;
-        py::gil_scoped_release release;
-        // False: a squared error was not finite; the wrapper names the non-finite input.
-        return pyskick::coverage_matrix_cpu(ptr<const float>(recon), ptr<const float>(grid),
-                                            ptr<float>(out), B, N, M, D);
+         int64_t D, uintptr_t nonfinite) {
+        check_pointer("coverage_matrix", "nonfinite", nonfinite, 1);
+        if (!check_coverage_matrix(recon, grid, out, B, N, M, D)) return;
+        bool valid;
+        {
+          py::gil_scoped_release release;
+          valid = pyskick::coverage_matrix_cpu(ptr<const float>(recon), ptr<const float>(grid),
+                                               ptr<float>(out), B, N, M, D);
+        }
+        // 1: a squared error was not finite; the wrapper names the non-finite input.
+        if (!valid) *ptr<std::int32_t>(nonfinite) = 1;
       },
       PYSKICK_IF_CUDA([](uintptr_t recon, uintptr_t grid, uintptr_t out, int64_t B, int64_t N,
-                         int64_t M, int64_t D, uintptr_t stream) {
+                         int64_t M, int64_t D, uintptr_t nonfinite, uintptr_t stream) {
+        check_pointer("coverage_matrix", "nonfinite", nonfinite, 1);
         if (!check_coverage_matrix(recon, grid, out, B, N, M, D)) return;
         pyskick::coverage_matrix_cuda(ptr<const float>(recon), ptr<const float>(grid),
-                                      ptr<float>(out), B, N, M, D, stream);
+                                      ptr<float>(out), ptr<std::int32_t>(nonfinite), B, N, M, D,
+                                      stream);
       }),
       py::arg("recon"), py::arg("grid"), py::arg("out"), py::arg("B"), py::arg("N"), py::arg("M"),
-      py::arg("D"));
+      py::arg("D"), py::arg("nonfinite"));
 }
 
 // ------------------------------------------------------------------------ greedy_coverage
@@ -163,15 +170,18 @@ void bind_greedy_coverage(py::module_& m) {
          bool wrap_azimuth, bool wrap_elevation) {
         if (!check_greedy_coverage(coverage, starts, actions, views, B, S, steps, N, M, dN, dM))
           return;
-        bool valid;
+        pyskick::GreedyStatus status;
         {
           py::gil_scoped_release release;
-          valid = pyskick::greedy_coverage_cpu(ptr<const float>(coverage),
-                                               ptr<const int64_t>(starts), ptr<int64_t>(actions),
-                                               ptr<int64_t>(views), B, S, steps, N, M, dN, dM,
-                                               wrap_azimuth, wrap_elevation);
+          status = pyskick::greedy_coverage_cpu(ptr<const float>(coverage),
+                                                ptr<const int64_t>(starts), ptr<int64_t>(actions),
+                                                ptr<int64_t>(views), B, S, steps, N, M, dN, dM,
+                                                wrap_azimuth, wrap_elevation);
         }
-        PYSKICK_CHECK(valid, "greedy_coverage: coverage must lie in [0, 1] (as coverage_matrix ",
+        PYSKICK_CHECK(status != pyskick::GreedyStatus::kStartOutOfRange,
+                      "greedy_coverage: starts must lie in [0, ", N * M, ")");
+        PYSKICK_CHECK(status != pyskick::GreedyStatus::kCoverageOutOfRange,
+                      "greedy_coverage: coverage must lie in [0, 1] (as coverage_matrix ",
                       "returns), got values outside it or NaN");
       },
       PYSKICK_IF_CUDA([](uintptr_t coverage, uintptr_t starts, uintptr_t actions,

@@ -32,10 +32,10 @@ def rotate_viewgrid_cuda(
     stream: int,
 ) -> None: ...
 def coverage_matrix_cpu(
-    recon: int, grid: int, out: int, B: int, N: int, M: int, D: int
-) -> bool: ...
+    recon: int, grid: int, out: int, B: int, N: int, M: int, D: int, nonfinite: int
+) -> None: ...
 def coverage_matrix_cuda(
-    recon: int, grid: int, out: int, B: int, N: int, M: int, D: int, stream: int
+    recon: int, grid: int, out: int, B: int, N: int, M: int, D: int, nonfinite: int, stream: int
 ) -> None: ...
 def greedy_coverage_cpu(
     coverage: int,

@@ -22,14 +22,18 @@ from pyskick.models import PRESETS as MODEL_PRESETS
 
 DeviceName = Literal["auto", "cpu", "cuda"]
 FrozenBatchNormName = Literal["train", "eval"]
+DataOnDevice = Literal["auto", "on", "off"]
+Precision = Literal["fp32", "bf16"]
 
 _CHOICES: dict[str, tuple[str, ...]] = {
     "device": get_args(DeviceName),
+    "data_on_device": get_args(DataOnDevice),
+    "precision": get_args(Precision),
     "frozen_batchnorm": get_args(FrozenBatchNormName),
     "val_metric": tuple(METRICS),
     "start_zeroing": START_ZEROING,
 }
-_POSITIVE_INTS = ("T", "epochs", "pretrain_epochs", "batch_size", "eval_batch_size")
+_POSITIVE_INTS = ("T", "epochs", "pretrain_epochs", "batch_size", "save_every")
 # Names resolved in the plugin registry when a run starts (plugins may add more).
 _REGISTERED_NAMES = ("critic", "actor", "sidekick")
 TRAIN_ONLY_FIELDS = (
@@ -53,6 +57,9 @@ TRAIN_ONLY_FIELDS = (
 )
 """Fields that only matter after pretraining: the one-view cache keys a pretraining by the
 others (their defaults in the cached run), and a resumed pretraining ignores them."""
+RUNTIME_FIELDS = ("device", "data_on_device", "eval_batch_size", "save_every")
+"""Fields that change where and how fast a run computes, never its results: a resumed run may
+change them, and results recorded by ``reproduce`` do not depend on them."""
 # A config is a few lines of TOML: anything larger is the wrong file (never read into memory).
 MAX_CONFIG_BYTES = 1 << 20
 # Fields of older configs that moved; from_dict drops them from configs that predate the move.
@@ -137,9 +144,10 @@ class TrainConfig:
     val_metric: str = DEFAULT_METRIC
     """Validation metric (:data:`pyskick.metrics.METRICS`): "avg" (every other elevation and
     azimuth, mean over starts) or "adv" (all starts, max)."""
-    eval_batch_size: int = 256
-    """Episodes per forward pass in validation and evaluation (memory only; no effect on
-    results)."""
+    eval_batch_size: int | Literal["auto"] = "auto"
+    """Episodes per forward pass in validation and evaluation (memory and speed only; no
+    effect on results); ``"auto"``: 256 on the CPU, sized to the free memory on a GPU
+    (:func:`pyskick.evaluation.evaluate.auto_eval_batch_size`)."""
     reward_radius: int = 1
     """Chebyshev radius zeroed in a sidekick's reward map around each visited view."""
     start_zeroing: StartZeroing = "view"
@@ -153,6 +161,18 @@ class TrainConfig:
     anyway)."""
     device: DeviceName = "auto"
     """"auto" (CUDA when available), "cpu" or "cuda"."""
+    data_on_device: DataOnDevice = "auto"
+    """Keep the training and validation viewgrids on the device ("on"), or on the host,
+    copying each batch ("off"); "auto": on when they fit in a quarter of the device's free
+    memory. The CPU's data is always where it computes (docs/training.md, "Device data")."""
+    save_every: int = 1
+    """Write ``latest.pt`` every this many epochs (and after the last); ``best.pt`` is written
+    with it when validation improved since. A killed run repeats the epochs after its last
+    checkpoint."""
+    precision: Precision = "fp32"
+    """Arithmetic of the training steps: "fp32", or "bf16" (autocast: matrix products and
+    convolutions in bfloat16, losses, normalisations and the optimizer in float32; the
+    weights stay float32). Validation and evaluation compute in float32."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.model, str) or self.model not in MODEL_PRESETS:
@@ -165,6 +185,13 @@ class TrainConfig:
                 raise UserError(
                     f"TrainConfig.{name} must be one of {', '.join(choices)}, got {value!r}"
                 )
+        batch = self.eval_batch_size
+        if batch != "auto" and (isinstance(batch, bool) or not isinstance(batch, int)):
+            raise UserTypeError(
+                f"TrainConfig.eval_batch_size must be an int or 'auto', got {batch!r}"
+            )
+        if batch != "auto" and batch < 1:
+            raise UserError(f"TrainConfig.eval_batch_size must be positive, got {batch}")
         for name in _REGISTERED_NAMES:
             value = getattr(self, name)
             if not isinstance(value, str) or not value:

@@ -1,8 +1,10 @@
 """Single-process or torchrun data-parallel execution (docs/training.md, "Distributed training").
 
-Under ``torchrun`` (``WORLD_SIZE > 1``) the trainer joins the process group (gloo on CPU, nccl
-on CUDA), wraps its modules in DDP and gives each rank an equal slice of every global batch;
-metrics are summed over ranks and only rank 0 writes files.
+Under ``torchrun`` (``WORLD_SIZE > 1``) the trainer joins the process group (gloo on the CPU;
+on CUDA, each rank on its own GPU, ``cpu:gloo,cuda:nccl``: nccl for CUDA tensors, gloo for any
+on the host), wraps its modules in DDP and gives each rank an equal slice of every global batch;
+metrics are summed over ranks and only rank 0 writes files. Every tensor collective goes through
+:func:`all_reduce_sum`, which refuses a tensor on a device the group cannot reduce.
 
 Every "am I rank 0?" goes through :func:`is_main`, which also answers before the process
 group exists (from torchrun's ``RANK``), so the command line can decide who locks and writes a
@@ -66,6 +68,8 @@ class DistContext:
     """Number of processes."""
     local_rank: int = 0
     """Rank on this node (picks the CUDA device)."""
+    reducible: frozenset[str] = frozenset({"cpu", "cuda"})
+    """Device types whose tensors the process group reduces (:func:`reducible_devices`)."""
 
     @property
     def distributed(self) -> bool:
@@ -107,17 +111,41 @@ def init_distributed(device: torch.device) -> DistContext:
     world_size = int(os.environ.get("WORLD_SIZE", "1"))
     if world_size <= 1:
         return DistContext()
+    if device.type == "cuda":
+        # nccl and the object collectives stage on the current device: this rank's GPU.
+        torch.cuda.set_device(device)
     if not dist.is_initialized():
-        dist.init_process_group(backend="nccl" if device.type == "cuda" else "gloo")
+        backend = "cpu:gloo,cuda:nccl" if device.type == "cuda" else "gloo"
+        dist.init_process_group(backend=backend)
     return DistContext(
         rank=dist.get_rank(),
         world_size=dist.get_world_size(),
         local_rank=local_rank(),
+        reducible=reducible_devices(str(dist.get_backend())),
     )
 
 
+def reducible_devices(backend: str) -> frozenset[str]:
+    """The device types a process group with ``backend`` reduces: ``"gloo"`` the CPU's,
+    ``"nccl"`` CUDA's, ``"cpu:gloo,cuda:nccl"`` both."""
+    if ":" in backend:
+        return frozenset(part.split(":")[0].strip() for part in backend.split(","))
+    return frozenset({"cuda"}) if backend == "nccl" else frozenset({"cpu"})
+
+
 def all_reduce_sum(values: Tensor, ctx: DistContext) -> Tensor:
-    """Sum ``values`` over ranks (returns a new tensor; identity in a single process)."""
+    """Sum ``values`` over ranks (returns a new tensor; identity in a single process).
+
+    Raises:
+        ValueError: ``values`` lie on a device whose tensors the process group cannot reduce
+            (an nccl group is handed a CPU tensor), in a single process too, so that the CPU
+            tests find what a GPU launch would fail on.
+    """
+    if values.device.type not in ctx.reducible:
+        raise ValueError(
+            f"all_reduce_sum: a {values.device.type} tensor cannot be reduced by a process group "
+            f"that reduces {', '.join(sorted(ctx.reducible))} tensors"
+        )
     out = values.clone()
     if ctx.distributed:
         dist.all_reduce(out, op=dist.ReduceOp.SUM)

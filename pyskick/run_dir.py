@@ -55,8 +55,10 @@ BEST = "best.pt"
 METRICS = "metrics.jsonl"
 LOCK = ".lock"
 
-OUTPUTS = (CONFIG, DATASET, LATEST, BEST, METRICS)
-"""The files a run writes atomically (their stale temporaries are removed when it starts)."""
+OUTPUTS = (CONFIG, DATASET, LATEST, BEST, METRICS, LATEST + ".next", BEST + ".next")
+"""The files a run writes atomically (their stale temporaries are removed when it starts); the
+``.next`` checkpoints are a pack's, written before it commits them
+(:mod:`pyskick.training.pack`)."""
 
 # Open lock files of this process: resolved folder -> (fd, depth). flock locks belong to an
 # open file description, so a second open-and-lock in the same process would refuse itself.
@@ -199,15 +201,19 @@ class RunDir:
         dataset: str | os.PathLike[str] | None = None,
         init: str | os.PathLike[str] | None = None,
         loggers: Sequence[str] | None = None,
+        pack: Mapping[str, Any] | None = None,
     ) -> None:
         """Record a starting (or resumed) run: ``config.json`` (``stage`` and ``config``, a
         :meth:`TrainConfig.to_dict <pyskick.config.TrainConfig.to_dict>`, plus the metric
-        ``loggers`` when given: recorded, not part of the config) and, when the data file is
+        ``loggers`` when given and the ``pack`` the run is trained in: recorded, not part of
+        the config) and, when the data file is
         known, ``dataset.json`` (see :meth:`record_dataset`). The caller holds the lock; a
         resumed run's data file was checked before (:meth:`check_dataset`)."""
         record = {"stage": stage, **config}
         if loggers is not None:
             record["loggers"] = list(loggers)
+        if pack is not None:
+            record["pack"] = dict(pack)
         self.write_record(CONFIG, record)
         if dataset is not None:
             self.record_dataset(dataset, init=init)

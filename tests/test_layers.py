@@ -43,6 +43,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "pyskick.methods",
             "pyskick.files",
             "pyskick.distributed",
+            "pyskick.timing",
             "pyskick.hookspecs",
             "pyskick.options",
             "pyskick.registry",

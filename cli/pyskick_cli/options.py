@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 
 import click
 
-from pyskick_cli.param_types import RegisteredName
+from pyskick_cli.param_types import EvalBatchSize, RegisteredName
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -180,7 +180,7 @@ def _seed_in_range(_ctx: click.Context, _param: click.Parameter, value: int | No
     """Refuse a seed above the one limit every command shares (before any work)."""
     if value is None:
         return None
-    from pyskick.training.trainer import MAX_SEED  # imports torch: only for a given seed
+    from pyskick.training.setup import MAX_SEED  # imports torch: only for a given seed
 
     if value > MAX_SEED:
         raise click.BadParameter(f"{value} is out of range (0 to {MAX_SEED})")
@@ -231,9 +231,39 @@ batch_size_option = shared_option(
 )
 eval_batch_size_option = shared_option(
     "--eval-batch-size",
+    type=EvalBatchSize(),
+    default=None,
+    help="Episodes per forward pass, or auto: 256 on the CPU, sized to the free memory on a "
+    "GPU (memory and speed only; results do not change).",
+)
+data_on_device_option = shared_option(
+    "--data-on-device",
+    type=click.Choice(["auto", "on", "off"]),
+    default=None,
+    help="Keep the viewgrids on the GPU (on), on the host copying each batch (off), or auto: "
+    "on when they fit in a quarter of its free memory (default: the config's, auto).",
+)
+precision_option = shared_option(
+    "--precision",
+    type=click.Choice(["fp32", "bf16"]),
+    default=None,
+    help="Arithmetic of the training steps: fp32, or bf16 autocast (matrix products and "
+    "convolutions in bfloat16; default: the config's, fp32).",
+)
+pack_option = shared_option(
+    "--pack",
+    type=click.Choice(["auto", "on", "off"]),
+    default="auto",
+    show_default=True,
+    help="Train the runs that can share a pack together, as one model (docs/training.md, "
+    "'Packed runs'): auto = on a GPU, where it pays; on = also on the CPU; off = one run at a "
+    "time.",
+)
+save_every_option = shared_option(
+    "--save-every",
     type=click.IntRange(min=1),
     default=None,
-    help="Episodes per forward pass (memory only; results do not change).",
+    help="Write latest.pt every N epochs and after the last (default: the config's, 1).",
 )
 glimpses_option = shared_option(
     "-T",
@@ -346,6 +376,10 @@ def training_options(f: F) -> F:
         ),
         seed_option(),
         device_option(),
+        data_on_device_option(),
+        precision_option(),
+        eval_batch_size_option(),
+        save_every_option(),
         logger_option(),
         click.option(
             "--out",

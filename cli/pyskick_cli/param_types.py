@@ -52,3 +52,24 @@ class RegisteredName(click.ParamType):
 
     def __repr__(self) -> str:
         return f"RegisteredName({self.kind!r})"
+
+
+class EvalBatchSize(click.ParamType):
+    """Episodes per forward pass: a positive int, or ``auto`` (256 on the CPU, sized to the
+    free memory on a GPU)."""
+
+    name = "N|auto"
+
+    def convert(
+        self, value: Any, param: click.Parameter | None, ctx: click.Context | None
+    ) -> int | str:
+        if value == "auto" or (isinstance(value, int) and not isinstance(value, bool)):
+            number = value
+        else:
+            try:
+                number = int(str(value))
+            except ValueError:
+                self.fail(f"{value!r} is neither a positive integer nor 'auto'", param, ctx)
+        if number != "auto" and number < 1:
+            self.fail(f"{value!r} is not a positive integer", param, ctx)
+        return number

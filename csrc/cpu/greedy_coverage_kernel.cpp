@@ -412,11 +412,15 @@ constexpr std::int64_t kChunk = 64;
 
 }  // namespace
 
-bool greedy_coverage_cpu(const float* coverage, const std::int64_t* starts, std::int64_t* actions,
-                         std::int64_t* views, std::int64_t B, std::int64_t S, std::int64_t steps,
-                         std::int64_t N, std::int64_t M, std::int64_t dN, std::int64_t dM,
-                         bool wrap_azimuth, bool wrap_elevation) {
+GreedyStatus greedy_coverage_cpu(const float* coverage, const std::int64_t* starts,
+                                 std::int64_t* actions, std::int64_t* views, std::int64_t B,
+                                 std::int64_t S, std::int64_t steps, std::int64_t N,
+                                 std::int64_t M, std::int64_t dN, std::int64_t dM,
+                                 bool wrap_azimuth, bool wrap_elevation) {
   const std::int64_t V = N * M;
+  for (std::int64_t i = 0; i < B * S; ++i) {
+    if (starts[i] < 0 || starts[i] >= V) return GreedyStatus::kStartOutOfRange;
+  }
   const std::int64_t total = B * V * V;
   constexpr std::int64_t kCheckChunk = 1 << 16;
   const std::int64_t check_chunks = (total + kCheckChunk - 1) / kCheckChunk;
@@ -426,7 +430,7 @@ bool greedy_coverage_cpu(const float* coverage, const std::int64_t* starts, std:
     const std::int64_t begin = c * kCheckChunk;
     out_of_range += count_out_of_range(coverage + begin, std::min(kCheckChunk, total - begin));
   }
-  if (out_of_range) return false;
+  if (out_of_range) return GreedyStatus::kCoverageOutOfRange;
   // Each float32 term is within 2^-24 of its float64 value (min is 1-Lipschitz and the residual
   // is rounded once) and the Vp terms sum to at most Vp, so float32 summation in any order stays
   // within Vp * Vp * 2^-24 (1 + Vp * 2^-24) of the float64 gain, itself within Vp^2 * 2^-53 of
@@ -463,7 +467,7 @@ bool greedy_coverage_cpu(const float* coverage, const std::int64_t* starts, std:
                        actions, views, scratch);
     }
   }
-  return true;
+  return GreedyStatus::kOk;
 }
 
 }  // namespace pyskick

@@ -12,8 +12,9 @@ constexpr int kWarpsPerBlock = 8;
 
 __global__ void coverage_utility_kernel(const float* __restrict__ recon,
                                         const float* __restrict__ grid, float* __restrict__ out,
-                                        std::int64_t B, std::int64_t N, std::int64_t M,
-                                        std::int64_t D, bool vec4) {
+                                        std::int32_t* __restrict__ nonfinite, std::int64_t B,
+                                        std::int64_t N, std::int64_t M, std::int64_t D,
+                                        bool vec4) {
   const std::int64_t V = N * M;
   const std::int64_t pairs = B * V * V;
   const int lane = threadIdx.x % 32;
@@ -46,7 +47,12 @@ __global__ void coverage_utility_kernel(const float* __restrict__ recon,
       }
     }
     for (int offset = 16; offset > 0; offset /= 2) acc += __shfl_down_sync(0xffffffffu, acc, offset);
-    if (lane == 0) out[p] = static_cast<float>(1.0 / (1000.0 * static_cast<double>(acc) + 1e-8));
+    if (lane == 0) {
+      // Every input value enters some squared error: a NaN or infinity in recon or grid (or an
+      // overflow of huge finite ones) shows here, without a second pass over the inputs.
+      if (!isfinite(acc)) *nonfinite = 1;
+      out[p] = static_cast<float>(1.0 / (1000.0 * static_cast<double>(acc) + 1e-8));
+    }
   }
 }
 
@@ -69,8 +75,9 @@ __global__ void coverage_normalise_kernel(float* __restrict__ out, std::int64_t 
 
 }  // namespace
 
-void coverage_matrix_cuda(const float* recon, const float* grid, float* out, std::int64_t B,
-                          std::int64_t N, std::int64_t M, std::int64_t D, std::uintptr_t stream) {
+void coverage_matrix_cuda(const float* recon, const float* grid, float* out,
+                          std::int32_t* nonfinite, std::int64_t B, std::int64_t N, std::int64_t M,
+                          std::int64_t D, std::uintptr_t stream) {
   const std::int64_t V = N * M;
   if (B * V == 0) return;
   const cudaStream_t s = as_stream(stream);
@@ -79,7 +86,8 @@ void coverage_matrix_cuda(const float* recon, const float* grid, float* out, std
   const std::int64_t pairs = B * V * V;
   const std::int64_t blocks = (pairs + kWarpsPerBlock - 1) / kWarpsPerBlock;
   coverage_utility_kernel<<<static_cast<unsigned int>(blocks < (1 << 30) ? blocks : (1 << 30)),
-                            32 * kWarpsPerBlock, 0, s>>>(recon, grid, out, B, N, M, D, vec4);
+                            32 * kWarpsPerBlock, 0, s>>>(recon, grid, out, nonfinite, B, N, M,
+                                                         D, vec4);
   PYSKICK_CUDA_LAUNCH_CHECK();
   coverage_normalise_kernel<<<ceil_div(B * V, 256), 256, 0, s>>>(out, B, V);
   PYSKICK_CUDA_LAUNCH_CHECK();

@@ -20,6 +20,32 @@ __device__ __forceinline__ std::int64_t move_axis(std::int64_t i, std::int64_t n
   return i < 0 ? 0 : (i >= n ? n - 1 : i);
 }
 
+// sum_t min(row[t], max(1 - cov_t, 0)) over 8 interleaved lanes (target t in lane t mod 8),
+// combined pairwise: the CPU kernel's and the twin's order, so the three agree bit for bit.
+// Unrolled by 8 with every lane index known at compile time, the lanes stay in registers (an
+// array indexed by t % 8 at run time spills to a local stack frame). cov is strided by T.
+__device__ __forceinline__ double coverage_gain(const float* __restrict__ row,
+                                                const double* __restrict__ cov, int T,
+                                                std::int64_t V) {
+  double acc[8] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
+  std::int64_t t = 0;
+  for (; t + 8 <= V; t += 8) {
+#pragma unroll
+    for (int l = 0; l < 8; ++l) {
+      const double residual = fmax(1.0 - cov[(t + l) * T], 0.0);
+      acc[l] += fmin(static_cast<double>(row[t + l]), residual);
+    }
+  }
+#pragma unroll
+  for (int l = 0; l < 7; ++l) {
+    if (t + l < V) {
+      const double residual = fmax(1.0 - cov[(t + l) * T], 0.0);
+      acc[l] += fmin(static_cast<double>(row[t + l]), residual);
+    }
+  }
+  return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+}
+
 __global__ void greedy_coverage_kernel(const float* __restrict__ coverage,
                                        const std::int64_t* __restrict__ starts,
                                        std::int64_t* __restrict__ actions,
@@ -38,7 +64,10 @@ __global__ void greedy_coverage_kernel(const float* __restrict__ coverage,
   const float* U = coverage + (bs / S) * V * V;
   std::int64_t* act = actions + bs * steps;
   std::int64_t* vis = views + bs * (steps + 1);
+  // Starts out of [0, V) (unchecked calls, check_values=False) are clamped: undefined
+  // trajectories, never an out-of-bounds read.
   std::int64_t cur = starts[bs];
+  cur = cur < 0 ? 0 : (cur >= V ? V - 1 : cur);
   for (std::int64_t t = 0; t < V; ++t) {
     cov[t * T + tid] = static_cast<double>(U[cur * V + t]);
     chosen[t * T + tid] = 0;
@@ -57,16 +86,7 @@ __global__ void greedy_coverage_kernel(const float* __restrict__ coverage,
       const std::int64_t na = move_axis(a + ai % dM - dM / 2, M, wrap_azimuth);
       const std::int64_t v = ne * M + na;
       double gain = 0.0;
-      if (!chosen[v * T + tid]) {
-        // sum_t min(U[v, t], max(1 - cov_t, 0)) over 8 interleaved lanes, as on the CPU.
-        const float* row = U + v * V;
-        double acc[8] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
-        for (std::int64_t t = 0; t < V; ++t) {
-          const double residual = fmax(1.0 - cov[t * T + tid], 0.0);
-          acc[t % 8] += fmin(static_cast<double>(row[t]), residual);
-        }
-        gain = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
-      }
+      if (!chosen[v * T + tid]) gain = coverage_gain(U + v * V, cov + tid, T, V);
       if (gain > best_gain) {  // strict: ties keep the lowest action index
         best_gain = gain;
         best_action = ai;

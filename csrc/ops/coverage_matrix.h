@@ -21,8 +21,11 @@ bool coverage_matrix_cpu(const float* recon, const float* grid, float* out, std:
                          std::int64_t N, std::int64_t M, std::int64_t D);
 
 #ifdef PYSKICK_WITH_CUDA
-void coverage_matrix_cuda(const float* recon, const float* grid, float* out, std::int64_t B,
-                          std::int64_t N, std::int64_t M, std::int64_t D, std::uintptr_t stream);
+// The same on the GPU, ordered on `stream`: instead of returning, it sets the device int32
+// `*nonfinite` to 1 when some err is not finite (the caller zeroes it and reads it after).
+void coverage_matrix_cuda(const float* recon, const float* grid, float* out,
+                          std::int32_t* nonfinite, std::int64_t B, std::int64_t N, std::int64_t M,
+                          std::int64_t D, std::uintptr_t stream);
 #endif
 
 }  // namespace pyskick

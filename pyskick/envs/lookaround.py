@@ -141,6 +141,7 @@ class LookAroundEnv:
         self._episode: _Episode | None = None
         self._deltas_cache: dict[torch.device, Tensor] = {}
         self._near_cache: dict[tuple[int, int, torch.device], Tensor] = {}
+        self._mean_cache: dict[tuple[int, torch.device], Tensor] = {}
 
     # ----------------------------------------------------------------- sizes
     @property
@@ -161,6 +162,7 @@ class LookAroundEnv:
         starts: Tensor | None = None,
         generator: torch.Generator | None = None,
         reward_maps: Tensor | None = None,
+        check_values: bool = True,
     ) -> Observation:
         """Start ``B`` episodes, one per viewgrid.
 
@@ -173,6 +175,10 @@ class LookAroundEnv:
             reward_maps: ``[B, N, M]`` float32 per-view sidekick rewards (copied); the start
                 view's neighbourhood (or the start view, or nothing: ``start_zeroing``) is
                 zeroed at once.
+            check_values: check the values of ``starts`` (range) and ``reward_maps``
+                (finite). False trusts them (their shapes, dtypes and devices are still
+                checked): reading values waits for a GPU, so the training loop, whose starts
+                are drawn in range and whose maps were checked when loaded, skips it.
 
         Returns:
             The observation at t = 0.
@@ -180,13 +186,15 @@ class LookAroundEnv:
         grids = _check_grids(grids)
         B, N, M, C = grids.shape[:4]
         device = grids.device
-        mean = channel_mean_for(self.channel_mean, C, device)
+        mean = self._mean(C, device)
         V = N * M
         if starts is None:
             gen_device = generator.device if generator is not None else torch.device("cpu")
-            starts = torch.randint(V, (B,), generator=generator, device=gen_device).to(device)
+            starts = torch.randint(V, (B,), generator=generator, device=gen_device)
+            if starts.device != device:
+                starts = starts.to(device)
         else:
-            starts = _check_indices("starts", starts, B, V, device)
+            starts = _check_indices("starts", starts, B, V, device, check_values=check_values)
         grid = normalize_views(grids, mean).contiguous()
         # Target slot k holds absolute azimuth (start + k) when the azimuth is unknown (Δ0 of the
         # paper). With it known (and elevation always known) the target is the absolute grid, not
@@ -194,7 +202,9 @@ class LookAroundEnv:
         target = grid if self.known_azimuth else rotate_viewgrid(grid, starts % M)
         reward_map = None
         if reward_maps is not None:
-            reward_map = _check_reward_maps(reward_maps, B, N, M, device).clone()
+            reward_map = _check_reward_maps(
+                reward_maps, B, N, M, device, check_values=check_values
+            ).clone()
             # The start view is seen, so its reward is spent (the authors never zero it,
             # docs/paper-reference.md §8.12: start_zeroing="none").
             if self.start_zeroing == "neighbourhood":
@@ -218,11 +228,13 @@ class LookAroundEnv:
         )
         return self.observe()
 
-    def step(self, actions: Tensor) -> Step:
+    def step(self, actions: Tensor, *, check_values: bool = True) -> Step:
         """Move every camera by its action and collect the intrinsic rewards.
 
         Args:
             actions: ``[B]`` integer tensor on the episodes' device, values in ``[0, A)``.
+            check_values: check that the actions lie in ``[0, A)``; False trusts them (see
+                :meth:`reset`).
 
         Returns:
             The new observation, the ``[B]`` float32 rewards collected and whether the budget
@@ -238,7 +250,7 @@ class LookAroundEnv:
                 f"the episode has used its budget of T={self.T} glimpses; call reset() first"
             )
         B, N, M = ep.grid.shape[:3]
-        actions = self._check_actions(actions, B, ep.grid.device)
+        actions = self._check_actions(actions, B, ep.grid.device, check_values=check_values)
         deltas = self._deltas(ep.grid.device)[actions]  # [B, 2]
         n = move_axis(ep.positions // M, deltas[:, 0], N, wrap=self.wrap_elevation)
         m = move_axis(ep.positions % M, deltas[:, 1], M, wrap=self.wrap_azimuth)
@@ -416,7 +428,16 @@ class LookAroundEnv:
             )
         return self._near_cache[key]
 
-    def _check_actions(self, actions: object, B: int, device: torch.device) -> Tensor:
+    def _mean(self, channels: int, device: torch.device) -> Tensor:
+        """The ``[C]`` channel mean on ``device``, copied there once."""
+        key = (channels, device)
+        if key not in self._mean_cache:
+            self._mean_cache[key] = channel_mean_for(self.channel_mean, channels, device)
+        return self._mean_cache[key]
+
+    def _check_actions(
+        self, actions: object, B: int, device: torch.device, *, check_values: bool = True
+    ) -> Tensor:
         if not isinstance(actions, Tensor):
             raise ValueError(
                 f"actions must be a [{B}] integer torch.Tensor, got {type(actions).__name__}"
@@ -429,7 +450,10 @@ class LookAroundEnv:
             raise ValueError(
                 f"actions must be on {device} (the episodes' device), got {actions.device}"
             )
-        actions = actions.to(torch.int64)
+        if actions.dtype != torch.int64:
+            actions = actions.to(torch.int64)
+        if not check_values:
+            return actions
         bad = (actions < 0) | (actions >= self.n_actions)
         if bool(bad.any()):
             where = bad.nonzero().flatten()[:5].tolist()
@@ -452,15 +476,18 @@ def _check_grids(grids: object) -> Tensor:
     return grids.detach()
 
 
-def _check_indices(name: str, t: object, B: int, upper: int, device: torch.device) -> Tensor:
+def _check_indices(
+    name: str, t: object, B: int, upper: int, device: torch.device, *, check_values: bool = True
+) -> Tensor:
     if not isinstance(t, Tensor):
         raise TypeError(f"{name} must be a [{B}] integer torch.Tensor, got {type(t).__name__}")
     if t.dtype == torch.bool or t.is_floating_point() or t.is_complex():
         raise TypeError(f"{name} must have an integer dtype, got {t.dtype}")
     if t.shape != (B,):
         raise ValueError(f"{name} must have shape [{B}], got {list(t.shape)}")
-    t = t.to(device=device, dtype=torch.int64)
-    if B and not bool(((t >= 0) & (t < upper)).all()):
+    if t.device != device or t.dtype != torch.int64:
+        t = t.to(device=device, dtype=torch.int64)
+    if check_values and B and not bool(((t >= 0) & (t < upper)).all()):
         raise ValueError(
             f"{name} must lie in [0, {upper}) (view index n * M + m), "
             f"got values in [{int(t.min())}, {int(t.max())}]"
@@ -468,7 +495,9 @@ def _check_indices(name: str, t: object, B: int, upper: int, device: torch.devic
     return t
 
 
-def _check_reward_maps(maps: object, B: int, N: int, M: int, device: torch.device) -> Tensor:
+def _check_reward_maps(
+    maps: object, B: int, N: int, M: int, device: torch.device, *, check_values: bool = True
+) -> Tensor:
     if not isinstance(maps, Tensor):
         raise TypeError(f"reward_maps must be a torch.Tensor, got {type(maps).__name__}")
     if maps.dtype != torch.float32:
@@ -477,6 +506,6 @@ def _check_reward_maps(maps: object, B: int, N: int, M: int, device: torch.devic
         raise ValueError(f"reward_maps must have shape [{B}, {N}, {M}], got {list(maps.shape)}")
     if maps.device != device:
         raise ValueError(f"reward_maps must be on {device} (the grids' device), got {maps.device}")
-    if not bool(torch.isfinite(maps).all()):
+    if check_values and not bool(torch.isfinite(maps).all()):
         raise ValueError("reward_maps contains NaN or infinite values")
     return maps.detach().reshape(B, N * M)

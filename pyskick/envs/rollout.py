@@ -9,8 +9,7 @@ evaluation, the sidekicks and the figures all run episodes through these two.
 from __future__ import annotations
 
 import math
-import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 import torch
@@ -20,6 +19,8 @@ from torch import Tensor, nn
 from pyskick.envs.lookaround import LookAroundEnv, StartZeroing
 from pyskick.models import CompletionPolicy, ModelConfig
 from pyskick.models.act import ActionMode, select_actions
+from pyskick.models.packed import PackedCompletionPolicy
+from pyskick.timing import SpanTimer, span
 
 _EPS = 1e-7  # the authors' log(p + 1e-7)
 
@@ -76,8 +77,6 @@ class Rollout(NamedTuple):
     """``[B, T]`` int64 view indices seen, in order."""
     decoded: Tensor
     """``[B, N, M, C, H, W]`` the last reconstruction (pasted when ``paste``), detached."""
-    env_seconds: float
-    """Wall time spent in the environment (reset, steps, pastes) during the rollout."""
 
     @property
     def final_errors(self) -> Tensor:
@@ -99,6 +98,9 @@ def collect_rollout(
     demonstrations: tuple[Tensor, Tensor] | None = None,
     paste: bool = False,
     final_only: bool = False,
+    check_values: bool = True,
+    timer: SpanTimer | None = None,
+    choose: Callable[[Tensor], Tensor] | None = None,
 ) -> Rollout:
     """Run ``env.T`` glimpses of one episode per viewgrid.
 
@@ -108,7 +110,7 @@ def collect_rollout(
     the entropy and the critic's value, and move.
 
     Args:
-        policy: a :class:`CompletionPolicy`, possibly wrapped (DDP); called as
+        policy: a :class:`CompletionPolicy` (or a packed one), possibly wrapped (DDP); called as
             ``policy(view, proprio, t, state, azimuth=...)``.
         env: the environment; its ``T`` is the episode length.
         grids: ``[B, N, M, C, H, W]`` uint8 viewgrids on the device to run on.
@@ -124,12 +126,20 @@ def collect_rollout(
         final_only: decode (and measure) only the last glimpse: evaluation's figure is the
             final error, and skipping the decoder at the other glimpses saves most of the cost.
             The actions do not depend on decoding, so the episodes are the same.
+        check_values: check the values of ``starts``, ``reward_maps`` and the demonstrated
+            actions (ranges, finiteness). False trusts them, as the trainer and evaluation do
+            with values drawn in range or checked where they were loaded: reading values
+            waits for a GPU (:meth:`LookAroundEnv.reset`).
+        timer: adds the environment's time (reset, steps, pastes) to its span ``"env"``.
+        choose: picks the ``[B]`` actions from the ``[B, A]`` action probabilities instead of
+            ``select_actions(probs, mode, generator=generator)`` (a pack of runs draws each
+            run's from its own generator and mode).
 
     Returns:
         The :class:`Rollout`.
     """
     core = policy.module if isinstance(policy, nn.parallel.DistributedDataParallel) else policy
-    if not isinstance(core, CompletionPolicy):
+    if not isinstance(core, CompletionPolicy | PackedCompletionPolicy):
         raise TypeError(f"policy must be a CompletionPolicy, got {type(core).__name__}")
     T = env.T
     B = grids.shape[0]
@@ -146,9 +156,14 @@ def collect_rollout(
         demo_actions, demo_mask = _check_demonstrations(demonstrations, T, B, device)
         supervised.copy_(demo_mask)
 
-    tick = time.perf_counter()
-    obs = env.reset(grids, starts=starts, generator=generator, reward_maps=reward_maps)
-    env_seconds = time.perf_counter() - tick
+    with span(timer, "env"):
+        obs = env.reset(
+            grids,
+            starts=starts,
+            generator=generator,
+            reward_maps=reward_maps,
+            check_values=check_values,
+        )
     state = None
     decoded = None
     for t in range(T):
@@ -160,14 +175,16 @@ def collect_rollout(
             decoded = out.decoded
             assert decoded is not None
             if paste:
-                tick = time.perf_counter()
-                decoded = env.paste_observed(decoded)
-                env_seconds += time.perf_counter() - tick
+                with span(timer, "env"):
+                    decoded = env.paste_observed(decoded)
             rec_errors[t] = reconstruction_error(decoded, env.target)
         if t == T - 1:
             break
         probs = torch.softmax(out.logits, dim=1)
-        chosen = select_actions(probs, mode, generator=generator)
+        if choose is not None:
+            chosen = choose(probs)
+        else:
+            chosen = select_actions(probs, mode, generator=generator)
         if demonstrations is not None:
             chosen = torch.where(demo_mask[t], demo_actions[t], chosen)
         actions[t] = chosen
@@ -178,10 +195,9 @@ def collect_rollout(
                 values[t] = critic(out.hidden, obs.proprio, t, env.grid, azimuth=azimuth)
             else:
                 values[t] = critic(out.hidden, obs.proprio, t, azimuth=azimuth)
-        tick = time.perf_counter()
-        obs, reward, _ = env.step(chosen)
+        with span(timer, "env"):
+            obs, reward, _ = env.step(chosen, check_values=check_values)
         intrinsic[t] = reward
-        env_seconds += time.perf_counter() - tick
     assert decoded is not None  # T >= 1
     return Rollout(
         rec_errors=rec_errors,
@@ -193,7 +209,6 @@ def collect_rollout(
         supervised=supervised,
         visited=env.visited_views.clone(),
         decoded=decoded.detach(),
-        env_seconds=env_seconds,
     )
 
 
@@ -224,4 +239,8 @@ def _check_demonstrations(
             raise ValueError(
                 f"demonstration {name} must have shape [{T - 1}, {B}], got {list(tensor.shape)}"
             )
-    return demo_actions.to(device), demo_mask.to(device)
+    if demo_actions.device != device:
+        demo_actions = demo_actions.to(device)
+    if demo_mask.device != device:
+        demo_mask = demo_mask.to(device)
+    return demo_actions, demo_mask

@@ -25,7 +25,7 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import torch
@@ -114,6 +114,45 @@ def samples_digest(grids: Tensor) -> str:
     return digest.hexdigest()
 
 
+EvalBatchSize = int | Literal["auto"]
+"""Episodes per forward pass: a positive int, or ``"auto"`` (:func:`auto_eval_batch_size`)."""
+
+_AUTO_CPU = 256
+_AUTO_GPU_RANGE = (256, 8192)
+_AUTO_GPU_SHARE = 8  # use at most 1/8 of the free memory
+_GRIDS_PER_EPISODE = 8  # float32 viewgrids alive per episode: grid, target, decoded, pasted, ...
+
+
+def auto_eval_batch_size(config: ModelConfig, device: torch.device | str) -> int:
+    """The episodes per forward pass that ``"auto"`` means on ``device``: 256 on the CPU (as
+    many as stay fast there: larger blocks of memory are handed back to the system after
+    every pass); on a GPU as many as fit in an eighth of its free memory at about eight
+    float32 viewgrids per episode, between 256 and 8192 (paper SUN360: ~3 MB per episode)."""
+    device = torch.device(device)
+    if device.type != "cuda":
+        return _AUTO_CPU
+    free, _ = torch.cuda.mem_get_info(device)
+    grid_bytes = 4 * config.n_views * config.channels * config.view_size**2
+    fits = free // _AUTO_GPU_SHARE // (_GRIDS_PER_EPISODE * grid_bytes)
+    lo, hi = _AUTO_GPU_RANGE
+    return int(min(hi, max(lo, fits)))
+
+
+def resolve_eval_batch_size(
+    batch_size: EvalBatchSize, config: ModelConfig, device: torch.device | str
+) -> int:
+    """``batch_size``, ``"auto"`` resolved (:func:`auto_eval_batch_size`).
+
+    Raises:
+        ValueError: neither a positive int nor ``"auto"``.
+    """
+    if batch_size == "auto":
+        return auto_eval_batch_size(config, device)
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise ValueError(f"batch_size must be a positive int or 'auto', got {batch_size!r}")
+    return batch_size
+
+
 def evaluation_starts(n_elevations: int, n_azimuths: int, metric: str | Metric) -> Tensor:
     """``[S]`` int64 start views of ``metric`` (avg: 2 x 4 = 8 for SUN360, adv: all).
 
@@ -134,8 +173,9 @@ def evaluate_policy(
     metric: str | Metric = DEFAULT_METRIC,
     actor: Actor | str = "learned",
     sample_indices: Tensor | None = None,
-    batch_size: int = 256,
+    batch_size: EvalBatchSize = 256,
     seed: int = 0,
+    digest: bool = True,
 ) -> EvalResult:
     """Evaluate ``policy`` on ``grids`` (runs on the policy's device).
 
@@ -153,8 +193,11 @@ def evaluate_policy(
             for actors that need them).
         sample_indices: ``[n]`` int64 position of each viewgrid in the grids the actor was
             prepared on (its ``forced_actions`` indices); default ``0 .. n-1``.
-        batch_size: episodes per forward pass (memory only).
+        batch_size: episodes per forward pass (memory and speed only), or ``"auto"``
+            (:func:`auto_eval_batch_size`).
         seed: seed of the ``"random"``-mode motions (drawn as ``[n, S, T-1]`` on the CPU).
+        digest: fill ``samples_sha256`` (hashing every byte of ``grids``; validation, which
+            compares nothing, leaves it out).
 
     Returns:
         :class:`EvalResult`.
@@ -164,14 +207,13 @@ def evaluate_policy(
     """
     if isinstance(T, bool) or not isinstance(T, int) or T < 1:
         raise ValueError(f"T must be a positive int, got {T!r}")
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-        raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
     if not isinstance(actor, Actor | str):
         raise TypeError(f"actor must be an Actor or a registered name, got {type(actor).__name__}")
     metric = get_metric(metric)
     cfg = policy.config
     _check_grids(grids, cfg)
     device = next(policy.parameters()).device
+    batch_size = resolve_eval_batch_size(batch_size, cfg, device)
     if isinstance(actor, str):
         actor = make_actor(actor, field="actor")
         actor.prepare(grids.cpu(), T=T, device=device)
@@ -198,18 +240,22 @@ def evaluate_policy(
     was_training = policy.training
     policy.eval()
     try:
-        errors = []
+        errors: list[Tensor] = []
         with progress.stage(
             f"evaluate {metric.name}", total=grids.shape[0], unit="grid"
         ) as evaluating:
+            device_starts = starts.to(device)
+            device_indices = sample_indices.to(device)
             for lo in range(0, grids.shape[0], chunk):
-                part = grids[lo : lo + chunk].to(device)
+                part = grids[lo : lo + chunk]
+                if part.device != device:
+                    part = part.to(device)
                 k = part.shape[0]
-                chunk_starts = starts.to(device).repeat(k)
+                chunk_starts = device_starts.repeat(k)
                 demos = None
                 if T > 1:
                     # Every start of sample lo + i is an episode of that sample.
-                    indices = sample_indices[lo : lo + k].to(device).repeat_interleave(S)
+                    indices = device_indices[lo : lo + k].repeat_interleave(S)
                     demos = forced_demonstrations(actor, indices, chunk_starts)
                 if demos is None and random_motions is not None:
                     motions = random_motions[lo : lo + k].reshape(k * S, T - 1).T.to(device)
@@ -224,12 +270,14 @@ def evaluate_policy(
                     demonstrations=demos,
                     paste=True,
                     final_only=True,
+                    # The starts are the metric's, the motions the actor's or drawn in range.
+                    check_values=False,
                 )
-                errors.append(rollout.final_errors.view(k, S).double().cpu())
+                errors.append(rollout.final_errors.view(k, S).double())
                 evaluating.advance(k)
     finally:
         policy.train(was_training)
-    per_start = torch.cat(errors)
+    per_start = torch.cat(errors).cpu()  # the one read of the device
     per_sample = metric.reduce(per_start)
     return EvalResult(
         metric=metric.name,
@@ -239,7 +287,7 @@ def evaluate_policy(
         per_start=per_start,
         per_sample=per_sample,
         summary=summarize(per_sample),
-        samples_sha256=samples_digest(grids),
+        samples_sha256=samples_digest(grids) if digest else None,
     )
 
 
@@ -252,7 +300,7 @@ def evaluate(
     actor: Actor | str | None = None,
     T: int | None = None,
     baseline: EvalResult | float | None = None,
-    batch_size: int = 256,
+    batch_size: EvalBatchSize = 256,
     device: str = "auto",
     seed: int = 0,
     spec: GridSpec | None = None,
@@ -276,7 +324,7 @@ def evaluate(
             run's T.
         baseline: the one-view result (or its mean error, unscaled) to report the %
             improvement against.
-        batch_size: episodes per forward pass.
+        batch_size: episodes per forward pass, or ``"auto"`` (:func:`auto_eval_batch_size`).
         device: ``"auto"``, ``"cpu"`` or ``"cuda"``.
         seed: seed of ``"random"``-mode motions.
         spec: the dataset's geometry, for actor factories that need it.

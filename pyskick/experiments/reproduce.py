@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from pyskick import progress
 from pyskick._io import write_json
+from pyskick.config import RUNTIME_FIELDS
 from pyskick.errors import UserError, UserFileNotFoundError
 from pyskick.evaluation.evaluate import EvalResult
 from pyskick.experiments.layout import (
@@ -53,6 +54,7 @@ if TYPE_CHECKING:
 
     from pyskick.data.spec import GridSpec
     from pyskick.training import TrainConfig, TrainData
+    from pyskick.training.pack import PackMember
 
 # Settings that decide every result; ``epochs`` may grow (runs are extended).
 _FIXED_SETTINGS = (
@@ -105,6 +107,7 @@ def reproduce(
     report: bool = True,
     log: Log | None = None,
     loggers: Sequence[str] | None = None,
+    pack: str = "auto",
 ) -> ReproduceResult:
     """Run Table 1 on ``dataset`` into ``out_dir`` (resumable; see the module docstring).
 
@@ -135,6 +138,11 @@ def reproduce(
         loggers: registered logger names of every run (``--logger``; ``jsonl`` is always on);
             None: :func:`~pyskick.training.loggers.default_loggers`. Not recorded in
             ``reproduce.json``: they do not change results.
+        pack: ``"auto"``: train the runs that can share a pack together
+            (:mod:`pyskick.training.pack`: same architecture, stage, settings and progress),
+            where packing pays (:func:`packs_pay`); ``"on"``: wherever they can; ``"off"``:
+            one run at a time. Not recorded: a pack changes results only by float rounding,
+            and a run continues in the pack it started in (refused otherwise).
 
     Returns:
         :class:`ReproduceResult`.
@@ -154,6 +162,8 @@ def reproduce(
 
     start = time.perf_counter()
     say: Log = log or (lambda _line: None)
+    if pack not in PACK_MODES:
+        raise UserError(f"pack must be one of {', '.join(PACK_MODES)}, got {pack!r}")
     for name, value in (("seeds", seeds), ("num_test", num_test)):
         if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
             raise TypeError(f"{name} must be an int, got {value!r}")
@@ -220,7 +230,7 @@ def reproduce(
         "train_config": {
             key: value
             for key, value in train_config.to_dict().items()
-            if key not in (*_PER_METHOD, "epochs", "device")
+            if key not in (*_PER_METHOD, "epochs", *RUNTIME_FIELDS)
         },
     }
     check_settings(out, settings)
@@ -247,15 +257,23 @@ def reproduce(
     with progress.stage("reproduce", total=steps, unit="step", lines="each") as overall:
         worked = _pretrain(train_config, one_view, data, out, say, loggers)
         overall.advance(label=_step(f"pretrain {ONE_VIEW}", worked), skipped=not worked)
+        jobs: list[TrainJob] = []
         for method in trained:
             fixed = method_sidekick_options(method, registries)
             for k in range(seeds):
-                worked = _train(
-                    method, k, train_config, one_view, data, spec, out, say, given_options,
-                    settings, fixed, loggers,
+                job = _plan_train(
+                    method, k, train_config, one_view, spec, out, given_options, settings,
+                    fixed, loggers,
                 )  # fmt: skip
-                overall.advance(label=_step(f"train {method.name} seed {k}", worked),
-                                skipped=not worked)  # fmt: skip
+                if job is None:
+                    overall.advance(label=_step(f"train {method.name} seed {k}", False),
+                                    skipped=True)  # fmt: skip
+                else:
+                    jobs.append(job)
+        for group in group_jobs(jobs, pack):
+            _train_group(group, data, out, say)
+            for job in group:
+                overall.advance(label=f"train {job.method.name} seed {job.k}")
 
         for name, k in evaluations:
             for metric in METRICS:
@@ -308,6 +326,10 @@ def check_settings(out_dir: Path, settings: dict[str, Any]) -> None:
             f"{out_dir} was written by an older pyskick (no train_config in {SETTINGS_FILE}); "
             "use another --out"
         )
+    # Runtime fields change no result (folders written before they were left out record some).
+    saved["train_config"] = {
+        key: value for key, value in saved["train_config"].items() if key not in RUNTIME_FIELDS
+    }
     for key in _FIXED_SETTINGS:
         if key == "train_config" and saved[key] != settings[key]:
             field = next(
@@ -438,29 +460,68 @@ def split_sidekick_options(
     return out, dict(sorted(record.items()))
 
 
-def _train(
+@dataclass(frozen=True)
+class TrainJob:
+    """One run of Table 1 still to train (or to continue)."""
+
+    method: Method
+    k: int
+    """The seed index."""
+    done: int
+    """Epochs its ``latest.pt`` covers."""
+    member: PackMember
+    """Its config, folder, one-view init, sidekick and actor."""
+    key: tuple[Any, ...]
+    """What runs must share to be packed together (:func:`pack_key`)."""
+
+
+PACK_MODES = ("auto", "on", "off")
+
+
+def packs_pay(device: str) -> bool:
+    """Whether ``pack="auto"`` packs runs on ``device`` (``"auto"``, ``"cpu"``, ``"cuda"``):
+    on a GPU, where one run leaves most of it idle; not on the CPU, where a pack was measured
+    no faster than runs one after the other (docs/training.md, "Packed runs")."""
+    from pyskick.distributed import resolve_device
+
+    return resolve_device(device).type != "cpu"
+
+
+def group_jobs(jobs: Sequence[TrainJob], pack: str) -> list[list[TrainJob]]:
+    """The runs to train together, in the order of ``jobs``: with ``pack="off"`` (or
+    ``"auto"`` where packs do not pay) one group per run, else one per :func:`pack_key`."""
+    if not jobs:
+        return []
+    if pack == "off" or (pack == "auto" and not packs_pay(jobs[0].member.config.device)):
+        return [[job] for job in jobs]
+    groups: dict[tuple[Any, ...], list[TrainJob]] = {}
+    for job in jobs:
+        groups.setdefault(job.key, []).append(job)
+    return list(groups.values())
+
+
+def _plan_train(
     method: Method,
     k: int,
     config: TrainConfig,
     one_view: Path,
-    data: TrainData,
     spec: GridSpec,
     out: Path,
-    say: Log,
     given_options: Mapping[str, Mapping[str, Any]],
     settings: dict[str, Any],
     fixed: Mapping[str, Any],
     loggers: Sequence[str] | None,
-) -> bool:
-    """Train (or continue) seed ``k`` of ``method``; False when it was finished already.
+) -> TrainJob | None:
+    """Seed ``k`` of ``method`` as a run to train (or to continue); None when it is finished.
 
     Sidekick options: the user's (``given_options``) win over the method's own (``fixed``),
     which win over the defaults resolved for the folder's first run of that sidekick; a run
     that continues keeps what it recorded.
     """
+    from pyskick.actors import make_actor
     from pyskick.run_dir import RunDir
     from pyskick.sidekicks.factory import make_sidekick, run_options
-    from pyskick.training import train
+    from pyskick.training.pack import PackMember, pack_key
 
     run = run_dir(out, method.name, k)
     config = config.replace(
@@ -468,7 +529,7 @@ def _train(
     )
     done = epochs_done(run)
     if done >= config.epochs:
-        return False
+        return None
     # A run continues with the options it started with (recorded in its checkpoint); a new
     # one takes those of the folder's first run of this sidekick, then the method's own.
     resolved = settings["resolved_sidekick_options"]
@@ -489,15 +550,55 @@ def _train(
     sidekick = make_sidekick(
         method.sidekick, one_view=one_view, spec=spec, config=config, options=options
     )
-    say(f"reproduce: training {method.name} seed {k} ({done}/{config.epochs} epochs done)")
+    actor = make_actor(config.actor, one_view=one_view, spec=spec, config=config, field="actor")
+    member = PackMember(config, run, init=one_view, sidekick=sidekick, actor=actor, loggers=loggers)
+    return TrainJob(method, k, done, member, pack_key(member, done=done))
+
+
+def _train_group(jobs: Sequence[TrainJob], data: TrainData, out: Path, say: Log) -> None:
+    """Train (or continue) ``jobs``: alone, or together as one pack."""
+    from pyskick.training import train
+    from pyskick.training.pack import train_pack
+
+    if len(jobs) == 1:
+        job = jobs[0]
+        m = job.member
+        say(
+            f"reproduce: training {job.method.name} seed {job.k} "
+            f"({job.done}/{m.config.epochs} epochs done)"
+        )
+        _timed(
+            out,
+            {
+                "stage": "train",
+                "method": job.method.name,
+                "seed": job.k,
+                "epochs": m.config.epochs - job.done,
+            },
+            lambda: train(
+                m.config,
+                m.out_dir,
+                data,
+                init=m.init,
+                resume=job.done > 0,
+                sidekick=m.sidekick,
+                actor=m.actor,
+                loggers=m.loggers,
+            ),
+        )
+        return
+    names = ", ".join(f"{job.method.name} seed {job.k}" for job in jobs)
+    done, epochs = jobs[0].done, jobs[0].member.config.epochs
+    say(f"reproduce: training a pack of {len(jobs)} runs ({done}/{epochs} epochs done): {names}")
     _timed(
         out,
-        {"stage": "train", "method": method.name, "seed": k, "epochs": config.epochs - done},
-        lambda: train(
-            config, run, data, init=one_view, resume=done > 0, sidekick=sidekick, loggers=loggers
-        ),
+        {
+            "stage": "train",
+            "pack": [{"method": job.method.name, "seed": job.k} for job in jobs],
+            "epochs": epochs - done,
+        },
+        lambda: train_pack([job.member for job in jobs], data, resume=done > 0),
     )
-    return True
 
 
 def _evaluate(

@@ -92,6 +92,7 @@ def greedy_coverage(
     action_grid: tuple[int, int] = (3, 5),
     wrap_azimuth: bool = True,
     wrap_elevation: bool = False,
+    check_values: bool = True,
 ) -> tuple[Tensor, Tensor]:
     """Greedy coverage trajectories of the demonstration sidekick (docs/paper-reference.md §5.5).
 
@@ -108,6 +109,8 @@ def greedy_coverage(
         n_elevations: N. n_azimuths: M.
         action_grid: ``(dN, dM)``, both odd; action ``(de + dN//2) * dM + (da + dM//2)``.
         wrap_azimuth: azimuth moves wrap (else clip). wrap_elevation: likewise for elevation.
+        check_values: the public op's switch of its value checks; the twin makes none (the
+            wrapper checks before calling it), so it only shares the signature.
 
     Returns:
         actions ``[B, S, steps]`` int64 and views ``[B, S, steps + 1]`` int64.

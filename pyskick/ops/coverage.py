@@ -48,20 +48,23 @@ def coverage_matrix(recon: Tensor, grid: Tensor, *, backend: Backend = "auto") -
     device = check_same_device(OP, recon=recon, grid=grid)
     # Resolve the backend before reading values: a device without kernels (e.g. "meta") must
     # get the backend error, not a failure to read its data.
-    native = use_native(OP, backend, device)
-    if not native or device.type != "cpu":  # the CPU kernel checks finiteness in its own pass
+    if not use_native(OP, backend, device):
         _check_inputs_finite(recon, grid)
-    if not native:
         return _reference.coverage_matrix(recon, grid)
 
     out = torch.empty(B, V, V, dtype=torch.float32, device=device)
     if out.numel() == 0:
         return out
-    args = (recon.data_ptr(), grid.data_ptr(), out.data_ptr(), B, N, M, grid[0, 0, 0].numel())
-    # The CPU kernel returns False when a squared error was not finite: a NaN/inf input
-    # (raises here) or finite values so large that their error overflowed float32, which is a
-    # result like the twin's. The CUDA kernel returns None (its inputs were checked above).
-    if launch(OP, device, *args) is False:
+    # The kernels check finiteness in their own pass over the inputs: they set the flag when a
+    # squared error was not finite, from a NaN/inf input (raised here, naming it) or from finite
+    # values so large that their error overflowed float32 (a result, like the twin's). Reading
+    # the 4-byte flag is the one wait for a GPU (no second pass over the inputs).
+    flag = torch.zeros(1, dtype=torch.int32, device=device)
+    launch(
+        OP, device, recon.data_ptr(), grid.data_ptr(), out.data_ptr(), B, N, M,
+        grid[0, 0, 0].numel(), flag.data_ptr(),
+    )  # fmt: skip
+    if bool(flag):
         _check_inputs_finite(recon, grid)
     return out
 

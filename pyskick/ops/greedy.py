@@ -29,6 +29,7 @@ def greedy_coverage(
     wrap_azimuth: bool = True,
     wrap_elevation: bool = False,
     backend: Backend = "auto",
+    check_values: bool = True,
 ) -> tuple[Tensor, Tensor]:
     """The demonstration sidekick's greedy coverage trajectories (docs/paper-reference.md §5.5).
 
@@ -47,6 +48,11 @@ def greedy_coverage(
         wrap_azimuth: azimuth moves wrap around (else clip).
         wrap_elevation: elevation moves wrap around (else clip).
         backend: ``"auto"``, ``"native"`` or ``"reference"``.
+        check_values: check that ``starts`` lie in ``[0, V)`` and ``coverage`` in [0, 1]
+            (reads the values: on a GPU, a wait for the device). False trusts them, for
+            callers that checked them where they were made (the demonstration sidekick checks
+            its coverage when it loads it, and the trainer draws the starts in range); values
+            out of range then give undefined trajectories or out-of-bounds reads.
 
     Returns:
         ``(actions [B, S, steps], views [B, S, steps + 1])``, both int64; ``views[..., 0]`` are
@@ -75,9 +81,10 @@ def greedy_coverage(
     # Resolve the backend before reading values: a device without kernels (e.g. "meta") must
     # get the backend error, not a failure to read its data.
     native = use_native(OP, backend, device)
-    check_index_range("starts", starts, V, op=OP)
-    if not native or device.type != "cpu":  # the CPU kernel checks the range in its own pass
-        check_unit_range("coverage", coverage, op=OP)
+    if check_values:
+        check_index_range("starts", starts, V, op=OP)
+        if not native or device.type != "cpu":  # the CPU kernel checks the range in its pass
+            check_unit_range("coverage", coverage, op=OP)
     if not native:
         return _reference.greedy_coverage(
             coverage,
@@ -88,6 +95,7 @@ def greedy_coverage(
             action_grid=(dN, dM),
             wrap_azimuth=bool(wrap_azimuth),
             wrap_elevation=bool(wrap_elevation),
+            check_values=check_values,
         )
 
     S = starts.shape[1]

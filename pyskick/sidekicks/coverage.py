@@ -14,12 +14,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from typing import Literal
 
 import torch
 from torch import Tensor
 
 from pyskick import progress
 from pyskick.envs.rollout import collect_rollout, make_env
+from pyskick.evaluation.evaluate import resolve_eval_batch_size
 from pyskick.models import ModelConfig
 from pyskick.ops import coverage_matrix, rotate_viewgrid
 from pyskick.run_dir import load_policy
@@ -32,7 +34,7 @@ def one_view_coverage(
     *,
     channel_mean: Sequence[float] | None,
     device: torch.device | str = "cpu",
-    batch_size: int = 256,
+    batch_size: int | Literal["auto"] = 256,
 ) -> Tensor:
     """Coverage matrix of every viewgrid from the one-view model's reconstructions.
 
@@ -46,6 +48,7 @@ def one_view_coverage(
         channel_mean: per-channel mean (0–255) the model was trained with.
         device: where the model runs.
         batch_size: episodes per forward pass (``V`` per viewgrid); bounds the memory.
+            ``"auto"``: :func:`~pyskick.evaluation.evaluate.auto_eval_batch_size`.
 
     Returns:
         ``[n, V, V]`` float32 ``U[b, source, target]`` in [0, 1] on the CPU, views indexed
@@ -55,11 +58,14 @@ def one_view_coverage(
         TypeError, ValueError: grids that do not fit the model, or a bad ``batch_size``.
         FileNotFoundError: no such run or checkpoint.
     """
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-        raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
+    if batch_size != "auto" and (
+        isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1
+    ):
+        raise ValueError(f"batch_size must be a positive int or 'auto', got {batch_size!r}")
     device = torch.device(device)
     policy = load_policy(one_view, device).policy
     cfg = policy.config
+    batch_size = resolve_eval_batch_size(batch_size, cfg, device)
     _check_grids(grids, cfg)
     N, M = cfg.n_elevations, cfg.n_azimuths
     V = N * M

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import torch
 from torch import Tensor
@@ -50,7 +50,7 @@ class DemoSidekick(HybridSupervision):
         action_grid: ActionGrid | tuple[int, int] = (3, 5),
         wrap_azimuth: bool = True,
         wrap_elevation: bool = False,
-        batch_size: int = 256,
+        batch_size: int | Literal["auto"] = 256,
     ) -> None:
         super().__init__(hybrid_schedule=hybrid_schedule)
         self.one_view = Path(one_view)
@@ -98,8 +98,15 @@ class DemoSidekick(HybridSupervision):
                 f"coverage must have shape [n, {N * M}, {N * M}] for the one-view model's "
                 f"{N}x{M} grid, got {list(coverage.shape)}"
             )
+        coverage = coverage.to(dtype=torch.float32)
+        if coverage.numel() and not bool(((coverage >= 0) & (coverage <= 1)).all()):
+            raise ValueError(
+                "coverage must lie in [0, 1] (as coverage_matrix returns), got values outside "
+                "it or NaN"
+            )
         self.start_schedule(T)
-        self.coverage = coverage.to(device=device, dtype=torch.float32).contiguous()
+        # Checked once here: the trajectories of every batch trust it (no wait for a GPU).
+        self.coverage = coverage.to(device=device).contiguous()
         self.grid_shape = (N, M)
 
     def trajectories(self, indices: Tensor, starts: Tensor) -> Tensor:
@@ -117,13 +124,20 @@ class DemoSidekick(HybridSupervision):
         device = self.coverage.device
         N, M = self.grid_shape
         actions, _ = greedy_coverage(
-            self.coverage[indices.to(device)],
-            starts.to(device=device, dtype=torch.int64)[:, None],
+            self.coverage[_on(indices, device)],
+            _on(starts, device).to(torch.int64)[:, None],
             self.T - 1,
             n_elevations=N,
             n_azimuths=M,
             action_grid=(self.action_grid.elevation, self.action_grid.azimuth),
             wrap_azimuth=self.wrap_azimuth,
             wrap_elevation=self.wrap_elevation,
+            # The coverage was checked when loaded; the starts are views of this grid.
+            check_values=False,
         )
         return actions[:, 0].T.contiguous()
+
+
+def _on(tensor: Tensor, device: torch.device) -> Tensor:
+    """``tensor`` on ``device`` (moved only when it is elsewhere)."""
+    return tensor if tensor.device == device else tensor.to(device)

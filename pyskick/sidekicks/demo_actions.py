@@ -9,6 +9,7 @@ has full observability at test time and is not comparable with partially observi
 from __future__ import annotations
 
 import os
+from typing import Literal
 
 import torch
 from torch import Tensor
@@ -44,7 +45,7 @@ class DemoActionsActor(Actor):
         action_grid: ActionGrid | tuple[int, int] = (3, 5),
         wrap_azimuth: bool = True,
         wrap_elevation: bool = False,
-        batch_size: int = 256,
+        batch_size: int | Literal["auto"] = 256,
     ) -> None:
         # The sidekick's score path (score_options / compute_scores / load_scores) computes the
         # coverage, so it can be cached like the sidekick's; its T_sup schedule is unused.

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 import torch
 from torch import Tensor
@@ -69,7 +69,7 @@ class RewardSidekick(RewardMaps):
         scale: float = 255e-4,
         decay_every: int = 1000,
         decay_factor: float = 10.0,
-        batch_size: int = 256,
+        batch_size: int | Literal["auto"] = 256,
     ) -> None:
         if k < 1:
             raise ValueError(f"reward sidekick needs k >= 1 NMS peaks, got k={k}")

@@ -92,13 +92,19 @@ class RewardMaps(Sidekick, ABC):
             raise ValueError(
                 f"sidekick {self.name!r}: reward maps must be [n, N, M], got {list(maps.shape)}"
             )
-        self.maps = maps.to(device=device, dtype=torch.float32)
+        maps = maps.to(dtype=torch.float32)
+        if not bool(torch.isfinite(maps).all()):
+            raise ValueError(f"sidekick {self.name!r}: reward maps contain NaN or infinite values")
+        # Checked once here: the environment trusts the maps of every batch (no wait for a GPU).
+        self.maps = maps.to(device=device)
 
     def reward_maps(self, indices: Tensor, epoch: int) -> Tensor:
         """``[B, N, M]`` float32 maps of the samples ``indices``."""
         if self.maps is None:
             raise RuntimeError(f"{type(self).__name__}.prepare() must run before training")
-        return self.maps[indices.to(self.maps.device)]
+        if indices.device != self.maps.device:
+            indices = indices.to(self.maps.device)
+        return self.maps[indices]
 
     def reward_scale(self, epoch: int) -> float:
         return self.scale

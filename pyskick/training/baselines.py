@@ -21,52 +21,91 @@ from torch import Tensor
 
 
 class AverageBaseline:
-    """Running means of the final and intrinsic rewards, kept in float64 Python numbers."""
+    """Running means of the final and intrinsic rewards.
 
-    def __init__(self) -> None:
-        self.final_sum = 0.0
-        self.final_count = 0
-        self.intrinsic_sum = 0.0
-        self.intrinsic_count = 0
+    The sums and counts are float64 tensors on the training device, so that a batch adds to
+    them without waiting for the device (counts are exact up to 2**53 samples); the means are
+    read on the host only for logging, and :meth:`state_dict` gives plain numbers.
+
+    Args:
+        device: where the sums live (the rollouts' device).
+    """
+
+    def __init__(self, device: torch.device | str = "cpu") -> None:
+        # final_sum, final_count, intrinsic_sum, intrinsic_count
+        self.sums = torch.zeros(4, dtype=torch.float64, device=device)
 
     @property
     def final_mean(self) -> float:
-        """R_avg (0 before any update)."""
-        return self.final_sum / self.final_count if self.final_count else 0.0
+        """R_avg (0 before any update); reads the device."""
+        final_sum, final_count = self.sums[:2].tolist()
+        return final_sum / final_count if final_count else 0.0
 
     @property
     def intrinsic_mean(self) -> float:
-        """R_avg_expert, raw scale (0 before any update)."""
-        return self.intrinsic_sum / self.intrinsic_count if self.intrinsic_count else 0.0
+        """R_avg_expert, raw scale (0 before any update); reads the device."""
+        intr_sum, intr_count = self.sums[2:].tolist()
+        return intr_sum / intr_count if intr_count else 0.0
+
+    @staticmethod
+    def batch_sums(final_errors: Tensor, intrinsic: Tensor) -> Tensor:
+        """``[4]`` float64 ``(-sum final errors, their count, sum intrinsic, their count)`` of
+        one batch, on its device (what :meth:`update` adds, after a sum over ranks)."""
+        device = final_errors.device
+        return torch.stack(
+            [
+                -final_errors.double().sum(),
+                torch.full((), final_errors.numel(), dtype=torch.float64, device=device),
+                intrinsic.double().sum(),
+                torch.full((), intrinsic.numel(), dtype=torch.float64, device=device),
+            ]
+        )
+
+    def add(self, sums: Tensor) -> None:
+        """Add :meth:`batch_sums` (already reduced over distributed ranks by the caller) on the
+        device, without reading it."""
+        self.sums += sums
 
     def update(self, final_sum: float, final_count: int, intr_sum: float, intr_count: int) -> None:
-        """Add sums and counts (already reduced over distributed ranks by the caller)."""
-        self.final_sum += float(final_sum)
-        self.final_count += int(final_count)
-        self.intrinsic_sum += float(intr_sum)
-        self.intrinsic_count += int(intr_count)
+        """Add sums and counts given as numbers (already reduced over ranks by the caller)."""
+        numbers = [float(final_sum), float(final_count), float(intr_sum), float(intr_count)]
+        self.add(torch.tensor(numbers, dtype=torch.float64).to(self.sums.device))
 
-    def values(self, T: int, reward_scale: float, device: torch.device | str = "cpu") -> Tensor:
-        """``[T-1]`` float32 baseline of each action step."""
-        remaining = torch.arange(T - 1, 0, -1, dtype=torch.float64, device=device)
-        out = self.final_mean + remaining * (self.intrinsic_mean * reward_scale)
+    def _means(self) -> tuple[Tensor, Tensor]:
+        """R_avg and R_avg_expert as 0-d float64 tensors on the device (0 without samples)."""
+        final_sum, final_count, intr_sum, intr_count = self.sums.unbind()
+        zero = self.sums.new_zeros(())
+        return (
+            torch.where(final_count > 0, final_sum / final_count, zero),
+            torch.where(intr_count > 0, intr_sum / intr_count, zero),
+        )
+
+    def values(self, T: int, reward_scale: float) -> Tensor:
+        """``[T-1]`` float32 baseline of each action step, on the sums' device."""
+        final_mean, intrinsic_mean = self._means()
+        remaining = torch.arange(T - 1, 0, -1, dtype=torch.float64, device=self.sums.device)
+        out = final_mean + remaining * (intrinsic_mean * reward_scale)
         return out.to(torch.float32)
 
     def state_dict(self) -> dict[str, Any]:
-        """Plain numbers, for checkpoints."""
+        """Plain numbers, for checkpoints (reads the device)."""
+        final_sum, final_count, intr_sum, intr_count = self.sums.tolist()
         return {
-            "final_sum": self.final_sum,
-            "final_count": self.final_count,
-            "intrinsic_sum": self.intrinsic_sum,
-            "intrinsic_count": self.intrinsic_count,
+            "final_sum": final_sum,
+            "final_count": int(final_count),
+            "intrinsic_sum": intr_sum,
+            "intrinsic_count": int(intr_count),
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restore :meth:`state_dict`'s output."""
-        self.final_sum = float(state["final_sum"])
-        self.final_count = int(state["final_count"])
-        self.intrinsic_sum = float(state["intrinsic_sum"])
-        self.intrinsic_count = int(state["intrinsic_count"])
+        values = [
+            float(state["final_sum"]),
+            float(int(state["final_count"])),
+            float(state["intrinsic_sum"]),
+            float(int(state["intrinsic_count"])),
+        ]
+        self.sums.copy_(torch.tensor(values, dtype=torch.float64))
 
 
 class ControlVariate:
@@ -81,36 +120,47 @@ class ControlVariate:
     baseline): a critic that explains none of the returns' variance is not used, an exact one
     fully (docs/deviations.md K6).
 
+    The two sums are float64 tensors on the training device (:class:`AverageBaseline` says
+    why).
+
     Args:
         decay: weight of the earlier batches' sums at each update (0.9: about the last ten
             batches count).
+        device: where the sums live.
     """
 
-    def __init__(self, decay: float = 0.9) -> None:
+    def __init__(self, decay: float = 0.9, device: torch.device | str = "cpu") -> None:
         if not 0.0 <= decay < 1.0:
             raise ValueError(f"decay must be in [0, 1), got {decay}")
         self.decay = decay
-        self.cross = 0.0
-        self.square = 0.0
+        self.sums = torch.zeros(2, dtype=torch.float64, device=device)  # cross, square
 
     @property
-    def weight(self) -> float:
-        """``clamp(cross / square, 0, 1)``; 0 before any update or while ``square`` is 0."""
-        if self.square <= 0.0:
-            return 0.0
-        return min(1.0, max(0.0, self.cross / self.square))
+    def weight(self) -> Tensor:
+        """``clamp(cross / square, 0, 1)`` as a 0-d float64 tensor on the device; 0 before
+        any update or while ``square`` is 0."""
+        cross, square = self.sums.unbind()
+        return torch.where(square > 0, (cross / square).clamp(0.0, 1.0), square.new_zeros(()))
+
+    def add(self, sums: Tensor) -> None:
+        """Add one batch's ``[2]`` float64 ``(sum (R - B) * v, sum v^2)`` (reduced over ranks;
+        :func:`~pyskick.training.losses.control_variate_sums`) on the device."""
+        self.sums.mul_(self.decay).add_(sums)
 
     def update(self, cross: float, square: float) -> None:
-        """Add one batch's ``sum (R - B) * v`` and ``sum v^2`` (reduced over ranks)."""
-        self.cross = self.decay * self.cross + float(cross)
-        self.square = self.decay * self.square + float(square)
+        """:meth:`add` with the two sums given as numbers."""
+        self.add(
+            torch.tensor([float(cross), float(square)], dtype=torch.float64).to(self.sums.device)
+        )
 
     def state_dict(self) -> dict[str, Any]:
-        """Plain numbers, for checkpoints."""
-        return {"decay": self.decay, "cross": self.cross, "square": self.square}
+        """Plain numbers, for checkpoints (reads the device)."""
+        cross, square = self.sums.tolist()
+        return {"decay": self.decay, "cross": cross, "square": square}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restore :meth:`state_dict`'s output."""
         self.decay = float(state["decay"])
-        self.cross = float(state["cross"])
-        self.square = float(state["square"])
+        self.sums.copy_(
+            torch.tensor([float(state["cross"]), float(state["square"])], dtype=torch.float64)
+        )

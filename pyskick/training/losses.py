@@ -55,7 +55,7 @@ def completion_loss(
     lambda_entropy: float = 1e-4,
     critic_coeff: float = 1e-2,
     supervised_scale: float = 1e-3,
-    critic_weight: float = 1.0,
+    critic_weight: float | Tensor = 1.0,
 ) -> LossTerms:
     """The loss of one rollout.
 
@@ -71,8 +71,8 @@ def completion_loss(
         critic_coeff: weight of the critic's squared error.
         supervised_scale: weight of the NLL of demonstrated actions.
         critic_weight: share of a residual critic's output subtracted in the advantages
-            (:class:`~pyskick.training.baselines.ControlVariate`); its squared-error loss
-            always uses the whole output.
+            (:class:`~pyskick.training.baselines.ControlVariate`; a 0-d tensor on the device,
+            or a number); its squared-error loss always uses the whole output.
 
     Returns:
         :class:`LossTerms`.
@@ -92,7 +92,9 @@ def completion_loss(
         critic_loss = zero
     else:
         values = rollout.values if baseline is None else rollout.values + baseline[:, None]
-        if baseline is None or critic_weight == 1.0:
+        # A number 1 uses the whole output; a tensor weight is never compared on the host.
+        whole = not isinstance(critic_weight, Tensor) and critic_weight == 1.0
+        if baseline is None or whole:
             advantages = returns - values.detach()
         else:
             advantages = returns - (baseline[:, None] + critic_weight * rollout.values.detach())

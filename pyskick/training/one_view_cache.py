@@ -1,11 +1,11 @@
 """A cache of one-view models, so that ``pyskick train`` without ``--init`` pretrains once.
 
 The cache key covers the dataset file's content (SHA-256), the pretraining fields of the config
-and the pyskick version (not the device, nor code edits within one version: clear the cache
-after changing the model code). A cached run that was interrupted is resumed; a finished one is
-reused as it is. The cache lives under ``$PYSKICK_CACHE_DIR`` (default ``~/.cache/pyskick``) in
-``one-view/<key>/``; a file lock serialises processes that want the same model (under torchrun
-rank 0 holds it and the other ranks train along).
+and the pyskick version (not the runtime fields such as the device, nor code edits within one
+version: clear the cache after changing the model code). A cached run that was interrupted is
+resumed; a finished one is reused as it is. The cache lives under ``$PYSKICK_CACHE_DIR``
+(default ``~/.cache/pyskick``) in ``one-view/<key>/``; a file lock serialises processes that
+want the same model (under torchrun rank 0 holds it and the other ranks train along).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import os
 from pathlib import Path
 
 from pyskick import __version__
-from pyskick.config import TRAIN_ONLY_FIELDS, TrainConfig
+from pyskick.config import RUNTIME_FIELDS, TRAIN_ONLY_FIELDS, TrainConfig
 from pyskick.distributed import is_main
 from pyskick.files import cache_root, file_digest, file_lock
 from pyskick.training.data import TrainData
@@ -39,7 +39,8 @@ def pretrain_config(config: TrainConfig) -> TrainConfig:
 def cache_key(dataset_path: str | os.PathLike[str], config: TrainConfig) -> str:
     """The cache key of the one-view model for a dataset file and config."""
     fields = pretrain_config(config).to_dict()
-    fields.pop("device")
+    for name in RUNTIME_FIELDS:  # where and how fast it computes, not what
+        fields.pop(name)
     payload = json.dumps(
         {"dataset": file_digest(dataset_path), "config": fields, "pyskick": __version__},
         sort_keys=True,

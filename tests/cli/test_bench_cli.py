@@ -122,3 +122,32 @@ def test_ops_default_lists_every_op() -> None:
         "nms_rewards",
         "rotate_viewgrid",
     )
+
+
+def test_training_bench_times_a_run_alone_and_a_pack(capsys: pytest.CaptureFixture[str]) -> None:
+    torch.set_num_threads(1)
+    code, out, err = _run(
+        capsys, "--training", "--runs", "1,2", "--steps", "1", "--device", "cpu", "--json"
+    )
+    assert code == 0, err
+    report = json.loads(out)
+    assert report["environment"]["torch"] == torch.__version__
+    rows = report["rows"]
+    assert [(r["runs"], r["precision"], r["data"]) for r in rows] == [
+        (1, "fp32", "device"),
+        (2, "fp32", "device"),
+    ]
+    assert rows[0]["speedup"] == 1.0
+    for row in rows:
+        assert row["episodes_per_s"] > 0
+        assert row["episodes_per_s"] == pytest.approx(row["runs"] * 32 / row["step_seconds"])
+        assert row["epoch_seconds_per_run"] == pytest.approx(
+            6000 / 32 * row["step_seconds"] / row["runs"]
+        )
+    assert "2 runs:" in err  # one progress line per variant
+    code, out, err = _run(capsys, "--training", "--runs", "0")
+    assert code == 2
+    assert "give positive integers" in err
+    code, _, err = _run(capsys, "--training", "--precision", "fp16")
+    assert code == 2
+    assert "fp32, bf16" in err

@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from pyskick.plugins import get_registries
 from pyskick_cli.main import cli, main
-from pyskick_cli.param_types import RegisteredName
+from pyskick_cli.param_types import EvalBatchSize, RegisteredName
 
 
 def _commands(group: click.Group, prefix: str = "") -> Iterator[tuple[str, click.Command]]:
@@ -51,7 +51,9 @@ SHARED = {
     "--seed": (click.IntRange, False, False),
     "--epochs": (click.IntRange, False, False),
     "--batch-size": (click.IntRange, False, False),
-    "--eval-batch-size": (click.IntRange, False, False),
+    "--eval-batch-size": (EvalBatchSize, False, False),
+    "--data-on-device": (click.Choice, False, False),
+    "--save-every": (click.IntRange, False, False),
     "--glimpses": (click.IntRange, False, False),
     "--split": (click.types.StringParamType, False, False),
     "--one-view": (click.Path, False, False),
@@ -88,7 +90,7 @@ def test_each_meaning_has_its_own_name() -> None:
     owners = {name: {path for path, _ in options.get(name, [])} for name in options}
     # The training batch and the episodes per forward pass of evaluation are two options.
     assert owners["--batch-size"] == {"pretrain", "train", "reproduce", "demo"}
-    assert owners["--eval-batch-size"] == {"evaluate", "score"}
+    assert owners["--eval-batch-size"] == {"evaluate", "score", "pretrain", "train"}
     # A split's name, and a converter's train,val,test fractions.
     assert owners["--split"] == {"evaluate", "visualize", "data preview"}
     assert owners["--split-fractions"] == {"data from-panoramas", "data from-meshes"}
@@ -171,3 +173,15 @@ def test_registered_name_keeps_the_value_and_completes() -> None:
     assert [item.value for item in kind.shell_complete(ctx, option, "a")] == [
         name for name in get_registries()["critic"].names() if name.startswith("a")
     ]
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"), [("auto", "auto"), ("64", 64), (8, 8), ("0", None), ("x", None)]
+)
+def test_eval_batch_size_is_a_positive_int_or_auto(value: object, expected: object) -> None:
+    kind = EvalBatchSize()
+    if expected is None:
+        with pytest.raises(click.BadParameter, match="positive integer"):
+            kind.convert(value, None, None)
+    else:
+        assert kind.convert(value, None, None) == expected

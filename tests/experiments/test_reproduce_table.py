@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -12,7 +13,7 @@ from pyskick.checkpoint import load_checkpoint
 from pyskick.data import ViewgridFile
 from pyskick.evaluation import evaluate
 from pyskick.experiments import reproduce
-from pyskick.experiments.layout import TIMINGS_FILE
+from pyskick.experiments.layout import TIMINGS_FILE, run_dir
 from pyskick.experiments.reproduce import epochs_done
 from pyskick.training import trainer as trainer_module
 from pyskick.training.loggers import read_metrics
@@ -217,3 +218,49 @@ def test_a_study_on_the_validation_split(scenes: Path, tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="older pyskick, before the setting critic_gate"):
         reproduce(scenes, out, methods=["ltla"], report=False, eval_split="val", **FAST)
     assert json.loads(record.read_text()) == saved  # refused before anything was written
+
+
+def test_packed_runs_give_the_table_of_runs_alone(
+    scenes: Path, finished: Path, tmp_path: Path
+) -> None:
+    """pack="on": rnd-actions, ltla and ours(rew) train as one pack (each run records it),
+    and the table is the one of the runs trained alone, up to float32 rounding."""
+    out = tmp_path / "packed"
+    result = reproduce(scenes, out, methods=METHODS, report=False, pack="on", **FAST)
+    alone = json.loads((finished / "table.json").read_text())
+    runs = [run_dir(out, name, 0) for name in ("rnd-actions", "ltla", "ours(rew)")]
+    for run in runs:
+        record = load_checkpoint(run / "latest.pt")["pack"]
+        assert record["runs"] == [str(r.resolve()) for r in runs]
+    timings = [json.loads(line) for line in (out / "timings.jsonl").read_text().splitlines()]
+    packs = [t for t in timings if "pack" in t]
+    assert [len(t["pack"]) for t in packs] == [3]
+    for packed_row, solo_row in zip(result.table["rows"], alone["rows"], strict=True):
+        assert packed_row["method"] == solo_row["method"]
+        for metric in ("avg", "adv"):
+            assert packed_row[metric]["mean_x1000"] == pytest.approx(
+                solo_row[metric]["mean_x1000"], rel=1e-3
+            )
+    # Rerun: nothing left to train; more epochs continue the pack as that pack.
+    again = reproduce(
+        scenes, out, methods=METHODS, report=False, pack="on", **{**FAST, "epochs": 2}
+    )
+    assert all(load_checkpoint(run / "latest.pt")["epoch"] == 1 for run in runs)
+    assert again.table["rows"]
+
+
+def test_runs_are_grouped_by_what_they_share() -> None:
+    from pyskick.experiments.reproduce import TrainJob, group_jobs
+
+    def job(name: str, key: tuple[int, ...], device: str = "cuda") -> TrainJob:
+        member = SimpleNamespace(config=SimpleNamespace(device=device))
+        return TrainJob(SimpleNamespace(name=name), 0, 0, member, key)  # type: ignore[arg-type]
+
+    jobs = [job("a", (1,)), job("b", (2,)), job("c", (1,))]
+    assert [[j.method.name for j in g] for g in group_jobs(jobs, "on")] == [["a", "c"], ["b"]]
+    assert [len(g) for g in group_jobs(jobs, "off")] == [1, 1, 1]
+    on_cpu = [job("a", (1,), "cpu"), job("c", (1,), "cpu")]
+    assert [len(g) for g in group_jobs(on_cpu, "auto")] == [1, 1]
+    assert [len(g) for g in group_jobs(on_cpu, "on")] == [2]
+    with pytest.raises(ValueError, match="pack must be one of auto, on, off"):
+        reproduce("x.h5", "out", pack="sometimes")

@@ -419,3 +419,27 @@ def test_tensors_on_different_devices() -> None:
     arguments = {**good_arguments(), "coverage": torch.rand(2, 6, 6, device="cuda")}
     with pytest.raises(ValueError, match=r"one device.*coverage on cuda.*starts on cpu"):
         greedy_coverage(**arguments)
+
+
+@given(greedy_inputs())
+@settings(max_examples=40, deadline=None)
+def test_unchecked_calls_give_the_checked_result(case: dict) -> None:
+    """check_values=False skips the value checks (no wait for a GPU), nothing else."""
+    gen = torch.Generator().manual_seed(case["seed"])
+    coverage = random_coverage(gen, case["B"], case["N"] * case["M"], case["kind"])
+    starts = torch.tensor(case["starts"], dtype=torch.int64)
+    arguments = dict(n_elevations=case["N"], n_azimuths=case["M"], action_grid=case["action_grid"])
+    for backend in ("native", "reference"):
+        checked = greedy_coverage(coverage, starts, case["steps"], backend=backend, **arguments)
+        unchecked = greedy_coverage(
+            coverage, starts, case["steps"], backend=backend, check_values=False, **arguments
+        )
+        assert all(torch.equal(a, b) for a, b in zip(checked, unchecked, strict=True))
+
+
+@pytest.mark.parametrize("start", [-1, 6, 2**40])
+def test_the_cpu_kernel_refuses_starts_out_of_range_even_unchecked(start: int) -> None:
+    """The kernel reads no memory out of bounds whatever it is given (its own check)."""
+    arguments = {**good_arguments(), "starts": torch.tensor([[0], [start]])}
+    with pytest.raises(ValueError, match=r"greedy_coverage: starts must lie in \[0, 6\)"):
+        greedy_coverage(**arguments, backend="native", check_values=False)

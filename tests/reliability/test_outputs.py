@@ -224,7 +224,7 @@ def test_data_make_refuses_huge_values_before_writing(tmp_path: Path, refuse, ca
 def test_data_make_shares_the_seed_limit_of_training(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from pyskick.training.trainer import MAX_SEED
+    from pyskick.training.setup import MAX_SEED
 
     code, _, err = _run(["data", "make", "synthetic-scenes", "--num", "3", "--seed", MAX_SEED,
                          "--out", tmp_path / "o.h5"], capsys)  # fmt: skip

@@ -152,6 +152,10 @@ def test_score_options_and_bad_scores(one_view_ckpt: Path) -> None:
     }
     with pytest.raises(ValueError, match=r"coverage must have shape \[n, 12, 12\]"):
         sidekick.load_scores({"coverage": torch.zeros(2, 8, 8)}, T=4, device=CPU)
+    # Checked once when loaded: every batch's trajectories then trust it (no device wait).
+    for bad in (1.5, -0.5, float("nan")):
+        with pytest.raises(ValueError, match=r"coverage must lie in \[0, 1\]"):
+            sidekick.load_scores({"coverage": torch.full((2, 12, 12), bad)}, T=4, device=CPU)
     with pytest.raises(RuntimeError, match="prepare"):
         sidekick.demonstrations(torch.tensor([0]), torch.tensor([0]), 0)
     with pytest.raises(ValueError, match="hybrid_schedule"):

@@ -122,6 +122,9 @@ def test_reward_maps_pay_load_and_decay(tmp_path: Path, monkeypatch: pytest.Monk
         restored.load_scores({"nms": torch.zeros(3, 3, 4)}, T=4, device=CPU)
     with pytest.raises(ValueError, match=r"reward maps must be \[n, N, M\], got \[3, 12\]"):
         restored.load_scores({"maps": torch.zeros(3, 12)}, T=4, device=CPU)
+    # Checked once when loaded: the environment trusts every batch's maps (no device wait).
+    with pytest.raises(ValueError, match="reward maps contain NaN or infinite values"):
+        restored.load_scores({"maps": torch.full((3, 3, 4), float("inf"))}, T=4, device=CPU)
     with pytest.raises(ValueError, match="ConstantMaps needs radius >= 0"):
         ConstantMaps(0.5, radius=-1)
 

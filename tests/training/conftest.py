@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from pyskick.config import TrainConfig, train_preset
-from pyskick.training import trainer as trainer_module
+from pyskick.training import step as step_module
 from pyskick.training.data import TrainData
 from pyskick.training.losses import completion_loss
 from pyskick.training.trainer import pretrain
@@ -62,5 +62,5 @@ def recorded(monkeypatch):
         calls.append((rollout, kwargs))
         return completion_loss(rollout, **kwargs)
 
-    monkeypatch.setattr(trainer_module, "completion_loss", recording)
+    monkeypatch.setattr(step_module, "completion_loss", recording)
     return calls

@@ -69,7 +69,6 @@ def _rollout(T=4, B=3, seed=0, supervised=None, values=True):
         supervised=mask,
         visited=torch.zeros(B, T, dtype=torch.int64),
         decoded=torch.zeros(B, 1),
-        env_seconds=0.0,
     )
 
 

@@ -12,7 +12,7 @@ import torch
 from torch import Tensor, nn
 
 import pyskick.plugins
-import pyskick.training.trainer
+import pyskick.training.step
 from pyskick import hookimpl
 from pyskick.actors import Actor, LearnedActor, RandomActor
 from pyskick.checkpoint import load_checkpoint
@@ -136,7 +136,7 @@ def _spy(monkeypatch: pytest.MonkeyPatch) -> list[tuple[dict[str, Any], Rollout]
 
     # The module, not the function ``pyskick.evaluation.evaluate`` that shadows its name.
     evaluation = importlib.import_module("pyskick.evaluation.evaluate")
-    for module in (pyskick.training.trainer, evaluation):
+    for module in (pyskick.training.step, evaluation):
         monkeypatch.setattr(module, "collect_rollout", recording)
     return calls
 

@@ -47,6 +47,104 @@ class OpList(click.ParamType):
         return tuple(dict.fromkeys(names))  # drop duplicates, keep order
 
 
+class IntList(click.ParamType):
+    """Comma-separated positive integers."""
+
+    name = "N,..."
+
+    def convert(
+        self, value: object, param: click.Parameter | None, ctx: click.Context | None
+    ) -> tuple[int, ...]:
+        if isinstance(value, tuple):
+            return value
+        try:
+            numbers = tuple(int(x) for x in str(value).split(",") if x.strip())
+        except ValueError:
+            self.fail(f"{value!r} is not a comma-separated list of integers", param, ctx)
+        if not numbers or min(numbers) < 1:
+            self.fail(f"{value!r}: give positive integers", param, ctx)
+        return numbers
+
+
+class ChoiceList(click.ParamType):
+    """Comma-separated names out of a fixed set."""
+
+    def __init__(self, choices: tuple[str, ...]) -> None:
+        self.choices = choices
+        self.name = f"[{'|'.join(choices)}],..."
+
+    def convert(
+        self, value: object, param: click.Parameter | None, ctx: click.Context | None
+    ) -> tuple[str, ...]:
+        if isinstance(value, tuple):
+            return value
+        names = tuple(x.strip() for x in str(value).split(",") if x.strip())
+        unknown = [name for name in names if name not in self.choices]
+        if not names or unknown:
+            self.fail(
+                f"{value!r}: expected a comma-separated list of {', '.join(self.choices)}",
+                param,
+                ctx,
+            )
+        return tuple(dict.fromkeys(names))
+
+
+def _bench_training(
+    device: str,
+    preset: str,
+    runs: tuple[int, ...],
+    precisions: tuple[str, ...],
+    placements: tuple[str, ...],
+    steps: int,
+    as_json: bool,
+) -> None:
+    """``bench --training``: print the variants' table (or JSON with the environment)."""
+    import torch
+
+    from pyskick.training.bench import as_dicts, bench_training, environment
+
+    if device == "cuda" and not torch.cuda.is_available():
+        raise UserError("bench: --device cuda, but no GPU is visible to torch")
+    target = "cuda" if device in ("cuda", "all") and torch.cuda.is_available() else "cpu"
+    rows = bench_training(
+        preset=preset,
+        device=target,
+        runs=runs,
+        precisions=precisions,
+        data=placements,
+        steps=steps,
+        progress=lambda line: click.echo(f"bench: {line}", err=True),
+    )
+    if as_json:
+        click.echo(json.dumps({"environment": environment(), "rows": as_dicts(rows)}, indent=2))
+        return
+    header = ("runs", "precision", "data", "step", "episodes/s", "vs alone", "s per run-epoch")
+    lines = [header]
+    for row in rows:
+        lines.append(
+            (
+                str(row.runs),
+                row.precision,
+                row.data,
+                _duration(row.step_seconds),
+                f"{row.episodes_per_s:.0f}",
+                _times(row.speedup),
+                f"{row.epoch_seconds_per_run:.2f}",
+            )
+        )
+    widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
+    text = [
+        "  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)).rstrip() for line in lines
+    ]
+    text.insert(1, "  ".join("-" * w for w in widths))
+    first = rows[0]
+    text.append(
+        f"{preset} on {first.device}, batch {first.batch_size} per run, T = {first.T}; "
+        "s per run-epoch: a 6,000-grid epoch (the paper's 56 s on a GTX 1080), one run's share."
+    )
+    click.echo("\n".join(text))
+
+
 def all_ops() -> tuple[str, ...]:
     """Every op of the benchmark table, in its order: the default of ``--ops``."""
     from pyskick.ops.benchmark import BENCH_OPS
@@ -163,14 +261,73 @@ def _table(rows: list[dict[str, Any]]) -> str:
     help="Timed calls per backend after one warm-up call; the median is reported.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON list of rows instead.")
-def bench(quick: bool, device: str, ops: tuple[str, ...], repeats: int, as_json: bool) -> None:
-    """Time the native kernels against their PyTorch twins and the memory bound.
+@click.option(
+    "--training",
+    is_flag=True,
+    help="Time training steps instead of the kernels: a run alone against packs of runs, "
+    "per precision and data placement (docs/training.md, 'Measuring training speed').",
+)
+@click.option(
+    "--preset",
+    type=click.Choice(["cpu-demo", "paper-sun360", "paper-modelnet"]),
+    default="cpu-demo",
+    show_default=True,
+    help="--training: the model, batch size and T.",
+)
+@click.option(
+    "--runs",
+    type=IntList(),
+    default="1,4",
+    show_default=True,
+    help="--training: comma-separated pack sizes (1: a run alone).",
+)
+@click.option(
+    "--precision",
+    "precisions",
+    type=ChoiceList(("fp32", "bf16")),
+    default="fp32",
+    show_default=True,
+    help="--training: comma-separated precisions (fp32, bf16).",
+)
+@click.option(
+    "--data",
+    "placements",
+    type=ChoiceList(("device", "host")),
+    default="device",
+    show_default=True,
+    help="--training: comma-separated data placements (device, host; the same on the CPU).",
+)
+@click.option(
+    "--steps",
+    type=click.IntRange(min=1),
+    default=5,
+    show_default=True,
+    help="--training: timed steps per variant (after 2 untimed ones); the median is reported.",
+)
+def bench(
+    quick: bool,
+    device: str,
+    ops: tuple[str, ...],
+    repeats: int,
+    as_json: bool,
+    training: bool,
+    preset: str,
+    runs: tuple[int, ...],
+    precisions: tuple[str, ...],
+    placements: tuple[str, ...],
+    steps: int,
+) -> None:
+    """Time the native kernels against their PyTorch twins and the memory bound, or
+    (--training) training steps.
 
     SUN360 scale (4x8 views of 3x32x32). Every op reports the speed-up over its vectorised
     PyTorch twin; memory-bound ops also report how close they come to their memory bound (a
     copy of the bytes, or reading them once at the copy bandwidth). Native results are checked
     against the twins on the timed inputs. Progress goes to stderr.
     """
+    if training:
+        _bench_training(device, preset, runs, precisions, placements, steps, as_json)
+        return
     from pyskick.ops import has_native
     from pyskick.ops.benchmark import run_suite
 

@@ -23,6 +23,7 @@ from pyskick_cli.options import (
     batch_size_option,
     epochs_option,
     methods_option,
+    pack_option,
     parse_sidekick_options,
     pretrain_epochs_option,
     seeds_option,
@@ -62,6 +63,7 @@ two sidekicks (docs/reproduce.md, "The demo")."""
     is_flag=True,
     help="Every Table 1 method whose plugins are installed (about 3x longer).",
 )
+@pack_option()
 @sidekick_option_option(help=SIDEKICK_OPTION_HELP)
 def demo(
     out: Path,
@@ -72,6 +74,7 @@ def demo(
     batch_size: int,
     methods: str | None,
     full: bool,
+    pack: str,
     sidekick_option: tuple[str, ...],
 ) -> None:
     """Show the paper's effects on synthetic scenes: train one-view, rnd-actions, ltla,
@@ -120,5 +123,5 @@ def demo(
     run_table(
         data_path, out, methods=chosen, started=started, preset="cpu-demo", epochs=epochs,
         pretrain_epochs=pretrain_epochs, batch_size=batch_size, seeds=seeds, device="cpu",
-        sidekick_options=options,
+        sidekick_options=options, pack=pack,
     )  # fmt: skip

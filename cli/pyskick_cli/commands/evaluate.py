@@ -40,7 +40,7 @@ from pyskick_cli.outputs import check_outputs, overwrite_option
     "(rnd-actions), demo-actions (full observability), ...; see `pyskick plugins --all`.",
 )
 @one_view_option(help="A one-view run (folder or checkpoint) to report the % improvement against.")
-@eval_batch_size_option(default=256, show_default=True)
+@eval_batch_size_option(default="auto", show_default=True)
 @device_option()
 @click.option(
     "--save",
@@ -57,7 +57,7 @@ def evaluate(
     split: str,
     actor: str | None,
     one_view: Path | None,
-    eval_batch_size: int,
+    eval_batch_size: int | str,
     device: str | None,
     save: Path | None,
     as_json: bool,

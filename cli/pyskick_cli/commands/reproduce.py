@@ -16,6 +16,7 @@ from pyskick_cli.options import (
     epochs_option,
     logger_option,
     methods_option,
+    pack_option,
     parse_sidekick_options,
     preset_option,
     pretrain_epochs_option,
@@ -92,6 +93,7 @@ def run_table(
     "without looking at the test split.",
 )
 @device_option()
+@pack_option()
 @logger_option()
 @sidekick_option_option(help=SIDEKICK_OPTION_HELP)
 @click.option("--no-report", is_flag=True, help="Write the table only (no figures, no page).")
@@ -108,6 +110,7 @@ def reproduce(
     num_test: int | None,
     eval_split: str,
     device: str | None,
+    pack: str,
     logger: tuple[str, ...],
     sidekick_option: tuple[str, ...],
     no_report: bool,
@@ -123,6 +126,6 @@ def reproduce(
         resolve_dataset_path(dataset), out, methods=parse_methods(methods), started=started,
         preset=preset, config=config_path, epochs=epochs, pretrain_epochs=pretrain_epochs,
         batch_size=batch_size, seeds=seeds, num_test=num_test, eval_split=eval_split,
-        device=device, report=not no_report,
+        device=device, report=not no_report, pack=pack,
         sidekick_options=parse_sidekick_options(sidekick_option), loggers=resolve_loggers(logger),
     )  # fmt: skip

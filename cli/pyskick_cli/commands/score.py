@@ -99,7 +99,7 @@ def score(
     preset: str | None,
     config_path: Path | None,
     device: str | None,
-    eval_batch_size: int | None,
+    eval_batch_size: int | str | None,
     overwrite: bool,
 ) -> None:
     """Precompute a sidekick's scores of a dataset into one file, for `pyskick train --scores`.

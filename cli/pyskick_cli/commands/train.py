@@ -37,7 +37,7 @@ def _config(
     preset: str | None, config_path: Path | None, spec_preset: str, **overrides: Any
 ) -> TrainConfig:
     from pyskick.training import load_config
-    from pyskick.training.trainer import MAX_SEED
+    from pyskick.training.setup import MAX_SEED
 
     default = "paper-modelnet" if spec_preset == "modelnet-hard" else "paper-sun360"
     config = load_config(config_path, preset=preset, overrides=overrides, default_preset=default)
@@ -72,7 +72,7 @@ def _prepare(dataset: str, out_dir: Path, resume: bool, stage: str) -> tuple[Pat
 def _load_data(path: Path, config: TrainConfig) -> TrainData:
     """The dataset's splits, and the checks that need them but no model (device, batch size)."""
     from pyskick.training import TrainData
-    from pyskick.training.trainer import check_request
+    from pyskick.training.setup import check_request
 
     data = TrainData.from_file(path)
     check_request(config, data)
@@ -145,6 +145,10 @@ def pretrain(
     lr: float | None,
     seed: int | None,
     device: str | None,
+    data_on_device: str | None,
+    precision: str | None,
+    eval_batch_size: int | str | None,
+    save_every: int | None,
     logger: tuple[str, ...],
     out_dir: Path,
     resume: bool,
@@ -156,7 +160,9 @@ def pretrain(
     path, spec_preset = _prepare(dataset, out_dir, resume, "pretrain")
     config = _config(
         preset, config_path, spec_preset, pretrain_epochs=epochs, batch_size=batch_size, lr=lr,
-        seed=seed, device=device,
+        seed=seed, device=device, data_on_device=data_on_device, precision=precision,
+        eval_batch_size=eval_batch_size,
+        save_every=save_every,
     )  # fmt: skip
     data = _load_data(path, config)
     trainer = Trainer(config, out_dir, data, stage="pretrain", resume=resume, loggers=loggers)
@@ -205,6 +211,10 @@ def train(
     lr: float | None,
     seed: int | None,
     device: str | None,
+    data_on_device: str | None,
+    precision: str | None,
+    eval_batch_size: int | str | None,
+    save_every: int | None,
     logger: tuple[str, ...],
     out_dir: Path,
     resume: bool,
@@ -227,13 +237,16 @@ def train(
     from pyskick.sidekicks import make_sidekick
     from pyskick.sidekicks.scores import load_scores_file
     from pyskick.training.one_view_cache import cached_one_view
-    from pyskick.training.trainer import Trainer, check_init
+    from pyskick.training.setup import check_init
+    from pyskick.training.trainer import Trainer
 
     loggers = resolve_loggers(logger, out_dir if resume else None)
     path, spec_preset = _prepare(dataset, out_dir, resume, "train")
     config = _config(
         preset, config_path, spec_preset, epochs=epochs, batch_size=batch_size, lr=lr, seed=seed,
-        device=device, T=T, critic=critic, actor=actor, sidekick=sidekick,
+        device=device, data_on_device=data_on_device, precision=precision,
+        eval_batch_size=eval_batch_size,
+        save_every=save_every, T=T, critic=critic, actor=actor, sidekick=sidekick,
         sidekick_options=parse_sidekick_options(sidekick_option),
     )  # fmt: skip
     if resume and sidekick is None and config.sidekick == "none":

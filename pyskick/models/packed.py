@@ -1,0 +1,557 @@
+"""R runs of one architecture as one model (docs/training.md, "Packed runs").
+
+Table 1 is several methods times several seeds of the *same* network. Trained one after the
+other, each run launches hundreds of small kernels per step and leaves a GPU mostly idle;
+packed, every layer of the R runs is one kernel: convolutions and transposed convolutions are
+grouped (``groups=R``), linear layers and the LSTM cell are batched matrix products, and each
+BatchNorm normalises each run's features over that run's samples only. Parameters carry a
+leading run dimension ``R`` and keep the names of :class:`~pyskick.models.CompletionPolicy`'s,
+so :func:`pack` and :func:`unpack` are copies of state dicts, exact both ways.
+
+**Episode order.** A packed model runs ``B`` episodes of each of its ``R`` runs, interleaved
+batch-major: episode ``e = b * R + r`` is run r's b-th. Its inputs and outputs are those of
+``CompletionPolicy`` for ``B * R`` episodes, so the environment and
+:func:`~pyskick.envs.rollout.collect_rollout` run it unchanged, and a view batch
+``[B * R, C, H, W]`` *is* ``[B, R * C, H, W]``, the layout of a grouped convolution (no copy
+on the way in, nor on the way out of the decoder). Vectors (``[R, B, F]``) are transposed
+between the two layouts where needed; they are small. The recurrent state is kept as
+``[R, B, hidden]`` (opaque to the rollout).
+
+``nn.LSTM`` has no batching rule for ``torch.func.vmap``; these layers need none.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from pyskick.models.config import ModelConfig
+from pyskick.models.critics import FullObservabilityCritic, GroupViews, PartialObservabilityCritic
+from pyskick.models.decode import L1_EPS
+from pyskick.models.inputs import (
+    ELEVATION_COLUMN,
+    act_input,
+    azimuth_column,
+    check_float_tensor,
+    time_column,
+)
+from pyskick.models.policy import CompletionPolicy, FrozenBatchNorm, StepOutput
+
+__all__ = [
+    "PackedCompletionPolicy",
+    "PackedFullObservabilityCritic",
+    "PackedPartialObservabilityCritic",
+    "episodes_first",
+    "pack",
+    "pack_state",
+    "runs_first",
+    "unpack",
+    "unpack_into",
+    "unpack_state",
+]
+
+
+# ----------------------------------------------------------------------------- layouts
+def runs_first(x: Tensor, runs: int) -> Tensor:
+    """``[B * R, ...]`` (episode ``b * R + r``) as ``[R, B, ...]`` (a view)."""
+    return x.reshape(-1, runs, *x.shape[1:]).transpose(0, 1)
+
+
+def episodes_first(x: Tensor) -> Tensor:
+    """``[R, B, ...]`` as ``[B * R, ...]`` (episode ``b * R + r``)."""
+    return x.transpose(0, 1).reshape(-1, *x.shape[2:])
+
+
+# ------------------------------------------------------------------------------ layers
+class PackedLinear(nn.Module):
+    """R linear layers: ``[R, B, in] -> [R, B, out]`` (one batched matrix product).
+
+    Parameters ``weight [R, out, in]``, ``bias [R, out]``.
+    """
+
+    def __init__(self, runs: int, in_features: int, out_features: int) -> None:
+        super().__init__()
+        self.weight = nn.Parameter(torch.empty(runs, out_features, in_features))
+        self.bias = nn.Parameter(torch.empty(runs, out_features))
+
+    def forward(self, x: Tensor) -> Tensor:
+        return torch.baddbmm(self.bias.unsqueeze(1), x, self.weight.transpose(1, 2))
+
+
+class PackedConv2d(nn.Module):
+    """R convolutions as one grouped convolution: ``[B, R * in, H, W] -> [B, R * out, H', W']``.
+
+    Parameters ``weight [R, out, in, k, k]``, ``bias [R, out]``.
+    """
+
+    def __init__(self, runs: int, layer: nn.Conv2d) -> None:
+        super().__init__()
+        self.runs = runs
+        self.weight = nn.Parameter(torch.empty(runs, *layer.weight.shape))
+        self.bias = nn.Parameter(torch.empty(runs, layer.out_channels))
+        self.stride, self.padding = layer.stride, layer.padding
+
+    def forward(self, x: Tensor) -> Tensor:
+        weight = self.weight.reshape(-1, *self.weight.shape[2:])
+        return F.conv2d(
+            x, weight, self.bias.reshape(-1), self.stride, self.padding, groups=self.runs
+        )
+
+
+class PackedConvTranspose2d(nn.Module):
+    """R transposed convolutions as one grouped one: ``[B, R * in, h, w] -> [B, R * out, ...]``.
+
+    Parameters ``weight [R, in, out, k, k]``, ``bias [R, out]``.
+    """
+
+    def __init__(self, runs: int, layer: nn.ConvTranspose2d) -> None:
+        super().__init__()
+        self.runs = runs
+        self.weight = nn.Parameter(torch.empty(runs, *layer.weight.shape))
+        self.bias = nn.Parameter(torch.empty(runs, layer.out_channels))
+        self.stride, self.padding = layer.stride, layer.padding
+        self.output_padding = layer.output_padding
+
+    def forward(self, x: Tensor) -> Tensor:
+        if x.device.type == "cpu":  # grouped transposed convolutions take a slow path there
+            parts = x.chunk(self.runs, dim=1)
+            return torch.cat(
+                [
+                    F.conv_transpose2d(part, w, b, self.stride, self.padding, self.output_padding)
+                    for part, w, b in zip(parts, self.weight, self.bias, strict=True)
+                ],
+                dim=1,
+            )
+        weight = self.weight.reshape(-1, *self.weight.shape[2:])
+        return F.conv_transpose2d(
+            x,
+            weight,
+            self.bias.reshape(-1),
+            self.stride,
+            self.padding,
+            self.output_padding,
+            groups=self.runs,
+        )
+
+
+class PackedBatchNorm1d(nn.Module):
+    """R BatchNorm1d layers: each run's features normalised over that run's samples only.
+
+    ``[R, B, F] -> [R, B, F]``. Parameters ``weight``, ``bias`` and buffers ``running_mean``,
+    ``running_var`` ``[R, F]``, ``num_batches_tracked [R]``; the statistics, momentum and
+    epsilon are ``nn.BatchNorm1d``'s.
+    """
+
+    def __init__(self, runs: int, layer: nn.BatchNorm1d) -> None:
+        super().__init__()
+        features = layer.num_features
+        self.eps, self.momentum = layer.eps, layer.momentum
+        self.weight = nn.Parameter(torch.empty(runs, features))
+        self.bias = nn.Parameter(torch.empty(runs, features))
+        self.register_buffer("running_mean", torch.zeros(runs, features))
+        self.register_buffer("running_var", torch.ones(runs, features))
+        self.register_buffer("num_batches_tracked", torch.zeros(runs, dtype=torch.long))
+
+    def forward(self, x: Tensor) -> Tensor:
+        R, B, features = x.shape
+        if self.training:
+            self.num_batches_tracked.add_(1)
+        flat = x.transpose(0, 1).reshape(B, R * features)
+        out = F.batch_norm(
+            flat,
+            self.running_mean.view(-1),
+            self.running_var.view(-1),
+            self.weight.reshape(-1),
+            self.bias.reshape(-1),
+            self.training,
+            self.momentum if self.momentum is not None else 0.0,
+            self.eps,
+        )
+        return out.view(B, R, features).transpose(0, 1)
+
+
+class PackedLSTM(nn.Module):
+    """R one-layer LSTMs advanced one step: ``x [R, B, in]``, ``(h, c) [R, B, H]`` -> ``(h, c)``.
+
+    Gates ``x W_ih^T + b_ih + h W_hh^T + b_hh`` in ``nn.LSTM``'s order (input, forget, cell,
+    output); parameters named and shaped as ``nn.LSTM``'s (``weight_ih_l0 [R, 4H, in]``, ...).
+    """
+
+    def __init__(self, runs: int, layer: nn.LSTM) -> None:
+        super().__init__()
+        if layer.num_layers != 1 or layer.bidirectional or not layer.bias or layer.batch_first:
+            raise ValueError("only a one-layer, one-directional LSTM with biases can be packed")
+        H, inputs = layer.hidden_size, layer.input_size
+        self.hidden_size = H
+        self.weight_ih_l0 = nn.Parameter(torch.empty(runs, 4 * H, inputs))
+        self.weight_hh_l0 = nn.Parameter(torch.empty(runs, 4 * H, H))
+        self.bias_ih_l0 = nn.Parameter(torch.empty(runs, 4 * H))
+        self.bias_hh_l0 = nn.Parameter(torch.empty(runs, 4 * H))
+
+    def forward(self, x: Tensor, state: tuple[Tensor, Tensor]) -> tuple[Tensor, Tensor]:
+        h, c = state
+        gates = torch.baddbmm(
+            self.bias_ih_l0.unsqueeze(1), x, self.weight_ih_l0.transpose(1, 2)
+        ) + torch.baddbmm(self.bias_hh_l0.unsqueeze(1), h, self.weight_hh_l0.transpose(1, 2))
+        i, f, g, o = gates.chunk(4, dim=2)
+        c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
+        h = torch.sigmoid(o) * torch.tanh(c)
+        return h, c
+
+
+class PackedFlatten(nn.Module):
+    """``[B, R * C, h, w] -> [R, B, C * h * w]``: from the convolutions' layout to vectors."""
+
+    def __init__(self, runs: int) -> None:
+        super().__init__()
+        self.runs = runs
+
+    def forward(self, x: Tensor) -> Tensor:
+        return x.reshape(x.shape[0], self.runs, -1).transpose(0, 1)
+
+
+class PackedUnflatten(nn.Module):
+    """``[R, B, C * s * s] -> [B, R * C, s, s]``: from vectors to the convolutions' layout."""
+
+    def __init__(self, runs: int, layer: nn.Unflatten) -> None:
+        super().__init__()
+        self.runs = runs
+        self.shape = tuple(layer.unflattened_size)
+
+    def forward(self, x: Tensor) -> Tensor:
+        channels, *side = self.shape
+        return x.transpose(0, 1).reshape(x.shape[1], self.runs * channels, *side)
+
+
+class PackedGroupViews(nn.Module):
+    """``[R, B * V, F] -> [R, B, V * F]`` (:class:`~pyskick.models.critics.GroupViews`)."""
+
+    def __init__(self, layer: GroupViews) -> None:
+        super().__init__()
+        self.n_views = layer.n_views
+
+    def forward(self, x: Tensor) -> Tensor:
+        return x.reshape(x.shape[0], -1, self.n_views * x.shape[2])
+
+
+# Layers without parameters that act on every element or channel alike: the packed layouts
+# pass through them unchanged.
+_SHARED = (nn.ReLU, nn.LeakyReLU, nn.MaxPool2d, nn.AvgPool2d, nn.Identity)
+
+
+def _pack_layer(layer: nn.Module, runs: int) -> nn.Module:
+    """The packed counterpart of one layer, parameters uninitialised (:func:`pack` fills them)."""
+    if isinstance(layer, nn.Linear):
+        return PackedLinear(runs, layer.in_features, layer.out_features)
+    if isinstance(layer, nn.Conv2d):
+        return PackedConv2d(runs, layer)
+    if isinstance(layer, nn.ConvTranspose2d):
+        return PackedConvTranspose2d(runs, layer)
+    if isinstance(layer, nn.BatchNorm1d):
+        return PackedBatchNorm1d(runs, layer)
+    if isinstance(layer, nn.LSTM):
+        return PackedLSTM(runs, layer)
+    if isinstance(layer, nn.Flatten):
+        return PackedFlatten(runs)
+    if isinstance(layer, nn.Unflatten):
+        return PackedUnflatten(runs, layer)
+    if isinstance(layer, GroupViews):
+        return PackedGroupViews(layer)
+    if isinstance(layer, _SHARED):
+        return copy.deepcopy(layer)
+    if isinstance(layer, nn.Sequential):
+        return nn.Sequential(*(_pack_layer(child, runs) for child in layer))
+    raise TypeError(f"cannot pack a {type(layer).__name__}: no packed counterpart")
+
+
+# --------------------------------------------------------------------------- the policy
+class PackedCompletionPolicy(nn.Module):
+    """R :class:`~pyskick.models.CompletionPolicy` networks of one config, as one module.
+
+    Called like ``CompletionPolicy`` on ``B * R`` episodes (episode ``b * R + r`` is run r's),
+    it returns what R separate policies would, up to floating-point rounding. Build it with
+    :func:`pack`.
+
+    Args:
+        config: the runs' (shared) architecture.
+        runs: R.
+    """
+
+    def __init__(self, config: ModelConfig, runs: int) -> None:
+        super().__init__()
+        if isinstance(runs, bool) or not isinstance(runs, int) or runs < 1:
+            raise ValueError(f"runs must be a positive int, got {runs!r}")
+        self.config = config
+        self.runs = runs
+        with torch.random.fork_rng(devices=[]):  # the template's init draws are discarded
+            template = CompletionPolicy(config)
+        for name in ("sense_im", "sense_pro", "fuse", "aggregate", "act", "decode"):
+            self.add_module(name, _pack_layer(template.get_submodule(name), runs))
+        self.grid_shape = template.decode.grid_shape
+        self._frozen: tuple[str, ...] = ()
+        self._frozen_batchnorm: FrozenBatchNorm = "train"
+
+    def initial_state(
+        self, batch_size: int, device: torch.device | str | None = None
+    ) -> tuple[Tensor, Tensor]:
+        """Zero ``(h, c)``, each ``[R, B, hidden]``, for ``batch_size = B * R`` episodes."""
+        weight = self.aggregate.weight_hh_l0
+        shape = (self.runs, batch_size // self.runs, self.config.hidden_size)
+        device = weight.device if device is None else device
+        return (
+            torch.zeros(shape, dtype=weight.dtype, device=device),
+            torch.zeros(shape, dtype=weight.dtype, device=device),
+        )
+
+    def forward(
+        self,
+        view: Tensor,
+        proprio: Tensor,
+        time: int | Tensor,
+        state: tuple[Tensor, Tensor] | None = None,
+        *,
+        azimuth: Tensor | None = None,
+        decode: bool = True,
+    ) -> StepOutput:
+        """One glimpse of ``B * R`` episodes (arguments and outputs as
+        :meth:`CompletionPolicy.step`, the state ``[R, B, hidden]``)."""
+        cfg, R = self.config, self.runs
+        view = check_float_tensor("view", view, (None, cfg.channels, cfg.view_size, cfg.view_size))
+        episodes = view.shape[0]
+        if episodes % R:
+            raise ValueError(f"a pack of {R} runs needs B * {R} episodes, got {episodes}")
+        B = episodes // R
+        proprio = check_float_tensor("proprio", proprio, (episodes, cfg.proprio_size))
+        h, c = self.initial_state(episodes, view.device) if state is None else state
+        image = self.sense_im(view.reshape(B, R * cfg.channels, cfg.view_size, cfg.view_size))
+        fused = self.fuse(torch.cat([image, self.sense_pro(runs_first(proprio, R))], dim=2))
+        h, c = self.aggregate(fused, (h, c))
+        hidden = episodes_first(h)
+        inputs = act_input(cfg, hidden, proprio, time, azimuth)
+        logits = episodes_first(self.act(runs_first(inputs, R)))
+        decoded = self._decode(h, B) if decode else None
+        return StepOutput(logits, decoded, (h, c), hidden)
+
+    def step(self, *args: Any, **kwargs: Any) -> StepOutput:
+        """:meth:`forward` through the module call (hooks see it)."""
+        return self(*args, **kwargs)
+
+    def _decode(self, h: Tensor, B: int) -> Tensor:
+        """``[R, B, hidden] -> [B * R, N, M, C, H, W]`` (the last layer's output, no copy)."""
+        maps = self.decode(F.normalize(h, p=1, dim=2, eps=L1_EPS))
+        return maps.reshape(B * self.runs, *self.grid_shape)
+
+    def freeze_sense_and_fuse(
+        self, *, include_decode: bool = False, batchnorm: FrozenBatchNorm = "train"
+    ) -> None:
+        """As :meth:`CompletionPolicy.freeze_sense_and_fuse`, for every run."""
+        names = ("sense_im", "sense_pro", "fuse", *(("decode",) if include_decode else ()))
+        for name in names:
+            self.get_submodule(name).requires_grad_(False)
+        self._frozen = names
+        self._frozen_batchnorm = batchnorm
+        self.train(self.training)
+
+    @property
+    def frozen_modules(self) -> tuple[str, ...]:
+        """Names of the frozen submodules (empty if none)."""
+        return self._frozen
+
+    def train(self, mode: bool = True) -> PackedCompletionPolicy:
+        """Set train/eval mode; frozen BatchNorm layers stay in eval mode if so requested."""
+        super().train(mode)
+        if mode and self._frozen_batchnorm == "eval":
+            for name in self._frozen:
+                for layer in self.get_submodule(name).modules():
+                    if isinstance(layer, PackedBatchNorm1d):
+                        layer.eval()
+        return self
+
+    def trainable_parameters(self) -> list[nn.Parameter]:
+        """The parameters that still require gradients."""
+        return [p for p in self.parameters() if p.requires_grad]
+
+
+# ------------------------------------------------------------------------------ critics
+class PackedPartialObservabilityCritic(nn.Module):
+    """R :class:`~pyskick.models.PartialObservabilityCritic` value heads as one."""
+
+    full_observability = False
+
+    def __init__(self, config: ModelConfig, runs: int) -> None:
+        super().__init__()
+        self.config, self.runs = config, runs
+        with torch.random.fork_rng(devices=[]):
+            template = PartialObservabilityCritic(config)
+        self.critic = _pack_layer(template.critic, runs)
+
+    def forward(
+        self, hidden: Tensor, proprio: Tensor, time: int | Tensor, *, azimuth: Tensor | None = None
+    ) -> Tensor:
+        """Value ``[B * R]`` of each episode's current step (arguments as the solo critic's)."""
+        inputs = act_input(self.config, hidden, proprio, time, azimuth)
+        return episodes_first(self.critic(runs_first(inputs, self.runs))).squeeze(1)
+
+
+class PackedFullObservabilityCritic(nn.Module):
+    """R :class:`~pyskick.models.FullObservabilityCritic` value heads as one, sharing the
+    packed policy's image encoder (not a submodule, as in the solo critic)."""
+
+    full_observability = True
+
+    def __init__(self, config: ModelConfig, runs: int, image_encoder: nn.Module) -> None:
+        super().__init__()
+        self.config, self.runs = config, runs
+        with torch.random.fork_rng(devices=[]):
+            template = FullObservabilityCritic(config, nn.Identity())
+        self.critic_fuse = _pack_layer(template.critic_fuse, runs)
+        self.critic = _pack_layer(template.critic, runs)
+        object.__setattr__(self, "image_encoder", image_encoder)
+
+    def encode_grid(self, grid: Tensor) -> Tensor:
+        """``[B * R, N, M, C, H, W]`` absolute grids -> ``[R, B, grid_size]``."""
+        cfg, R = self.config, self.runs
+        V, C, S = cfg.n_views, cfg.channels, cfg.view_size
+        B = grid.shape[0] // R
+        views = grid.reshape(B, R, V, C, S, S).transpose(1, 2).reshape(B * V, R * C, S, S)
+        return self.critic_fuse(self.image_encoder(views))
+
+    def forward(
+        self,
+        hidden: Tensor,
+        proprio: Tensor,
+        time: int | Tensor,
+        grid: Tensor,
+        *,
+        azimuth: Tensor | None = None,
+    ) -> Tensor:
+        """Value ``[B * R]`` of each episode's current step (arguments as the solo critic's)."""
+        cfg, R = self.config, self.runs
+        batch = hidden.shape[0]
+        parts = torch.cat(
+            [
+                hidden,
+                proprio[:, :2],
+                proprio[:, ELEVATION_COLUMN : ELEVATION_COLUMN + 1],
+                azimuth_column(cfg, proprio, azimuth, needed_by="FullObservabilityCritic"),
+                time_column(time, batch, hidden),
+            ],
+            dim=1,
+        )
+        inputs = torch.cat([runs_first(parts, R), self.encode_grid(grid)], dim=2)
+        return episodes_first(self.critic(inputs)).squeeze(1)
+
+
+# ----------------------------------------------------------------------- pack, unpack
+def pack_state(states: Sequence[dict[str, Tensor]]) -> dict[str, Tensor]:
+    """Stack R state dicts of one architecture along a new leading run dimension."""
+    keys = list(states[0])
+    for i, state in enumerate(states[1:], start=1):
+        if list(state) != keys:
+            raise ValueError(f"run {i} has other parameters than run 0: not one architecture")
+    return {key: torch.stack([state[key] for state in states]) for key in keys}
+
+
+def unpack_state(state: dict[str, Tensor], run: int) -> dict[str, Tensor]:
+    """Run ``run``'s state dict out of a packed one (copies)."""
+    return {key: value[run].clone() for key, value in state.items()}
+
+
+def pack(modules: Sequence[nn.Module], image_encoder: nn.Module | None = None) -> nn.Module:
+    """R solo modules of one config as one packed module (their weights and BatchNorm
+    statistics, copied; the first one's train/eval mode and freezing).
+
+    Args:
+        modules: R :class:`CompletionPolicy`, or R partial- or full-observability critics.
+        image_encoder: the packed policy's ``sense_im``, for full-observability critics.
+
+    Raises:
+        ValueError: no modules, different configs or kinds.
+        TypeError: a module of no packable kind.
+    """
+    if not modules:
+        raise ValueError("pack needs at least one module")
+    first = modules[0]
+    packable = (CompletionPolicy, PartialObservabilityCritic, FullObservabilityCritic)
+    if not isinstance(first, packable):
+        raise TypeError(f"cannot pack a {type(first).__name__}")
+    kinds = {type(m) for m in modules}
+    configs = {getattr(m, "config", None) for m in modules}
+    if len(kinds) > 1 or len(configs) > 1:
+        raise ValueError("pack needs modules of one kind and one config")
+    runs = len(modules)
+    packed: nn.Module
+    if isinstance(first, CompletionPolicy):
+        frozen = {m.frozen_modules for m in modules}  # type: ignore[attr-defined]
+        if len(frozen) > 1:
+            raise ValueError("pack needs policies with the same frozen modules")
+        packed = PackedCompletionPolicy(first.config, runs)
+        packed._frozen, packed._frozen_batchnorm = first._frozen, first._frozen_batchnorm
+    elif isinstance(first, PartialObservabilityCritic):
+        packed = PackedPartialObservabilityCritic(first.config, runs)
+    else:
+        if image_encoder is None:
+            raise ValueError("packing full-observability critics needs the packed image encoder")
+        packed = PackedFullObservabilityCritic(first.config, runs, image_encoder)
+    packed.load_state_dict(pack_state([m.state_dict() for m in modules]))
+    device = next(first.parameters()).device
+    packed.to(device)
+    for packed_param, param in zip(packed.parameters(), first.parameters(), strict=True):
+        packed_param.requires_grad_(param.requires_grad)
+    packed.train(first.training)
+    return packed
+
+
+def unpack_into(packed: nn.Module, modules: Sequence[nn.Module]) -> None:
+    """Copy each run's weights and statistics from ``packed`` into its solo module, in place
+    (exact)."""
+    state = packed.state_dict()
+    if len(modules) != _runs(packed):
+        raise ValueError(f"the pack holds {_runs(packed)} runs, got {len(modules)} modules")
+    with torch.no_grad():
+        for r, module in enumerate(modules):
+            for key, value in module.state_dict().items():
+                value.copy_(state[key][r])
+
+
+def unpack(packed: nn.Module) -> list[nn.Module]:
+    """New solo modules, one per run, holding the packed weights (exact; the pack's mode and,
+    for policies, freezing).
+
+    Raises:
+        TypeError: not a packed module.
+    """
+    runs = _runs(packed)
+    device = next(packed.parameters()).device
+    out: list[nn.Module] = []
+    for r in range(runs):
+        with torch.random.fork_rng(devices=[]):
+            module: nn.Module
+            if isinstance(packed, PackedCompletionPolicy):
+                module = CompletionPolicy(packed.config)
+                if packed.frozen_modules:
+                    module.freeze_sense_and_fuse(
+                        include_decode="decode" in packed.frozen_modules,
+                        batchnorm=packed._frozen_batchnorm,
+                    )
+            elif isinstance(packed, PackedPartialObservabilityCritic):
+                module = PartialObservabilityCritic(packed.config)
+            elif isinstance(packed, PackedFullObservabilityCritic):
+                module = FullObservabilityCritic(packed.config, nn.Identity())
+            else:
+                raise TypeError(f"cannot unpack a {type(packed).__name__}")
+        module.load_state_dict(unpack_state(packed.state_dict(), r))
+        out.append(module.to(device).train(packed.training))
+    return out
+
+
+def _runs(packed: nn.Module) -> int:
+    runs = getattr(packed, "runs", None)
+    if not isinstance(runs, int):
+        raise TypeError(f"{type(packed).__name__} is not a packed module")
+    return runs

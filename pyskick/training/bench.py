@@ -1,0 +1,217 @@
+"""``pyskick bench --training``: episodes per second of training steps, one run against packs
+(docs/training.md, "Measuring training speed").
+
+Every variant trains real steps of the real trainer (:meth:`Trainer.train_step`, or a pack's
+:meth:`~pyskick.training.pack.PackTrainer.train_step`) on random viewgrids of a preset's shape,
+from a one-view model (Sense and Fuse frozen, as in the paper's training stage): ``warmup``
+steps, then ``steps`` timed between two synchronisations. A variant is a pack size (1: a run
+alone, through the solo trainer), a precision and where the data live. The ratios of one
+call are comparable; absolute figures depend on the machine and what else runs on it.
+"""
+
+from __future__ import annotations
+
+import platform
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from pyskick.checkpoint import save_checkpoint
+from pyskick.config import train_preset
+from pyskick.distributed import resolve_device
+from pyskick.models import CompletionPolicy
+from pyskick.models import preset as preset_model
+from pyskick.timing import synchronize
+from pyskick.training.data import TrainData
+from pyskick.training.pack import PackMember, PackTrainer
+from pyskick.training.trainer import Trainer
+
+PAPER_EPOCH_GRIDS = 6000
+"""Training viewgrids of a SUN360 epoch (the paper's 56 s on a GTX 1080)."""
+
+
+@dataclass(frozen=True)
+class TrainingBench:
+    """One measured variant."""
+
+    preset: str
+    device: str
+    runs: int
+    """Runs trained together (1: a run alone, through the solo trainer)."""
+    precision: str
+    data: str
+    """``"device"``: the viewgrids live on the device; ``"host"``: copied per batch."""
+    batch_size: int
+    T: int
+    step_seconds: float
+    """Median seconds of one step of all the runs."""
+    episodes_per_s: float
+    """Episodes per second, all runs together."""
+    speedup: float | None
+    """``episodes_per_s`` over the same precision and data's run alone."""
+    epoch_seconds_per_run: float
+    """Seconds one run's 6,000-grid epoch takes, its share of the step time."""
+
+
+def environment() -> dict[str, Any]:
+    """Where the figures were measured: torch, CUDA and driver versions, devices, threads."""
+    info: dict[str, Any] = {
+        "torch": torch.__version__,
+        "python": platform.python_version(),
+        "cpu": platform.processor() or platform.machine(),
+        "threads": torch.get_num_threads(),
+        "cuda": torch.version.cuda,
+    }
+    if torch.cuda.is_available():
+        info["gpu"] = torch.cuda.get_device_name()
+        info["gpu_capability"] = list(torch.cuda.get_device_capability())
+        driver = getattr(torch.cuda, "driver_version", None)
+        info["driver"] = driver() if callable(driver) else None
+    return info
+
+
+def bench_training(
+    *,
+    preset: str = "cpu-demo",
+    device: str = "cpu",
+    runs: Sequence[int] = (1, 4),
+    precisions: Sequence[str] = ("fp32",),
+    data: Sequence[str] = ("device",),
+    grids: int | None = None,
+    steps: int = 5,
+    warmup: int = 2,
+    batch_size: int | None = None,
+    T: int | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> list[TrainingBench]:
+    """Time training steps of every variant (see the module docstring).
+
+    Args:
+        preset: a training preset (its model, batch size and T unless given).
+        device: ``"cpu"``, ``"cuda"`` or ``"auto"``.
+        runs: pack sizes (1: a run alone).
+        precisions: ``"fp32"``, ``"bf16"``.
+        data: ``"device"``, ``"host"`` (the same on the CPU).
+        grids: random training viewgrids (default: enough for every step of every run).
+        steps, warmup: timed and untimed steps per variant.
+        batch_size, T: override the preset's.
+        progress: called with one line per variant.
+
+    Returns:
+        One :class:`TrainingBench` per variant, in the order measured.
+    """
+    base = train_preset(preset).replace(device=device)
+    if batch_size is not None:
+        base = base.replace(batch_size=batch_size)
+    if T is not None:
+        base = base.replace(T=T)
+    target = resolve_device(base.device)
+    n = grids or base.batch_size * (steps + warmup) * 2
+    model = preset_model(base.model)  # its grid: SUN360's (4 x 8 x 3 x 32²) or ModelNet's
+    gen = torch.Generator().manual_seed(0)
+    shape = (model.n_elevations, model.n_azimuths, model.channels, model.view_size, model.view_size)
+    viewgrids = TrainData(
+        torch.randint(0, 256, (n, *shape), generator=gen, dtype=torch.uint8),
+        torch.randint(0, 256, (8, *shape), generator=gen, dtype=torch.uint8),
+        tuple(128.0 for _ in range(model.channels)),
+    )
+    rows: list[TrainingBench] = []
+    with tempfile.TemporaryDirectory(prefix="pyskick-bench-") as tmp:
+        init = Path(tmp) / "one-view.pt"
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(0)
+            policy = CompletionPolicy(model)
+        save_checkpoint(init, {"model": policy.state_dict(), "model_config": model.to_dict()})
+        for precision in precisions:
+            for placement in data:
+                alone: float | None = None
+                for size in runs:
+                    config = base.replace(
+                        precision=precision, data_on_device="on" if placement == "device" else "off"
+                    )
+                    if target.type == "cpu":
+                        config = config.replace(data_on_device="auto")
+                    seconds = _time_steps(config, viewgrids, init, size, Path(tmp), steps, warmup)
+                    episodes = size * config.batch_size / seconds
+                    if size == 1:
+                        alone = episodes
+                    row = TrainingBench(
+                        preset=preset,
+                        device=str(target),
+                        runs=size,
+                        precision=precision,
+                        data=placement,
+                        batch_size=config.batch_size,
+                        T=config.T,
+                        step_seconds=seconds,
+                        episodes_per_s=episodes,
+                        speedup=None if alone is None else episodes / alone,
+                        epoch_seconds_per_run=PAPER_EPOCH_GRIDS
+                        / config.batch_size
+                        * seconds
+                        / size,
+                    )
+                    rows.append(row)
+                    if progress is not None:
+                        progress(_describe(row))
+    return rows
+
+
+def _time_steps(
+    config: Any, data: TrainData, init: Path, runs: int, tmp: Path, steps: int, warmup: int
+) -> float:
+    """Median seconds of one training step of ``runs`` runs (a solo trainer for 1)."""
+    folder = Path(tempfile.mkdtemp(dir=tmp))
+    if runs == 1:
+        trainer: Any = Trainer(config, folder / "run", data, stage="train", init=init).setup()
+        trainer.policy.train()
+
+        def step(batch: Any) -> None:
+            trainer.train_step(batch, 0)
+
+        batches = trainer.batches(0)
+    else:
+        members = [
+            PackMember(config.replace(seed=config.seed + r), folder / f"run{r}", init=init)
+            for r in range(runs)
+        ]
+        pack = PackTrainer(members, data).setup()
+        pack.policy.train()
+        scales = torch.zeros(runs, dtype=torch.float64, device=pack.device)
+
+        def step(batch: Any) -> None:
+            pack.train_step(batch, 0, scales)
+
+        batches = pack.batches(0)
+    device = torch.device(resolve_device(config.device))
+    times = []
+    for i in range(warmup + steps):
+        batch = next(batches)
+        synchronize(device)
+        tick = time.perf_counter()
+        step(batch)
+        synchronize(device)
+        if i >= warmup:
+            times.append(time.perf_counter() - tick)
+    if runs > 1:
+        pack._locks.close()
+    return sorted(times)[len(times) // 2]
+
+
+def _describe(row: TrainingBench) -> str:
+    speed = "" if row.speedup is None else f", {row.speedup:.2f}x a run alone"
+    return (
+        f"{row.preset} {row.device} {row.precision} data on {row.data}, "
+        f"{row.runs} run{'s' if row.runs > 1 else ''}: {row.episodes_per_s:.0f} episodes/s"
+        f"{speed}, {row.epoch_seconds_per_run:.2f} s per run's 6,000-grid epoch"
+    )
+
+
+def as_dicts(rows: Sequence[TrainingBench]) -> list[dict[str, Any]]:
+    """The rows as JSON-ready dicts."""
+    return [asdict(row) for row in rows]

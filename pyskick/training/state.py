@@ -1,0 +1,147 @@
+"""What a training run's checkpoint holds, and how a run is put back where it stopped.
+
+A checkpoint is a plain dict (:mod:`pyskick.checkpoint` writes and reads it atomically):
+:func:`training_state` builds it from a set-up trainer, :func:`restore_training` restores a
+trainer built with the checkpoint's config from it, exactly (weights, optimizer, baselines,
+sidekick schedules, RNGs, the epoch).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Protocol
+
+import torch
+from torch import nn
+
+from pyskick.checkpoint import capture_rng_state, restore_rng_state
+from pyskick.distributed import collective_device
+from pyskick.errors import UserError
+from pyskick.models import CompletionPolicy, ModelConfig
+
+if TYPE_CHECKING:
+    from pyskick.config import TrainConfig
+    from pyskick.distributed import DistContext
+    from pyskick.sidekicks.base import Sidekick
+    from pyskick.training.baselines import AverageBaseline, ControlVariate
+
+
+class Checkpointed(Protocol):
+    """What a training run's checkpoint saves and restores (the trainer's parts once set up)."""
+
+    stage: str
+    """``"pretrain"`` or ``"train"``."""
+    init: str | None
+    """The one-view run the run started from (resolved path), or None."""
+    config: TrainConfig
+    model_config: ModelConfig
+    policy: CompletionPolicy
+    critic: nn.Module | None
+    optimizer: torch.optim.Optimizer
+    baseline: AverageBaseline
+    control_variate: ControlVariate
+    """The residual critic's weight in the advantages (``TrainConfig.critic_gate``)."""
+    sidekick: Sidekick
+    action_generator: torch.Generator
+    """This rank's generator of sampled actions."""
+    dist: DistContext
+    device: torch.device
+    """This rank's device (where collectives run)."""
+    start_epoch: int
+    """The first epoch still to train."""
+    critic_calibrated: bool
+    best_val: float
+    history: list[dict[str, float]]
+    pack_record: dict[str, Any] | None
+    """The pack this run is trained in (run folders, its index), or None alone."""
+
+
+def training_state(run: Checkpointed, epoch: int) -> dict[str, Any]:
+    """Everything a resumed run needs after ``epoch``, as plain types and tensors.
+
+    Keys: ``stage``, ``epoch``, ``init``, ``config``, ``model_config``, ``model``, ``frozen``,
+    ``critic``, ``optimizer``, ``baseline``, ``control_variate``, ``critic_calibrated``,
+    ``sidekick``,
+    ``sidekick_name``, ``rng`` (``global``; ``actions``: one generator state per rank),
+    ``best_val``, ``history``, ``pack`` (None for a run trained alone); :func:`save_checkpoint`
+    adds ``format``.
+
+    Under ``torchrun`` every rank must call it (the action generators are gathered).
+    """
+    action_states = [run.action_generator.get_state()]
+    if run.dist.distributed:
+        gathered: list[Any] = [None] * run.dist.world_size
+        with collective_device(run.device):  # nccl stages the bytes on this rank's GPU
+            torch.distributed.all_gather_object(gathered, action_states[0])
+        action_states = gathered
+    return {
+        "stage": run.stage,
+        "epoch": epoch,
+        "init": run.init,
+        "config": run.config.to_dict(),
+        "model_config": run.model_config.to_dict(),
+        "model": run.policy.state_dict(),
+        "frozen": list(run.policy.frozen_modules),
+        "critic": run.critic.state_dict() if run.critic is not None else None,
+        "optimizer": run.optimizer.state_dict(),
+        "baseline": run.baseline.state_dict(),
+        "control_variate": run.control_variate.state_dict(),
+        "critic_calibrated": run.critic_calibrated,
+        "sidekick": run.sidekick.state_dict(),
+        "sidekick_name": run.sidekick.name,
+        "rng": {"global": capture_rng_state(), "actions": action_states},
+        "best_val": run.best_val,
+        "history": list(run.history),
+        "pack": run.pack_record,
+    }
+
+
+def restore_training(run: Checkpointed, state: dict[str, Any], grid_shape: tuple[int, ...]) -> None:
+    """Put ``run`` where the checkpoint ``state`` of :func:`training_state` left it: weights,
+    optimizer, baseline, sidekick, RNGs, and the epoch to continue from.
+
+    Args:
+        run: a run built with the checkpoint's config.
+        state: the checkpoint.
+        grid_shape: the data's ``(N, M, C, H)`` (named when the model does not match).
+
+    Raises:
+        ValueError: the data's grids, the critic's kind or the number of processes differ.
+    """
+    if ModelConfig.from_dict(state["model_config"]) != run.model_config:
+        raise UserError(
+            f"cannot resume: the data's viewgrids {list(grid_shape)} do not match the run's model"
+        )
+    run.policy.load_state_dict(state["model"])
+    if run.critic is not None:
+        # Checkpoints from before critic_residual existed hold critics of the return.
+        recorded = bool(state["config"].get("critic_residual", False))
+        if recorded != run.config.critic_residual:
+            raise UserError(
+                "cannot resume: the run's critic was trained with critic_residual = "
+                f"{recorded}, this run has {run.config.critic_residual}"
+            )
+        # Checkpoints from before critic_gate existed used the critic's whole output.
+        gated = bool(state["config"].get("critic_gate", False))
+        if gated != run.config.critic_gate:
+            raise UserError(
+                "cannot resume: the run's critic was trained with critic_gate = "
+                f"{gated}, this run has {run.config.critic_gate}"
+            )
+        run.critic.load_state_dict(state["critic"])
+    run.optimizer.load_state_dict(state["optimizer"])
+    run.baseline.load_state_dict(state["baseline"])
+    if "control_variate" in state:  # absent from checkpoints that predate it (never used)
+        run.control_variate.load_state_dict(state["control_variate"])
+    run.sidekick.load_state_dict(state["sidekick"])
+    restore_rng_state(state["rng"]["global"])
+    action_states = state["rng"]["actions"]
+    if len(action_states) != run.dist.world_size:
+        raise UserError(
+            f"cannot resume: the run used {len(action_states)} processes, this one has "
+            f"{run.dist.world_size}"
+        )
+    run.action_generator.set_state(action_states[run.dist.rank].to("cpu"))
+    run.start_epoch = int(state["epoch"]) + 1
+    run.critic_calibrated = bool(state.get("critic_calibrated", True))
+    run.best_val = float(state["best_val"])
+    run.history = [dict(item) for item in state["history"]]

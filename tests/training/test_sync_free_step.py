@@ -1,0 +1,120 @@
+"""A training step never waits for the device: no value read back, no shape that depends on
+values, no copy between host and device (``pyskick.training.syncs``), for every method."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from pyskick.envs.lookaround import LookAroundEnv
+from pyskick.sidekicks.demo import DemoSidekick
+from pyskick.sidekicks.reward import RewardSidekick
+from pyskick.training.syncs import HostSyncError, no_host_syncs
+from pyskick.training.trainer import Trainer
+
+MEAN = (120.0,)
+
+# name -> (config changes, sidekick factory)
+METHODS = {
+    "ltla": ({}, None),
+    "rnd-actions": ({"actor": "random"}, None),
+    "ours(rew)": ({}, lambda one: RewardSidekick(one, channel_mean=MEAN, decay_every=1)),
+    "ours(demo)": ({}, lambda one: DemoSidekick(one, channel_mean=MEAN, hybrid_schedule=1)),
+    "ltla+ac": ({"critic": "critic"}, None),
+    "asymm-ac": ({"critic": "asymm-critic"}, None),
+    "ours(rew)+ac": (
+        {"critic": "critic"},
+        lambda one: RewardSidekick(one, channel_mean=MEAN, decay_every=1),
+    ),
+    "ours(demo)+ac": (
+        {"critic": "critic"},
+        lambda one: DemoSidekick(one, channel_mean=MEAN, hybrid_schedule=1),
+    ),
+}
+
+
+@pytest.mark.parametrize("method", list(METHODS))
+def test_training_steps_make_no_host_synchronisation(
+    tmp_path, pretrained, tiny_config, tiny_data, method
+):
+    changes, make = METHODS[method]
+    config = tiny_config.replace(epochs=2, **changes)
+    sidekick = make(pretrained) if make is not None else None
+    trainer = Trainer(
+        config, tmp_path / "t", tiny_data, stage="train", init=pretrained, sidekick=sidekick
+    ).setup()
+    before = {k: v.clone() for k, v in trainer.policy.state_dict().items()}
+    steps = 0
+    for epoch in range(2):  # the second epoch: the demo sidekick's T_sup has dropped to 1
+        for batch in trainer.batches(epoch):
+            with no_host_syncs():
+                metrics = trainer.train_step(batch, epoch)
+            steps += 1
+        trainer.sidekick.on_epoch_end(epoch)
+    assert steps == 4
+    assert torch.isfinite(torch.stack(list(metrics))).all()
+    after = trainer.policy.state_dict()
+    assert not torch.equal(before["aggregate.weight_hh_l0"], after["aggregate.weight_hh_l0"])
+
+
+def test_pretraining_steps_make_no_host_synchronisation(tmp_path, tiny_config, tiny_data):
+    trainer = Trainer(tiny_config, tmp_path / "p", tiny_data, stage="pretrain").setup()
+    for batch in trainer.batches(0):
+        with no_host_syncs():
+            trainer.train_step(batch, 0)
+
+
+@pytest.mark.parametrize(
+    ("what", "action"),
+    [
+        ("bool", lambda x: bool(x[0] > 0)),
+        ("float", lambda x: float(x[0])),
+        ("int", lambda x: int(x[0])),
+        ("item", lambda x: x[0].item()),
+        ("tolist", lambda x: x.tolist()),
+        ("numpy", lambda x: x.numpy()),
+        ("cpu", lambda x: x.cpu()),
+        ("range", lambda x: range(x[0].long())),
+        ("format", lambda x: f"{x[0]:.2f}"),
+        ("boolean mask", lambda x: x[x > 0]),
+        ("boolean mask write", lambda x: x.__setitem__(x > 0, 0.0)),
+        ("nonzero", lambda x: x.nonzero()),
+        ("unique", lambda x: torch.unique(x)),
+        ("repeat_interleave", lambda x: x.repeat_interleave(x.long().abs())),
+        ("tensor from Python data", lambda x: torch.tensor([1.0, 2.0])),
+    ],
+)
+def test_the_guard_names_each_kind_of_synchronisation(what, action):
+    x = torch.tensor([1.0, -2.0, 3.0])
+    where = r"host synchronisation: .* at .*test_sync_free_step"
+    with pytest.raises(HostSyncError, match=where), no_host_syncs():
+        action(x)
+
+
+def test_the_guard_lets_device_work_and_the_optimiser_through():
+    weight = torch.nn.Parameter(torch.ones(3))
+    optimizer = torch.optim.Adam([weight], lr=0.1)
+    x = torch.tensor([1.0, -2.0, 3.0])
+    index = torch.tensor([0, 2])
+    with no_host_syncs():
+        y = torch.where(x > 0, x, torch.zeros_like(x)).sum()
+        x.repeat_interleave(2)
+        x[index]
+        (weight * y).sum().backward()
+        torch.nn.utils.clip_grad_norm_([weight], 1.0)
+        optimizer.step()  # its host-side step counter is read on the host: not a device wait
+    assert not torch.equal(weight.detach(), torch.ones(3))
+
+
+def test_public_environment_calls_keep_their_checks_and_the_training_path_skips_them():
+    env = LookAroundEnv(T=3)
+    grids = torch.zeros(2, 3, 4, 1, 16, 16, dtype=torch.uint8)
+    starts = torch.tensor([0, 5])
+    with pytest.raises(HostSyncError), no_host_syncs():
+        env.reset(grids, starts=starts)  # the range of the starts is read
+    actions = torch.tensor([7, 3])
+    with no_host_syncs():
+        env.reset(grids, starts=starts, check_values=False)
+        env.step(actions, check_values=False)
+    with pytest.raises(ValueError, match=r"actions must lie in \[0, 15\)"):
+        env.step(torch.tensor([15, 0]))
