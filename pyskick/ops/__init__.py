@@ -2,8 +2,10 @@
 
 Every op takes ``backend="auto" | "native" | "reference"``. ``auto`` runs the native kernel
 when one was built for the tensors' device and otherwise the twin in
-:mod:`pyskick.ops._reference` (warning once). Ops are not differentiable. ``docs/kernels.md``
-walks through adding an op.
+:mod:`pyskick.ops._reference` (warning once). ``rotate_viewgrid``, ``coverage_matrix``,
+``greedy_coverage`` and ``nms_rewards`` run as torch operators (``torch.ops.pyskick.*``: fake
+kernels for ``torch.compile``, names in the profiler); ``rotate_viewgrid`` is differentiable in
+a float32 grid, the others are not. ``docs/kernels.md`` walks through adding an op.
 """
 
 from __future__ import annotations

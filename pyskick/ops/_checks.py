@@ -27,11 +27,13 @@ def check_tensor(
     op: str,
     dtypes: Sequence[torch.dtype],
     ndim: int | None = None,
+    detach: bool = True,
 ) -> torch.Tensor:
     """Check that ``t`` is a tensor of one of ``dtypes`` with ``ndim`` dimensions.
 
     Returns:
-        ``t`` detached and made contiguous (a copy only when it was not contiguous).
+        ``t`` made contiguous (a copy only when it was not contiguous), and detached unless
+        ``detach`` is False (an input the op differentiates).
     """
     if not isinstance(t, torch.Tensor):
         raise TypeError(f"{op}: {name} must be a torch.Tensor, got {type(t).__name__}")
@@ -42,8 +44,8 @@ def check_tensor(
         raise ValueError(f"{op}: {name} must have {ndim} dimensions, got {describe(t)}")
     if t.numel() > MAX_NUMEL:
         raise ValueError(f"{op}: {name} has too many elements ({t.numel()})")
-    # Ops are not differentiable: inputs are read as plain data.
-    return t.detach().contiguous()
+    # Inputs the op does not differentiate are read as plain data.
+    return (t.detach() if detach else t).contiguous()
 
 
 def check_int(name: str, value: object, *, op: str, minimum: int = 0) -> int:

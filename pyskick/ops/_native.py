@@ -12,7 +12,6 @@ gets the installed module. A file that does not load is an error, never a silent
 
 from __future__ import annotations
 
-import functools
 import importlib
 import importlib.util
 import os
@@ -47,13 +46,21 @@ if os.environ.get(NATIVE_LIBRARY_ENV):
     _load_native_library(os.environ[NATIVE_LIBRARY_ENV])
 
 
-@functools.cache
+_UNSET = object()
+_module: Any = _UNSET
+
+
 def native_module() -> ModuleType | None:
-    """Return :mod:`pyskick._C`, or None when it was not built or fails to load."""
-    try:
-        return importlib.import_module("pyskick._C")
-    except ImportError:
-        return None
+    """Return :mod:`pyskick._C`, or None when it was not built or fails to load (looked up
+    once; a plain module global rather than ``functools.cache``, so that ``torch.compile``
+    traces the op wrappers that ask for it without a warning)."""
+    global _module
+    if _module is _UNSET:
+        try:
+            _module = importlib.import_module("pyskick._C")
+        except ImportError:
+            _module = None
+    return _module
 
 
 def has_native() -> bool:

@@ -1,4 +1,4 @@
-"""Public wrapper of ``coverage_matrix``."""
+"""Public wrapper of ``coverage_matrix`` and its operator ``torch.ops.pyskick.coverage_matrix``."""
 
 from __future__ import annotations
 
@@ -46,12 +46,18 @@ def coverage_matrix(recon: Tensor, grid: Tensor, *, backend: Backend = "auto") -
     if B * V * V > MAX_NUMEL:
         raise ValueError(f"{OP}: output of {B}x{V}x{V} elements is too large")
     device = check_same_device(OP, recon=recon, grid=grid)
-    # Resolve the backend before reading values: a device without kernels (e.g. "meta") must
-    # get the backend error, not a failure to read its data.
+    use_native(OP, backend, device)  # an unknown or unavailable backend fails here, by name
+    return torch.ops.pyskick.coverage_matrix(recon, grid, backend)
+
+
+@torch.library.custom_op("pyskick::coverage_matrix", mutates_args=())
+def _coverage_matrix(recon: Tensor, grid: Tensor, backend: str) -> Tensor:
+    """The operator: the native kernel of the tensors' device, or the twin (inputs checked)."""
+    device = recon.device
     if not use_native(OP, backend, device):
         _check_inputs_finite(recon, grid)
         return _reference.coverage_matrix(recon, grid)
-
+    B, V, N, M = recon.shape[:4]
     out = torch.empty(B, V, V, dtype=torch.float32, device=device)
     if out.numel() == 0:
         return out
@@ -67,6 +73,12 @@ def coverage_matrix(recon: Tensor, grid: Tensor, *, backend: Backend = "auto") -
     if bool(flag):
         _check_inputs_finite(recon, grid)
     return out
+
+
+@_coverage_matrix.register_fake
+def _(recon: Tensor, grid: Tensor, backend: str) -> Tensor:
+    B, V = recon.shape[:2]
+    return recon.new_empty(B, V, V)
 
 
 def _check_inputs_finite(recon: Tensor, grid: Tensor) -> None:

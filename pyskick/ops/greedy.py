@@ -1,4 +1,4 @@
-"""Public wrapper of ``greedy_coverage``."""
+"""Public wrapper of ``greedy_coverage`` and its operator ``torch.ops.pyskick.greedy_coverage``."""
 
 from __future__ import annotations
 
@@ -85,20 +85,38 @@ def greedy_coverage(
         check_index_range("starts", starts, V, op=OP)
         if not native or device.type != "cpu":  # the CPU kernel checks the range in its pass
             check_unit_range("coverage", coverage, op=OP)
-    if not native:
+    return torch.ops.pyskick.greedy_coverage(
+        coverage, starts, steps, N, M, dN, dM, bool(wrap_azimuth), bool(wrap_elevation), backend
+    )
+
+
+@torch.library.custom_op("pyskick::greedy_coverage", mutates_args=())
+def _greedy_coverage(
+    coverage: Tensor,
+    starts: Tensor,
+    steps: int,
+    n_elevations: int,
+    n_azimuths: int,
+    d_elevation: int,
+    d_azimuth: int,
+    wrap_azimuth: bool,
+    wrap_elevation: bool,
+    backend: str,
+) -> tuple[Tensor, Tensor]:
+    """The operator: the native kernel of the tensors' device, or the twin (inputs checked)."""
+    device = coverage.device
+    if not use_native(OP, backend, device):
         return _reference.greedy_coverage(
             coverage,
             starts,
             steps,
-            n_elevations=N,
-            n_azimuths=M,
-            action_grid=(dN, dM),
-            wrap_azimuth=bool(wrap_azimuth),
-            wrap_elevation=bool(wrap_elevation),
-            check_values=check_values,
+            n_elevations=n_elevations,
+            n_azimuths=n_azimuths,
+            action_grid=(d_elevation, d_azimuth),
+            wrap_azimuth=wrap_azimuth,
+            wrap_elevation=wrap_elevation,
         )
-
-    S = starts.shape[1]
+    B, S = starts.shape
     actions = torch.zeros(B, S, steps, dtype=torch.int64, device=device)
     views = torch.empty(B, S, steps + 1, dtype=torch.int64, device=device)
     if B * S == 0:
@@ -113,11 +131,28 @@ def greedy_coverage(
         B,
         S,
         steps,
-        N,
-        M,
-        dN,
-        dM,
-        bool(wrap_azimuth),
-        bool(wrap_elevation),
+        n_elevations,
+        n_azimuths,
+        d_elevation,
+        d_azimuth,
+        wrap_azimuth,
+        wrap_elevation,
     )
     return actions, views
+
+
+@_greedy_coverage.register_fake
+def _(
+    coverage: Tensor,
+    starts: Tensor,
+    steps: int,
+    n_elevations: int,
+    n_azimuths: int,
+    d_elevation: int,
+    d_azimuth: int,
+    wrap_azimuth: bool,
+    wrap_elevation: bool,
+    backend: str,
+) -> tuple[Tensor, Tensor]:
+    B, S = starts.shape
+    return starts.new_empty(B, S, steps), starts.new_empty(B, S, steps + 1)

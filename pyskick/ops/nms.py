@@ -1,4 +1,4 @@
-"""Public wrapper of ``nms_rewards``."""
+"""Public wrapper of ``nms_rewards`` and its operator ``torch.ops.pyskick.nms_rewards``."""
 
 from __future__ import annotations
 
@@ -37,15 +37,27 @@ def nms_rewards(scores: Tensor, k: int, radius: int, *, backend: Backend = "auto
     native = use_native(OP, backend, device)
     if not native or device.type != "cpu":  # the CPU kernel checks finiteness in its own pass
         check_finite("scores", scores, op=OP)
-    B, N, M = scores.shape
+    N, M = scores.shape[1:]
     # At most N*M peaks exist and a radius of max(N, M) already reaches every cell: clamping
     # changes no result and keeps any Python int (2**70 included) in the kernels' int64 range.
     k, radius = min(k, N * M), min(radius, max(N, M))
-    if not native:
-        return _reference.nms_rewards(scores, k, radius)
+    return torch.ops.pyskick.nms_rewards(scores, k, radius, backend)
 
+
+@torch.library.custom_op("pyskick::nms_rewards", mutates_args=())
+def _nms_rewards(scores: Tensor, k: int, radius: int, backend: str) -> Tensor:
+    """The operator: the native kernel of the tensors' device, or the twin (inputs checked)."""
+    device = scores.device
+    if not use_native(OP, backend, device):
+        return _reference.nms_rewards(scores, k, radius)
     out = torch.empty_like(scores)
     if out.numel() == 0:
         return out
+    B, N, M = scores.shape
     launch(OP, device, scores.data_ptr(), out.data_ptr(), B, N, M, k, radius)
     return out
+
+
+@_nms_rewards.register_fake
+def _(scores: Tensor, k: int, radius: int, backend: str) -> Tensor:
+    return torch.empty_like(scores)

@@ -1,6 +1,8 @@
-"""Public wrapper of ``rotate_viewgrid``."""
+"""Public wrapper of ``rotate_viewgrid`` and its operator ``torch.ops.pyskick.rotate_viewgrid``."""
 
 from __future__ import annotations
+
+from typing import Any
 
 import torch
 from torch import Tensor
@@ -25,7 +27,8 @@ def rotate_viewgrid(
     ``out[b, n, m] = grid[b, (n + e_b) mod N, (m + a_b) mod M]``; ``inverse=True`` rolls by the
     negated shifts and undoes a forward roll. With ``a_b`` the start azimuth this puts a grid in
     the start-relative frame (slot m = absolute azimuth ``a_b + m``); the inverse takes decoded
-    grids back to the absolute frame. Not differentiable.
+    grids back to the absolute frame. Differentiable in a float32 ``grid`` (the gradient is
+    rolled back); runs as the operator ``torch.ops.pyskick.rotate_viewgrid``.
 
     Args:
         grid: ``[B, N, M, C, H, W]`` uint8 or float32.
@@ -37,11 +40,13 @@ def rotate_viewgrid(
     Returns:
         A new ``[B, N, M, C, H, W]`` tensor of the dtype and device of ``grid``.
     """
-    grid = check_tensor("grid", grid, op=OP, dtypes=(torch.uint8, torch.float32), ndim=6)
+    grid = check_tensor(
+        "grid", grid, op=OP, dtypes=(torch.uint8, torch.float32), ndim=6, detach=False
+    )
     azimuth_shift = check_tensor(
         "azimuth_shift", azimuth_shift, op=OP, dtypes=(torch.int64,), ndim=1
     )
-    B, N, M = grid.shape[:3]
+    B = grid.shape[0]
     if azimuth_shift.shape[0] != B:
         raise ValueError(
             f"{OP}: azimuth_shift must have shape [{B}] to match grid, "
@@ -59,12 +64,28 @@ def rotate_viewgrid(
             )
         tensors["elevation_shift"] = elevation_shift
     device = check_same_device(OP, **tensors)
+    use_native(OP, backend, device)  # an unknown or unavailable backend fails here, by name
+    return torch.ops.pyskick.rotate_viewgrid(
+        grid, azimuth_shift, elevation_shift, bool(inverse), backend
+    )
+
+
+@torch.library.custom_op("pyskick::rotate_viewgrid", mutates_args=())
+def _rotate_viewgrid(
+    grid: Tensor,
+    azimuth_shift: Tensor,
+    elevation_shift: Tensor | None,
+    inverse: bool,
+    backend: str,
+) -> Tensor:
+    """The operator: the native kernel of the tensors' device, or the twin (inputs checked)."""
+    device = grid.device
     if not use_native(OP, backend, device):
         return _reference.rotate_viewgrid(grid, azimuth_shift, elevation_shift, inverse=inverse)
-
     out = torch.empty_like(grid)
     if grid.numel() == 0:
         return out
+    B, N, M = grid.shape[:3]
     launch(
         OP,
         device,
@@ -79,3 +100,32 @@ def rotate_viewgrid(
         inverse,
     )
     return out
+
+
+@_rotate_viewgrid.register_fake
+def _(
+    grid: Tensor,
+    azimuth_shift: Tensor,
+    elevation_shift: Tensor | None,
+    inverse: bool,
+    backend: str,
+) -> Tensor:
+    return torch.empty_like(grid)
+
+
+def _setup_context(ctx: Any, inputs: tuple[Any, ...], output: Tensor) -> None:
+    _, azimuth_shift, elevation_shift, inverse, backend = inputs
+    ctx.save_for_backward(azimuth_shift, elevation_shift)
+    ctx.inverse, ctx.backend = inverse, backend
+
+
+def _backward(ctx: Any, grad: Tensor) -> tuple[Tensor | None, ...]:
+    """The gradient of a roll is the opposite roll of the gradient."""
+    azimuth_shift, elevation_shift = ctx.saved_tensors
+    rolled = torch.ops.pyskick.rotate_viewgrid(
+        grad.contiguous(), azimuth_shift, elevation_shift, not ctx.inverse, ctx.backend
+    )
+    return rolled, None, None, None, None
+
+
+_rotate_viewgrid.register_autograd(_backward, setup_context=_setup_context)
