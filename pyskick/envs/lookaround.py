@@ -319,7 +319,7 @@ class LookAroundEnv:
             grid_rel: ``[B, N, M, C, H, W]`` uint8 or float32 in the target's frame.
 
         Returns:
-            A new tensor where ``out[b, n, m]`` is view ``(n, m)``; not differentiable.
+            A new tensor where ``out[b, n, m]`` is view ``(n, m)``; detached.
         """
         ep = self._require_episode()
         if not isinstance(grid_rel, Tensor):
@@ -332,7 +332,8 @@ class LookAroundEnv:
         if self.known_azimuth:
             return grid_rel.detach().clone()
         M = ep.grid.shape[2]
-        return rotate_viewgrid(grid_rel, (ep.starts % M).to(grid_rel.device), inverse=True)
+        starts = (ep.starts % M).to(grid_rel.device)
+        return rotate_viewgrid(grid_rel.detach(), starts, inverse=True)
 
     # ----------------------------------------------------------------- state
     @property

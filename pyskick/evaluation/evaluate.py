@@ -270,7 +270,8 @@ def evaluate_policy(
                     demonstrations=demos,
                     paste=True,
                     final_only=True,
-                    # The starts are the metric's, the motions the actor's or drawn in range.
+                    # Trusted: the metric's starts; motions drawn in range, or an actor's
+                    # forced ones (a plugin actor's are trusted too, as docs/plugins.md says).
                     check_values=False,
                 )
                 errors.append(rollout.final_errors.view(k, S).double())

@@ -159,6 +159,7 @@ def reproduce(
     from pyskick.sidekicks import nms_preset
     from pyskick.training import TrainData, load_config
     from pyskick.training.loggers import make_loggers
+    from pyskick.training.pack import recover_recorded
 
     start = time.perf_counter()
     say: Log = log or (lambda _line: None)
@@ -257,6 +258,9 @@ def reproduce(
     with progress.stage("reproduce", total=steps, unit="step", lines="each") as overall:
         worked = _pretrain(train_config, one_view, data, out, say, loggers)
         overall.advance(label=_step(f"pretrain {ONE_VIEW}", worked), skipped=not worked)
+        # A pack killed while committing its checkpoints is finished (or undone) before any
+        # run's epoch is read, so that its runs are found at one epoch, together.
+        recover_recorded([run_dir(out, m.name, k) for m in trained for k in range(seeds)])
         jobs: list[TrainJob] = []
         for method in trained:
             fixed = method_sidekick_options(method, registries)
@@ -473,6 +477,9 @@ class TrainJob:
     """Its config, folder, one-view init, sidekick and actor."""
     key: tuple[Any, ...]
     """What runs must share to be packed together (:func:`pack_key`)."""
+    recorded: tuple[str, ...] | None = None
+    """For a run that started (its ``config.json``): the folders of the pack it was trained in,
+    or only its own when it trained alone; None for a new run."""
 
 
 PACK_MODES = ("auto", "on", "off")
@@ -488,15 +495,22 @@ def packs_pay(device: str) -> bool:
 
 
 def group_jobs(jobs: Sequence[TrainJob], pack: str) -> list[list[TrainJob]]:
-    """The runs to train together, in the order of ``jobs``: with ``pack="off"`` (or
-    ``"auto"`` where packs do not pay) one group per run, else one per :func:`pack_key`."""
+    """The runs to train together, in the order of ``jobs``. A run that started continues as
+    it started, alone or in its recorded pack, whatever ``pack`` says now (a run continues only
+    in its own pack); new runs train one at a time with ``pack="off"`` (or ``"auto"`` where
+    packs do not pay), else one group per :func:`pack_key`."""
     if not jobs:
         return []
-    if pack == "off" or (pack == "auto" and not packs_pay(jobs[0].member.config.device)):
-        return [[job] for job in jobs]
+    together = pack == "on" or (pack == "auto" and packs_pay(jobs[0].member.config.device))
     groups: dict[tuple[Any, ...], list[TrainJob]] = {}
     for job in jobs:
-        groups.setdefault(job.key, []).append(job)
+        if job.recorded is not None:
+            key: tuple[Any, ...] = ("recorded", *job.recorded)
+        elif together:
+            key = ("new", *job.key)
+        else:
+            key = ("alone", str(job.member.out_dir))
+        groups.setdefault(key, []).append(job)
     return list(groups.values())
 
 
@@ -521,7 +535,7 @@ def _plan_train(
     from pyskick.actors import make_actor
     from pyskick.run_dir import RunDir
     from pyskick.sidekicks.factory import make_sidekick, run_options
-    from pyskick.training.pack import PackMember, pack_key
+    from pyskick.training.pack import PackMember, pack_key, pack_members
 
     run = run_dir(out, method.name, k)
     config = config.replace(
@@ -552,7 +566,11 @@ def _plan_train(
     )
     actor = make_actor(config.actor, one_view=one_view, spec=spec, config=config, field="actor")
     member = PackMember(config, run, init=one_view, sidekick=sidekick, actor=actor, loggers=loggers)
-    return TrainJob(method, k, done, member, pack_key(member, done=done))
+    recorded = None
+    if RunDir(run).recorded_config() is not None:
+        members = pack_members(run)
+        recorded = tuple(str(p) for p in members) if members else (str(run.resolve()),)
+    return TrainJob(method, k, done, member, pack_key(member, done=done), recorded)
 
 
 def _train_group(jobs: Sequence[TrainJob], data: TrainData, out: Path, say: Log) -> None:

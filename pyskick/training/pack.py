@@ -44,6 +44,7 @@ from pyskick.errors import UserError
 from pyskick.models.act import select_actions
 from pyskick.models.critics import FullObservabilityCritic, PartialObservabilityCritic
 from pyskick.models.packed import pack, unpack_into
+from pyskick.run_dir import RunDir
 from pyskick.sidekicks.base import Sidekick
 from pyskick.timing import SpanTimer, span, synchronize
 from pyskick.training.batches import GridSource, resolve_data_on_device
@@ -124,11 +125,14 @@ def pending(path: Path) -> Path:
 
 def commit(writes: Sequence[tuple[Path, dict[str, Any]]]) -> None:
     """Write several checkpoints as one: each to its :func:`pending` file (atomically), then
-    each renamed over its destination. A kill in the first phase leaves every destination as
-    it was, in the second a set that :func:`recover` completes."""
-    for path, state in writes:
+    each renamed over its destination, ``best.pt`` files before ``latest.pt`` files in both
+    phases. A kill in the first phase leaves every destination as it was, in the second a set
+    that :func:`recover` completes: the pending ``latest.pt`` files, written last and renamed
+    last, say which phase a kill interrupted."""
+    ordered = sorted(writes, key=lambda write: write[0].name != "best.pt")
+    for path, state in ordered:
         save_checkpoint(pending(path), state)
-    for path, _ in writes:
+    for path, _ in ordered:
         pending(path).replace(path)
     for folder in {path.parent for path, _ in writes}:
         with contextlib.suppress(OSError):
@@ -142,12 +146,14 @@ def commit(writes: Sequence[tuple[Path, dict[str, Any]]]) -> None:
 def recover(run_dirs: Sequence[Path]) -> None:
     """Finish or undo a :func:`commit` that a kill interrupted (the caller holds the locks).
 
-    The commit of epoch E wrote every run's ``latest.pt.next`` (epoch E) before renaming any:
-    if every run now holds either its pending ``latest.pt`` or a ``latest.pt`` of epoch E,
-    the renames had begun and are finished; otherwise the pending files are dropped and every
-    run stays at its last committed epoch.
+    The commit of epoch E wrote every pending ``best.pt``, then every run's pending
+    ``latest.pt`` (epoch E), before renaming any, bests first: if every run now holds either
+    its pending ``latest.pt`` or a ``latest.pt`` of epoch E, the renames had begun and are
+    finished; otherwise (no pending ``latest.pt`` at all, or some run without one and still
+    at an older epoch) the pending files are dropped and every run stays at its last
+    committed epoch, ``best.pt`` included.
     """
-    leftovers = [pending(run / name) for run in run_dirs for name in ("latest.pt", "best.pt")]
+    leftovers = [pending(run / name) for run in run_dirs for name in ("best.pt", "latest.pt")]
     leftovers = [path for path in leftovers if path.is_file()]
     if not leftovers:
         return
@@ -161,11 +167,42 @@ def recover(run_dirs: Sequence[Path]) -> None:
         pending(run / "latest.pt").is_file() or _epoch(run / "latest.pt") == newest
         for run in run_dirs
     )
-    for path in leftovers:
+    for path in leftovers:  # bests before latests, as commit renames them
         if complete:
             path.replace(path.with_name(path.name[: -len(PENDING)]))
         else:
             path.unlink()
+
+
+def recover_recorded(run_dirs: Sequence[Path]) -> None:
+    """:func:`recover` the packs that ``run_dirs`` were trained in, as their ``config.json``
+    records them (each pack's folders locked meanwhile): what must happen before anyone reads
+    a packed run's epoch."""
+    packs: dict[tuple[str, ...], list[Path]] = {}
+    for run in run_dirs:
+        members = pack_members(run)
+        if members is not None and any(
+            pending(member / name).is_file()
+            for member in members
+            for name in ("best.pt", "latest.pt")
+        ):
+            packs[tuple(str(p) for p in members)] = members
+    for members in packs.values():
+        with contextlib.ExitStack() as locks:
+            for folder in sorted(members, key=str):
+                locks.enter_context(RunDir(folder).locked())
+            recover(members)
+
+
+def pack_members(run: Path) -> list[Path] | None:
+    """The folders of the pack ``run`` records in its ``config.json`` (None for a run trained
+    alone, or none recorded): its own folder and the others at their recorded places relative
+    to it, so that a folder of packed runs may be moved as a whole."""
+    record = (RunDir(run).recorded_config() or {}).get("pack")
+    if not record:
+        return None
+    here = Path(record["runs"][record["index"]])
+    return [(run / os.path.relpath(other, here)).resolve() for other in record["runs"]]
 
 
 def _epoch(path: Path) -> int | None:
@@ -492,7 +529,9 @@ class PackTrainer:
         self.data = data
         self.stage = stage
         self.runs = len(members)
-        record = [str(p) for p in paths]
+        # Relative to the folders' common parent: a folder of packs may be moved as a whole.
+        common = Path(os.path.commonpath(paths)) if len(paths) > 1 else paths[0].parent
+        record = [str(p.relative_to(common)) for p in paths]
         self.trainers = [
             Trainer(
                 m.config,

@@ -231,7 +231,7 @@ def test_packed_runs_give_the_table_of_runs_alone(
     runs = [run_dir(out, name, 0) for name in ("rnd-actions", "ltla", "ours(rew)")]
     for run in runs:
         record = load_checkpoint(run / "latest.pt")["pack"]
-        assert record["runs"] == [str(r.resolve()) for r in runs]
+        assert record["runs"] == [f"{name}/seed-0" for name in ("rnd-actions", "ltla", "ours(rew)")]
     timings = [json.loads(line) for line in (out / "timings.jsonl").read_text().splitlines()]
     packs = [t for t in timings if "pack" in t]
     assert [len(t["pack"]) for t in packs] == [3]
@@ -252,15 +252,27 @@ def test_packed_runs_give_the_table_of_runs_alone(
 def test_runs_are_grouped_by_what_they_share() -> None:
     from pyskick.experiments.reproduce import TrainJob, group_jobs
 
-    def job(name: str, key: tuple[int, ...], device: str = "cuda") -> TrainJob:
-        member = SimpleNamespace(config=SimpleNamespace(device=device))
-        return TrainJob(SimpleNamespace(name=name), 0, 0, member, key)  # type: ignore[arg-type]
+    def job(name, key, device="cuda", recorded=None) -> TrainJob:
+        member = SimpleNamespace(config=SimpleNamespace(device=device), out_dir=Path(name))
+        method = SimpleNamespace(name=name)
+        return TrainJob(method, 0, 0, member, key, recorded)  # type: ignore[arg-type]
+
+    def names(groups):
+        return [[j.method.name for j in g] for g in groups]
 
     jobs = [job("a", (1,)), job("b", (2,)), job("c", (1,))]
-    assert [[j.method.name for j in g] for g in group_jobs(jobs, "on")] == [["a", "c"], ["b"]]
-    assert [len(g) for g in group_jobs(jobs, "off")] == [1, 1, 1]
+    assert names(group_jobs(jobs, "on")) == [["a", "c"], ["b"]]
+    assert names(group_jobs(jobs, "off")) == [["a"], ["b"], ["c"]]
     on_cpu = [job("a", (1,), "cpu"), job("c", (1,), "cpu")]
-    assert [len(g) for g in group_jobs(on_cpu, "auto")] == [1, 1]
-    assert [len(g) for g in group_jobs(on_cpu, "on")] == [2]
+    assert names(group_jobs(on_cpu, "auto")) == [["a"], ["c"]]
+    assert names(group_jobs(on_cpu, "on")) == [["a", "c"]]
+    # A run that started continues as it started, whatever --pack says now.
+    started = [
+        job("a", (1,), recorded=("x/a", "x/c")),
+        job("b", (1,), recorded=("x/b",)),
+        job("c", (1,), recorded=("x/a", "x/c")),
+    ]
+    assert names(group_jobs(started, "off")) == [["a", "c"], ["b"]]
+    assert names(group_jobs(started, "on")) == [["a", "c"], ["b"]]
     with pytest.raises(ValueError, match="pack must be one of auto, on, off"):
         reproduce("x.h5", "out", pack="sometimes")

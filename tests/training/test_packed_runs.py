@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from pyskick.checkpoint import load_checkpoint, save_checkpoint
+from pyskick.run_dir import RunDir
 from pyskick.sidekicks.demo import DemoSidekick
 from pyskick.sidekicks.reward import RewardSidekick
 from pyskick.training.loggers import read_metrics
@@ -17,8 +18,10 @@ from pyskick.training.pack import (
     PackTrainer,
     clip_per_run,
     commit,
+    pack_members,
     pending,
     recover,
+    recover_recorded,
     train_pack,
 )
 from pyskick.training.syncs import no_host_syncs
@@ -132,7 +135,7 @@ def test_a_pack_trains_as_its_runs_alone_and_keeps_their_folders(
             assert a["train_error"] == pytest.approx(b["train_error"], rel=1e-3)
         folder = packed.run_dir
         state = load_checkpoint(folder / "latest.pt")
-        assert state["pack"]["runs"] == [str(m.out_dir.resolve()) for m in members]
+        assert state["pack"]["runs"] == ["ltla", "rnd", "rew", "demo"]  # relative: movable
         assert state["epoch"] == 2
         assert (folder / "best.pt").is_file()
         records = read_metrics(folder / "metrics.jsonl")
@@ -251,24 +254,49 @@ def test_clipping_is_per_run():
             torch.testing.assert_close(p.grad[r], single.grad)
 
 
-@pytest.mark.parametrize("killed_after", [0, 1, 2, 3])
+@pytest.mark.parametrize("killed_after", range(7))
 def test_an_interrupted_commit_is_finished_or_undone(tmp_path, killed_after):
-    """Two runs' checkpoints of epoch 1 committed over epoch 0; a kill after
-    ``killed_after`` of the four file operations (two pending writes, two renames)."""
+    """Run a's latest and best, run b's latest, of epoch 1, committed over epoch 0; a kill
+    after ``killed_after`` of the six file operations (three pending writes, bests first, then
+    three renames in the same order)."""
     runs = [tmp_path / "a", tmp_path / "b"]
     for run in runs:
         run.mkdir()
         save_checkpoint(run / "latest.pt", {"epoch": 0})
-    writes = [(run / "latest.pt", {"epoch": 1}) for run in runs]
-    for i, (path, state) in enumerate(writes):  # phase 1
+    save_checkpoint(runs[0] / "best.pt", {"epoch": 0})
+    writes = [
+        (runs[0] / "latest.pt", {"epoch": 1}),
+        (runs[0] / "best.pt", {"epoch": 1}),
+        (runs[1] / "latest.pt", {"epoch": 1}),
+    ]
+    order = [writes[1], writes[0], writes[2]]  # what commit does: bests first
+    for i, (path, state) in enumerate(order):
         if i < killed_after:
             save_checkpoint(pending(path), state)
-    for i, (path, _) in enumerate(writes):  # phase 2
-        if 2 + i < killed_after:
+    for i, (path, _) in enumerate(order):
+        if 3 + i < killed_after:
             pending(path).replace(path)
     recover(runs)
-    epochs = {load_checkpoint(run / "latest.pt")["epoch"] for run in runs}
-    assert epochs == ({1} if killed_after >= 2 else {0})
+    expected = 1 if killed_after >= 3 else 0
+    for path in (runs[0] / "latest.pt", runs[0] / "best.pt", runs[1] / "latest.pt"):
+        assert load_checkpoint(path)["epoch"] == expected, path  # best.pt never lags behind
     assert not list(tmp_path.glob("*/*.next"))
     commit(writes)
-    assert {load_checkpoint(run / "latest.pt")["epoch"] for run in runs} == {1}
+    assert {load_checkpoint(path)["epoch"] for path, _ in writes} == {1}
+
+
+def test_a_pack_is_recovered_from_any_of_its_runs_records(tmp_path):
+    """reproduce recovers an interrupted commit before it reads any run's epoch: from one
+    run's config.json it finds the others (relative to it, so the folder may move)."""
+    runs = [tmp_path / "ltla" / "seed-0", tmp_path / "rnd" / "seed-0"]
+    record = ["ltla/seed-0", "rnd/seed-0"]
+    for index, run in enumerate(runs):
+        run.mkdir(parents=True)
+        with RunDir(run).locked() as folder:
+            folder.write_record("config.json", {"pack": {"runs": record, "index": index}})
+        save_checkpoint(run / "latest.pt", {"epoch": 0})
+        save_checkpoint(pending(run / "latest.pt"), {"epoch": 1})
+    pending(runs[0] / "latest.pt").replace(runs[0] / "latest.pt")  # killed after one rename
+    assert pack_members(runs[1]) == [r.resolve() for r in runs]
+    recover_recorded([runs[0]])
+    assert [load_checkpoint(r / "latest.pt")["epoch"] for r in runs] == [1, 1]
