@@ -139,6 +139,7 @@ def collect_rollout(
         The :class:`Rollout`.
     """
     core = policy.module if isinstance(policy, nn.parallel.DistributedDataParallel) else policy
+    core = getattr(core, "_orig_mod", core)  # a torch.compile'd policy wraps the module
     if not isinstance(core, CompletionPolicy | PackedCompletionPolicy):
         raise TypeError(f"policy must be a CompletionPolicy, got {type(core).__name__}")
     T = env.T

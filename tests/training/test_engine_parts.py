@@ -199,3 +199,20 @@ def test_bf16_autocast_trains_every_method_as_fp32_does(
     assert torch.isfinite(errors["bf16"]).all()
     gap = (errors["bf16"] - errors["fp32"]).mean()
     assert abs(float(gap)) <= 0.05 * float(errors["fp32"].mean())
+
+
+# Dynamo reads tensor attributes while it traces; torch warns about .grad of a non-leaf then.
+@pytest.mark.filterwarnings("ignore:The .grad attribute of a Tensor that is not a leaf")
+def test_a_compiled_policy_runs_the_same_episodes(tmp_path, tiny_config, tiny_data):
+    """collect_rollout takes a torch.compile'd policy (the trace-only aot_eager backend here;
+    whether inductor or CUDA graphs pay is a GPU measurement)."""
+    from pyskick.envs.rollout import collect_rollout
+
+    trainer = Trainer(tiny_config, tmp_path / "p", tiny_data, stage="pretrain").setup()
+    batch = next(trainer.batches(0))
+    policy = trainer.policy.eval()
+    eager = collect_rollout(policy, trainer.env, batch.grids, mode="greedy", starts=batch.starts)
+    compiled = torch.compile(policy, backend="aot_eager", dynamic=False)
+    traced = collect_rollout(compiled, trainer.env, batch.grids, mode="greedy", starts=batch.starts)
+    torch.testing.assert_close(traced.rec_errors, eager.rec_errors)
+    torch.testing.assert_close(traced.decoded, eager.decoded)
