@@ -345,8 +345,8 @@ def check_pack(
     if now is None:
         raise UserError(
             f"cannot resume {run_dir} alone: it was trained in a pack of {len(was)} runs "
-            f"({names}); resume the pack (`pyskick reproduce` with the same methods and seeds "
-            "and --pack on)"
+            f"({names}); resume the pack (rerun `pyskick reproduce` with the same methods and "
+            "seeds)"
         )
     raise UserError(f"cannot resume {run_dir} in another pack: it was trained with {names}")
 
