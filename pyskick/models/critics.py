@@ -215,14 +215,27 @@ class FullObservabilityCritic(ValueHead):
                 f"grid must hold {batch_size} viewgrids to match hidden, got {fused_grid.shape[0]}"
             )
         critic_input = torch.cat(
-            [
-                hidden,
-                proprio[:, :2],
-                proprio[:, ELEVATION_COLUMN : ELEVATION_COLUMN + 1],
-                azimuth_column(cfg, proprio, azimuth, needed_by="FullObservabilityCritic"),
-                time_column(time, batch_size, hidden),
-                fused_grid,
-            ],
-            dim=1,
+            [full_critic_inputs(cfg, hidden, proprio, time, azimuth), fused_grid], 1
         )
         return self.critic(critic_input).squeeze(1)
+
+
+def full_critic_inputs(
+    config: ModelConfig,
+    hidden: Tensor,
+    proprio: Tensor,
+    time: int | Tensor,
+    azimuth: Tensor | None,
+) -> Tensor:
+    """The full-observability critic's input before the grid's encoding: h, the commanded
+    deltas, the absolute elevation and azimuth and t, ``[B, hidden_size + 5]``."""
+    return torch.cat(
+        [
+            hidden,
+            proprio[:, :2],
+            proprio[:, ELEVATION_COLUMN : ELEVATION_COLUMN + 1],
+            azimuth_column(config, proprio, azimuth, needed_by="FullObservabilityCritic"),
+            time_column(time, hidden.shape[0], hidden),
+        ],
+        dim=1,
+    )

@@ -31,16 +31,23 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from pyskick.models.config import ModelConfig
-from pyskick.models.critics import FullObservabilityCritic, GroupViews, PartialObservabilityCritic
+from pyskick.models.critics import (
+    FullObservabilityCritic,
+    GroupViews,
+    PartialObservabilityCritic,
+    full_critic_inputs,
+)
 from pyskick.models.decode import L1_EPS
 from pyskick.models.inputs import (
-    ELEVATION_COLUMN,
     act_input,
-    azimuth_column,
     check_float_tensor,
-    time_column,
 )
-from pyskick.models.policy import CompletionPolicy, FrozenBatchNorm, StepOutput
+from pyskick.models.policy import (
+    CompletionPolicy,
+    FreezableSenseAndFuse,
+    FrozenBatchNorm,
+    StepOutput,
+)
 
 __all__ = [
     "PackedCompletionPolicy",
@@ -270,7 +277,7 @@ def _pack_layer(layer: nn.Module, runs: int) -> nn.Module:
 
 
 # --------------------------------------------------------------------------- the policy
-class PackedCompletionPolicy(nn.Module):
+class PackedCompletionPolicy(FreezableSenseAndFuse):
     """R :class:`~pyskick.models.CompletionPolicy` networks of one config, as one module.
 
     Called like ``CompletionPolicy`` on ``B * R`` episodes (episode ``b * R + r`` is run r's),
@@ -281,6 +288,8 @@ class PackedCompletionPolicy(nn.Module):
         config: the runs' (shared) architecture.
         runs: R.
     """
+
+    BATCHNORMS = (nn.modules.batchnorm._BatchNorm, PackedBatchNorm1d)
 
     def __init__(self, config: ModelConfig, runs: int) -> None:
         super().__init__()
@@ -346,36 +355,6 @@ class PackedCompletionPolicy(nn.Module):
         maps = self.decode(F.normalize(h, p=1, dim=2, eps=L1_EPS))
         return maps.reshape(B * self.runs, *self.grid_shape)
 
-    def freeze_sense_and_fuse(
-        self, *, include_decode: bool = False, batchnorm: FrozenBatchNorm = "train"
-    ) -> None:
-        """As :meth:`CompletionPolicy.freeze_sense_and_fuse`, for every run."""
-        names = ("sense_im", "sense_pro", "fuse", *(("decode",) if include_decode else ()))
-        for name in names:
-            self.get_submodule(name).requires_grad_(False)
-        self._frozen = names
-        self._frozen_batchnorm = batchnorm
-        self.train(self.training)
-
-    @property
-    def frozen_modules(self) -> tuple[str, ...]:
-        """Names of the frozen submodules (empty if none)."""
-        return self._frozen
-
-    def train(self, mode: bool = True) -> PackedCompletionPolicy:
-        """Set train/eval mode; frozen BatchNorm layers stay in eval mode if so requested."""
-        super().train(mode)
-        if mode and self._frozen_batchnorm == "eval":
-            for name in self._frozen:
-                for layer in self.get_submodule(name).modules():
-                    if isinstance(layer, PackedBatchNorm1d):
-                        layer.eval()
-        return self
-
-    def trainable_parameters(self) -> list[nn.Parameter]:
-        """The parameters that still require gradients."""
-        return [p for p in self.parameters() if p.requires_grad]
-
 
 # ------------------------------------------------------------------------------ critics
 class PackedPartialObservabilityCritic(nn.Module):
@@ -431,19 +410,8 @@ class PackedFullObservabilityCritic(nn.Module):
         azimuth: Tensor | None = None,
     ) -> Tensor:
         """Value ``[B * R]`` of each episode's current step (arguments as the solo critic's)."""
-        cfg, R = self.config, self.runs
-        batch = hidden.shape[0]
-        parts = torch.cat(
-            [
-                hidden,
-                proprio[:, :2],
-                proprio[:, ELEVATION_COLUMN : ELEVATION_COLUMN + 1],
-                azimuth_column(cfg, proprio, azimuth, needed_by="FullObservabilityCritic"),
-                time_column(time, batch, hidden),
-            ],
-            dim=1,
-        )
-        inputs = torch.cat([runs_first(parts, R), self.encode_grid(grid)], dim=2)
+        parts = full_critic_inputs(self.config, hidden, proprio, time, azimuth)
+        inputs = torch.cat([runs_first(parts, self.runs), self.encode_grid(grid)], dim=2)
         return episodes_first(self.critic(inputs)).squeeze(1)
 
 

@@ -46,7 +46,65 @@ class StepOutput(NamedTuple):
         return torch.softmax(self.logits, dim=1)
 
 
-class CompletionPolicy(nn.Module):
+class FreezableSenseAndFuse(nn.Module):
+    """Freezing of Sense and Fuse, shared by :class:`CompletionPolicy` and its packed form
+    (:class:`~pyskick.models.packed.PackedCompletionPolicy`): the subclass names its
+    BatchNorm layer types in :attr:`BATCHNORMS` and sets ``_frozen = ()`` and
+    ``_frozen_batchnorm = "train"`` in its constructor."""
+
+    BATCHNORMS: tuple[type[nn.Module], ...] = (nn.modules.batchnorm._BatchNorm,)
+    _frozen: tuple[str, ...]
+    _frozen_batchnorm: FrozenBatchNorm
+
+    def freeze_sense_and_fuse(
+        self, *, include_decode: bool = False, batchnorm: FrozenBatchNorm = "train"
+    ) -> None:
+        """Stop training ``sense_im``, ``sense_pro`` and ``fuse`` (training_setting 1).
+
+        Sets ``requires_grad=False`` on their parameters (and on ``decode``'s with
+        ``include_decode``, the authors' ``--fix_decode``). The authors leave the policy in
+        train mode, so the frozen ``fuse`` BatchNorm keeps normalising with batch statistics
+        and updating its running mean and variance: that is ``batchnorm="train"``, the
+        default. ``batchnorm="eval"`` keeps the frozen modules' BatchNorm layers in eval mode
+        (running statistics used and fixed) even after ``policy.train()``.
+
+        Args:
+            include_decode: freeze ``decode`` too.
+            batchnorm: ``"train"`` (paper behaviour) or ``"eval"``.
+
+        Raises:
+            ValueError: on another ``batchnorm`` value.
+        """
+        if batchnorm not in _FROZEN_BATCHNORM:
+            raise ValueError(f"batchnorm must be 'train' or 'eval', got {batchnorm!r}")
+        names = ("sense_im", "sense_pro", "fuse", *(("decode",) if include_decode else ()))
+        for name in names:
+            self.get_submodule(name).requires_grad_(False)
+        self._frozen = names
+        self._frozen_batchnorm = batchnorm
+        self.train(self.training)
+
+    @property
+    def frozen_modules(self) -> tuple[str, ...]:
+        """Names of the submodules frozen by :meth:`freeze_sense_and_fuse` (empty if none)."""
+        return self._frozen
+
+    def train(self, mode: bool = True) -> FreezableSenseAndFuse:
+        """Set train/eval mode; frozen BatchNorm layers stay in eval mode if so requested."""
+        super().train(mode)
+        if mode and self._frozen_batchnorm == "eval":
+            for name in self._frozen:
+                for layer in self.get_submodule(name).modules():
+                    if isinstance(layer, self.BATCHNORMS):
+                        layer.eval()
+        return self
+
+    def trainable_parameters(self) -> list[nn.Parameter]:
+        """The parameters that still require gradients (what the optimiser should cover)."""
+        return [p for p in self.parameters() if p.requires_grad]
+
+
+class CompletionPolicy(FreezableSenseAndFuse):
     """The look-around agent of the paper (the authors' ``Policy`` with ``actorType='actor'``).
 
     Each step encodes the current view (``sense_im``) and proprioception (``sense_pro``), fuses
@@ -177,50 +235,3 @@ class CompletionPolicy(nn.Module):
         Arguments as in :meth:`step`.
         """
         return self.act(act_input(self.config, hidden, proprio, time, azimuth))
-
-    def freeze_sense_and_fuse(
-        self, *, include_decode: bool = False, batchnorm: FrozenBatchNorm = "train"
-    ) -> None:
-        """Stop training ``sense_im``, ``sense_pro`` and ``fuse`` (training_setting 1).
-
-        Sets ``requires_grad=False`` on their parameters (and on ``decode``'s with
-        ``include_decode``, the authors' ``--fix_decode``). The authors leave the policy in
-        train mode, so the frozen ``fuse`` BatchNorm keeps normalising with batch statistics
-        and updating its running mean and variance: that is ``batchnorm="train"``, the
-        default. ``batchnorm="eval"`` keeps the frozen modules' BatchNorm layers in eval mode
-        (running statistics used and fixed) even after ``policy.train()``.
-
-        Args:
-            include_decode: freeze ``decode`` too.
-            batchnorm: ``"train"`` (paper behaviour) or ``"eval"``.
-
-        Raises:
-            ValueError: on another ``batchnorm`` value.
-        """
-        if batchnorm not in _FROZEN_BATCHNORM:
-            raise ValueError(f"batchnorm must be 'train' or 'eval', got {batchnorm!r}")
-        names = ("sense_im", "sense_pro", "fuse", *(("decode",) if include_decode else ()))
-        for name in names:
-            self.get_submodule(name).requires_grad_(False)
-        self._frozen = names
-        self._frozen_batchnorm = batchnorm
-        self.train(self.training)
-
-    @property
-    def frozen_modules(self) -> tuple[str, ...]:
-        """Names of the submodules frozen by :meth:`freeze_sense_and_fuse` (empty if none)."""
-        return self._frozen
-
-    def train(self, mode: bool = True) -> CompletionPolicy:
-        """Set train/eval mode; frozen BatchNorm layers stay in eval mode if so requested."""
-        super().train(mode)
-        if mode and self._frozen_batchnorm == "eval":
-            for name in self._frozen:
-                for layer in self.get_submodule(name).modules():
-                    if isinstance(layer, nn.modules.batchnorm._BatchNorm):
-                        layer.eval()
-        return self
-
-    def trainable_parameters(self) -> list[nn.Parameter]:
-        """The parameters that still require gradients (what the optimiser should cover)."""
-        return [p for p in self.parameters() if p.requires_grad]

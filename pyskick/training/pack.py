@@ -24,7 +24,6 @@ from __future__ import annotations
 import contextlib
 import copy
 import os
-import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,7 +45,7 @@ from pyskick.models.critics import FullObservabilityCritic, PartialObservability
 from pyskick.models.packed import pack, unpack_into
 from pyskick.run_dir import RunDir
 from pyskick.sidekicks.base import Sidekick
-from pyskick.timing import SpanTimer, span, synchronize
+from pyskick.timing import SpanTimer, span
 from pyskick.training.batches import GridSource, resolve_data_on_device
 from pyskick.training.data import TrainData
 from pyskick.training.loggers import Dispatcher
@@ -58,6 +57,7 @@ from pyskick.training.trainer import (
     TrainResult,
     epoch_summary,
     perf_metrics,
+    run_epoch,
 )
 
 PENDING = ".next"
@@ -776,28 +776,17 @@ class PackTrainer:
             dtype=torch.float64,
             device=self.device,
         )
-        n_batches = self.data.train.shape[0] // self.config.batch_size
         sums: dict[str, Tensor] = {}
         samples = 0
-        timer = SpanTimer(self.device)
-        synchronize(self.device)
-        tick = time.perf_counter()
-        with progress.stage(
-            f"{self.stage} epoch {epoch + 1}/{self.epochs}",
-            total=n_batches,
-            unit="batch",
-            lines="none",
-        ) as bar:
-            for batch in self.batches(epoch):
-                with timer.span("step"):
-                    step = self.train_step(batch, epoch, scales, timer)
-                for name, value in step.named().items():  # [R] each, on the device
-                    sums[name] = sums[name] + value if name in sums else 0.0 + value
-                samples += batch.grids.shape[0] // self.runs
-                bar.advance()
-        synchronize(self.device)
-        elapsed = time.perf_counter() - tick
-        spans = timer.totals()
+
+        def step(batch: PackBatch, timer: SpanTimer) -> None:
+            nonlocal samples
+            metrics = self.train_step(batch, epoch, scales, timer)
+            for name, value in metrics.named().items():  # [R] each, on the device
+                sums[name] = sums[name] + value if name in sums else 0.0 + value
+            samples += batch.grids.shape[0] // self.runs
+
+        elapsed, spans = run_epoch(self, epoch, self.batches(epoch), step)
         read = dict(zip(sums, torch.stack(list(sums.values())).tolist(), strict=True))
         out = []
         for r in range(self.runs):

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import copy
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -397,26 +397,14 @@ class Trainer(TrainerSetup):
         self.policy.train()
         if self.critic is not None:
             self.critic.train()
-        n_batches = self.data.train.shape[0] // self.config.batch_size
         sums = MetricSums()
-        timer = SpanTimer(self.device)
-        synchronize(self.device)
-        epoch_tick = time.perf_counter()
-        with progress.stage(
-            f"{self.stage} epoch {epoch + 1}/{self.epochs}",
-            total=n_batches,
-            unit="batch",
-            lines="none",
-        ) as batches:
-            for batch in self.batches(epoch):
-                with timer.span("step"):
-                    step = self.train_step(batch, epoch, timer)
-                # Each metric summed over the batch's samples; the means divide by all samples.
-                sums.add(batch.grids.shape[0], **step.named())
-                batches.advance()
-        synchronize(self.device)
-        elapsed = time.perf_counter() - epoch_tick
-        spans = timer.totals()
+
+        def step(batch: Batch, timer: SpanTimer) -> None:
+            metrics = self.train_step(batch, epoch, timer)
+            # Each metric summed over the batch's samples; the means divide by all samples.
+            sums.add(batch.grids.shape[0], **metrics.named())
+
+        elapsed, spans = run_epoch(self, epoch, self.batches(epoch), step)
         self._sync_buffers()
         sums = sums.all_reduce(self.dist, self.device)
         metrics = sums.means()
@@ -516,6 +504,43 @@ class Trainer(TrainerSetup):
         save_checkpoint(self.run.latest, state)
         if best:
             save_checkpoint(self.run.best, state)
+
+
+def run_epoch(
+    trainer: Trainer | Any,
+    epoch: int,
+    batches: Iterator[Any],
+    step: Callable[[Any, SpanTimer], None],
+) -> tuple[float, dict[str, float]]:
+    """Run ``step(batch, timer)`` on every batch of ``epoch``, under the epoch's progress
+    stage, each step in the timer's span ``"step"``.
+
+    Args:
+        trainer: a :class:`Trainer` or a pack (its ``device``, ``stage``, ``epochs``,
+            ``config`` and ``data``).
+        epoch: the epoch.
+        batches: its batches.
+        step: one batch's work (it keeps the metrics it wants).
+
+    Returns:
+        The epoch's wall time (between two synchronisations of the device) and the timer's
+        seconds per span.
+    """
+    timer = SpanTimer(trainer.device)
+    synchronize(trainer.device)
+    tick = time.perf_counter()
+    with progress.stage(
+        f"{trainer.stage} epoch {epoch + 1}/{trainer.epochs}",
+        total=trainer.data.train.shape[0] // trainer.config.batch_size,
+        unit="batch",
+        lines="none",
+    ) as bar:
+        for batch in batches:
+            with timer.span("step"):
+                step(batch, timer)
+            bar.advance()
+    synchronize(trainer.device)
+    return time.perf_counter() - tick, timer.totals()
 
 
 def perf_metrics(samples: float, elapsed: float, spans: dict[str, float]) -> dict[str, float]:

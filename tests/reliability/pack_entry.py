@@ -9,13 +9,12 @@ until it is killed. Torch runs on one thread, so results compare bit for bit.
 
 from __future__ import annotations
 
-import os
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import torch
+from kill_entry import _stop_here  # this script's folder is on sys.path
 
 from pyskick.config import train_preset
 from pyskick.training import TrainData, pretrain
@@ -30,14 +29,6 @@ def grids(n: int, seed: int) -> torch.Tensor:
     return (fine.view(n, 3, 4, 1, 16, 16) * 255).round().to(torch.uint8)
 
 
-def stop_here(signal_file: Path) -> None:
-    tmp = signal_file.with_suffix(".part")
-    tmp.write_text(str(os.getpid()))
-    tmp.replace(signal_file)
-    while True:
-        time.sleep(60)
-
-
 def install(moment: str, signal_file: Path) -> None:
     if moment == "none":
         return
@@ -49,11 +40,11 @@ def install(moment: str, signal_file: Path) -> None:
         here = writes[0][1]["epoch"] == epoch_at
         for i, (path, state) in enumerate(writes):
             if here and kind == "pending" and i == count_at:
-                stop_here(signal_file)
+                _stop_here(signal_file)
             save(pending(path), state)
         for i, (path, _) in enumerate(writes):
             if here and kind == "renamed" and i == count_at:
-                stop_here(signal_file)
+                _stop_here(signal_file)
             pending(path).replace(path)
 
     pack_module.commit = commit  # type: ignore[assignment]
