@@ -12,7 +12,9 @@ Scene ``i`` depends only on ``(seed, i)``, never on how many scenes are generate
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import multiprocessing
 import os
 from pathlib import Path
 
@@ -305,20 +307,61 @@ def render_panorama(seed: int, index: int, width: int = PANORAMA_WIDTH) -> np.nd
     return np.clip(np.rint(canvas.image), 0, 255).astype(np.uint8)
 
 
+def _render_batch(seed: int, indices: list[int], width: int, spec: GridSpec) -> torch.Tensor:
+    """Viewgrids of scenes ``indices``, uint8 ``[n, N, M, C, H, W]`` (a worker's task)."""
+    panoramas = np.stack([render_panorama(seed, i, width) for i in indices])
+    images = torch.from_numpy(panoramas).permute(0, 3, 1, 2)
+    return equirect_to_viewgrid(images, spec, supersample=2)
+
+
+def _one_thread() -> None:
+    """A worker process's initialiser: the processes are the parallelism."""
+    torch.set_num_threads(1)
+
+
+def _workers(num_batches: int) -> int:
+    """Processes to render ``num_batches`` batches with: one per usable core, at most one per
+    batch; 1 (this process) for a single batch or a single core."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return max(1, min(cores or 1, num_batches))
+
+
 def render_viewgrids(
-    seed: int, indices: range | list[int], spec: GridSpec = SUN360, width: int = PANORAMA_WIDTH
+    seed: int,
+    indices: range | list[int],
+    spec: GridSpec = SUN360,
+    width: int = PANORAMA_WIDTH,
+    workers: int | None = None,
 ) -> torch.Tensor:
-    """Viewgrids of the given scenes, uint8 ``[n, N, M, C, H, W]``."""
+    """Viewgrids of the given scenes, uint8 ``[n, N, M, C, H, W]``.
+
+    Batches of 64 scenes are painted and cut into views in ``workers`` processes (default: one
+    per core) of one thread each. Scene ``i`` depends only on ``(seed, i)`` and the projection
+    on nothing else, so the result is the same for any number of workers.
+    """
     if spec.channels != 3:
         raise ValueError(f"synthetic scenes are RGB: spec needs 3 channels, got {spec.channels}")
     indices = list(indices)
+    batches = [indices[start : start + _BATCH] for start in range(0, len(indices), _BATCH)]
+    workers = _workers(len(batches)) if workers is None else max(1, min(workers, len(batches)))
     out = torch.empty((len(indices), *spec.view_shape), dtype=torch.uint8)
-    with progress.stage("render scenes", total=len(indices), unit="grid", lines="none") as bar:
-        for start in range(0, len(indices), _BATCH):
-            batch = [render_panorama(seed, i, width) for i in indices[start : start + _BATCH]]
-            panoramas = torch.from_numpy(np.stack(batch)).permute(0, 3, 1, 2)
-            out[start : start + len(batch)] = equirect_to_viewgrid(panoramas, spec, supersample=2)
-            bar.advance(len(batch))
+    task = functools.partial(_render_batch, seed, width=width, spec=spec)
+    with contextlib.ExitStack() as stack:
+        if workers > 1:
+            # forkserver: workers forked from a clean server, not from this process's threads.
+            context = multiprocessing.get_context("forkserver")
+            pool = stack.enter_context(context.Pool(workers, initializer=_one_thread))
+            rendered = pool.imap(task, batches)
+        else:
+            rendered = map(task, batches)
+        bar = stack.enter_context(
+            progress.stage("render scenes", total=len(indices), unit="grid", lines="none")
+        )
+        start = 0
+        for grids in rendered:
+            out[start : start + len(grids)] = grids
+            start += len(grids)
+            bar.advance(len(grids))
     return out
 
 

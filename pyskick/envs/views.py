@@ -50,7 +50,11 @@ def normalize_views(views: Tensor, channel_mean: Tensor) -> Tensor:
     """
     # One converted copy, then in place: the float32 grid is the largest tensor of an episode.
     out = views.to(torch.float32, copy=True)
-    return out.sub_(channel_mean[:, None, None]).div_(255.0)
+    # Divided by a tensor on the device, not by the number 255: CUDA turns division by a host
+    # scalar into a multiplication by its reciprocal (one bit off), and the views must be the
+    # same bits on every device (the CPU divides exactly).
+    scale = torch.full_like(channel_mean, 255.0)[:, None, None]
+    return out.sub_(channel_mean[:, None, None]).div_(scale)
 
 
 def denormalize_views(views: Tensor, channel_mean: Tensor) -> Tensor:

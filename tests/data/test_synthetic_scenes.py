@@ -27,6 +27,14 @@ def test_scene_depends_only_on_seed_and_index() -> None:
     assert not torch.equal(a[0], a[1])
 
 
+def test_worker_processes_paint_the_same_scenes(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Batches of 2, so that 7 scenes are 4 tasks spread over 3 worker processes (last one short).
+    monkeypatch.setattr("pyskick.data.synthetic_scenes._BATCH", 2)
+    alone = render_viewgrids(5, range(7), workers=1)
+    assert torch.equal(render_viewgrids(5, range(7), workers=3), alone)
+    assert torch.equal(render_viewgrids(5, range(7)), alone)
+
+
 def test_panoramas_look_like_scenes() -> None:
     panoramas = np.stack([render_panorama(0, i) for i in range(24)]).astype(np.float64)
     assert panoramas.shape == (24, 128, 256, 3)

@@ -41,6 +41,28 @@ def test_float32_grids_and_no_mean_give_x_over_255() -> None:
     assert torch.equal(env.grid, env_u8.grid)
 
 
+DEVICES = [
+    "cpu",
+    pytest.param(
+        "cuda",
+        marks=[
+            pytest.mark.cuda,
+            pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device"),
+        ],
+    ),
+]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_normalized_views_are_exactly_rounded_on_every_device(device: str) -> None:
+    # Every 0-255 value against three means: the quotient rounded once (float32 division is
+    # exactly the float64 quotient rounded), not a multiplication by 1/255 (one bit off).
+    raw = torch.arange(256, dtype=torch.uint8).repeat(3, 1).reshape(1, 3, 16, 16)
+    mean = torch.tensor(MEAN)
+    exact = ((raw.float() - mean[:, None, None]).double() / 255).float()
+    assert torch.equal(normalize_views(raw.to(device), mean.to(device)).cpu(), exact)
+
+
 def test_normalize_round_trip() -> None:
     grids = labelled_grids(1)
     mean = torch.tensor(MEAN)

@@ -158,7 +158,29 @@ def test_device_data_on_and_off_give_the_same_run(
     other = train(
         config.replace(data_on_device=where), tmp_path / where, tiny_data, init=pretrained
     )
-    assert other.history == base.history
+    # Two CUDA runs of the same batches agree to float rounding, not bit for bit: cuDNN's and
+    # the index backward's atomics sum in any order (seen on an H100: 4e-8 relative, the same
+    # data path twice). The batches themselves are the same bits (the test below).
+    assert len(other.history) == len(base.history)
+    for got, expected in zip(other.history, base.history, strict=True):
+        assert got == pytest.approx(expected, rel=1e-5)
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_resident_and_host_grid_sources_give_the_same_batches(tiny_data):
+    device = torch.device("cuda")
+    order = torch.randperm(tiny_data.train.shape[0], generator=torch.Generator().manual_seed(0))
+    order = order[: 4 * (order.numel() // 4)].reshape(-1, 4)
+    starts = torch.zeros_like(order)
+    sources = [GridSource(tiny_data.train, device, resident=r) for r in (True, False)]
+    assert [s.on_device for s in sources] == [True, False]
+    resident, host = (list(epoch_batches(s, order, starts, device)) for s in sources)
+    assert len(resident) == len(host) == order.shape[0]
+    for a, b, rows in zip(resident, host, order, strict=True):
+        assert a.grids.device.type == b.grids.device.type == "cuda"
+        assert torch.equal(a.grids.cpu(), tiny_data.train[rows])
+        assert torch.equal(b.grids.cpu(), tiny_data.train[rows])
 
 
 BF16_METHODS = {

@@ -1,0 +1,55 @@
+"""Merge a result into perf.json and print its summary lines (run.sh's trainbench and table1).
+
+python3 merge.py bench_training train.json perf.json
+python3 merge.py table1 REPRODUCE_FOLDER perf.json [curves.png]
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+
+def main(kind: str, source: str, perf: str, curves: str | None = None) -> None:
+    results = json.loads(Path(perf).read_text()) if Path(perf).exists() else {}
+    if kind == "bench_training":
+        results[kind] = json.loads(Path(source).read_text())
+        for row in results[kind]["rows"]:
+            print(
+                f"train {row['runs']:3d} runs {row['precision']} data {row['data']:6s} "
+                f"{row['episodes_per_s']:9.0f} ep/s  x{row['speedup'] or 0:5.2f}  "
+                f"{row['epoch_seconds_per_run']:7.3f} s/run-epoch"
+            )
+    else:
+        files = {}
+        for name in ("table.json", "table.md", "timings.jsonl", "reproduce.json"):
+            path = Path(source) / name
+            if path.exists():
+                files[name] = path.read_text()
+        results[kind] = files
+        print(files.get("table.md", "no table"))
+        if curves and "table.json" in files:
+            _plot_curves(source, json.loads(files["table.json"]), curves)
+    Path(perf).write_text(json.dumps(results, indent=1, default=str))
+
+
+def _plot_curves(folder: str, table: dict, out: str) -> None:
+    """The validation curves of the trained methods (mean over seeds, ± one standard error)."""
+    from pyskick.experiments.layout import run_dir
+    from pyskick.methods import ONE_VIEW
+    from pyskick.viz import plot_learning_curves
+
+    runs = {
+        row["method"]: [run_dir(Path(folder), row["method"], k) for k in range(row["seeds"])]
+        for row in table["rows"]
+        if row["method"] != ONE_VIEW
+    }
+    try:
+        plot_learning_curves(runs, Path(out))
+    except Exception as exc:  # a figure is not worth failing the step for
+        print(f"no curves: {exc}")
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:])

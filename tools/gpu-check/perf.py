@@ -1,0 +1,678 @@
+"""GPU readiness timings of pyskick at paper-sun360 scale, written part by part to one JSON file.
+
+Parts (``--parts``, comma-separated, run in the order given; each is caught and recorded, so a
+failing part never loses the others, and the JSON is rewritten after every part):
+
+- ``epoch``: pretrain (T = 1) and ltla (T = 4) epochs through the real Trainer, split into
+  train / validate / checkpoint seconds; then ltla with the grids on the device, with the
+  environment's host synchronisations patched out, and ours(rew), ours(demo), asymm-ac epochs
+  (their setup time is the sidekick's scoring).
+- ``eval``: evaluate_policy throughput (avg, adv) at eval batch 256 and 4096; samples_digest cost.
+- ``score``: reward-sidekick scores and demo coverage of the training grids at batch 256 / 4096;
+  grids_digest cost; one online greedy_coverage and nms_rewards call at B = 32.
+- ``step``: the bare model step (T glimpses forward, backward, clip, Adam; no environment, no
+  host sync) at B = 32 ... 4096 in fp32-strict, torch defaults, TF32, bf16 autocast and as a
+  captured CUDA graph: achieved TFLOP/s from the analytic FLOP count.
+- ``profile``: torch.profiler over one ltla epoch of 10 batches: kernels, host syncs and
+  copies per batch, device-busy share; the tables go to ``--profile-out``.
+- ``compile``: torch.compile of the policy, compile seconds and steady step time.
+- ``nccl``: a one-rank process group: all_reduce of a CPU tensor under "nccl" (what
+  pyskick.distributed does) and under "cpu:gloo,cuda:nccl".
+
+    python3 perf.py --parts epoch,eval,score --out perf.json           # GPU machine
+    python3 perf.py --device cpu --quick --parts epoch,eval,score,step --out /tmp/p.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+
+SUN360_MEAN = (119.16, 107.68, 95.12)
+RESULTS: dict[str, Any] = {}
+
+
+def now() -> float:
+    return time.perf_counter()
+
+
+def sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def smooth_grids(n: int, seed: int, device: torch.device, chunk: int = 500) -> torch.Tensor:
+    """``[n, 4, 8, 3, 32, 32]`` uint8 SUN360-shaped grids of smooth random fields (CPU tensor).
+
+    Drawn on the CPU (same data on every machine), upsampled on ``device`` (fast on a GPU).
+    """
+    gen = torch.Generator().manual_seed(seed)
+    out = torch.empty(n, 4, 8, 3, 32, 32, dtype=torch.uint8)
+    for lo in range(0, n, chunk):
+        k = min(chunk, n - lo)
+        coarse = torch.rand(k, 96, 4, 4, generator=gen).to(device)
+        fine = F.interpolate(coarse, size=32, mode="bilinear", align_corners=False)
+        out[lo : lo + k] = (fine.view(k, 4, 8, 3, 32, 32) * 255).round().to(torch.uint8).cpu()
+    return out
+
+
+# ---------------------------------------------------------------------------------- FLOPs
+def conv_macs(c_in: int, c_out: int, k: int, out_side: int) -> int:
+    return c_in * c_out * k * k * out_side * out_side
+
+
+def deconv_macs(c_in: int, c_out: int, k: int, in_side: int) -> int:
+    return c_in * c_out * k * k * in_side * in_side
+
+
+def policy_macs(cfg) -> dict[str, int]:
+    """Forward multiply-adds of one glimpse of one sample, per module (pyskick.models)."""
+    c1, c2, c3 = cfg.conv_channels
+    s = cfg.view_size
+    p1 = (s - 3) // 2 + 1
+    p2 = (p1 - 3) // 2 + 1
+    sense = (
+        conv_macs(cfg.channels, c1, 5, s)
+        + conv_macs(c1, c2, 5, p1)
+        + conv_macs(c2, c3, 5, p2)
+        + cfg.encoder_flat_size * cfg.sense_size
+    )
+    fuse = cfg.fuse_input_size * cfg.fuse_size + cfg.fuse_size**2
+    lstm = 4 * cfg.hidden_size * (cfg.fuse_size + cfg.hidden_size)
+    act = cfg.act_input_size * cfg.act_size + cfg.act_size**2 + cfg.act_size * cfg.n_actions
+    d = cfg.decode_start_size
+    d1, d2 = cfg.deconv_channels
+    decode = (
+        cfg.hidden_size * cfg.decode_linear_size
+        + deconv_macs(cfg.decode_start_channels, d1, 5, d)
+        + deconv_macs(d1, d2, 5, 2 * d)
+        + deconv_macs(d2, cfg.decoded_channels, 5, 4 * d)
+    )
+    return {"sense": sense, "fuse": fuse, "lstm": lstm, "act": act, "decode": decode}
+
+
+def train_gflop_per_sample_glimpse(cfg, *, frozen_sense: bool = True) -> float:
+    """Forward of everything + backward (2x forward) of what gets gradients (ltla: sense and
+    fuse frozen, so no backward through them)."""
+    m = policy_macs(cfg)
+    fwd = sum(m.values())
+    bwd = 2 * (m["lstm"] + m["act"] + m["decode"])
+    if not frozen_sense:
+        bwd += 2 * (m["sense"] + m["fuse"])
+    return 2 * (fwd + bwd) / 1e9
+
+
+# ------------------------------------------------------------------------------ helpers
+@contextlib.contextmanager
+def no_env_syncs():
+    """Patch out the environment's host synchronisations (value checks, per-reset mean copy):
+    what a sync-free environment would save. Measurement only."""
+    import pyskick.envs.lookaround as L
+
+    saved = (L.LookAroundEnv._check_actions, L._check_indices, L._check_reward_maps,
+             L.channel_mean_for)  # fmt: skip
+    cache: dict[Any, torch.Tensor] = {}
+
+    def mean_for(mean, channels, device):
+        key = (None if mean is None else tuple(mean.tolist()), channels, str(device))
+        if key not in cache:
+            cache[key] = saved[3](mean, channels, device)
+        return cache[key]
+
+    L.LookAroundEnv._check_actions = lambda self, a, B, device: a.to(torch.int64)
+    L._check_indices = lambda name, t, B, upper, device: t.to(device=device, dtype=torch.int64)
+    L._check_reward_maps = lambda maps, B, N, M, device: maps.detach().reshape(B, N * M)
+    L.channel_mean_for = mean_for
+    try:
+        yield
+    finally:
+        (L.LookAroundEnv._check_actions, L._check_indices, L._check_reward_maps,
+         L.channel_mean_for) = saved  # fmt: skip
+
+
+def time_stage(stage, config, out: Path, data, *, epochs: int, init=None, sidekick=None):
+    """Set up a Trainer and time ``epochs`` epochs: train_epoch / validate / save seconds."""
+    from pyskick.training import Trainer
+
+    device = torch.device("cuda" if config.device == "cuda" else "cpu")
+    out.mkdir(parents=True, exist_ok=True)
+    t = now()
+    trainer = Trainer(config, out, data, stage=stage, init=init, sidekick=sidekick,
+                      loggers=["jsonl"])  # fmt: skip
+    trainer.setup()
+    sync(device)
+    setup_s = now() - t
+    rows = []
+    for epoch in range(epochs):
+        sync(device)
+        t = now()
+        metrics = trainer.train_epoch(epoch)
+        sync(device)
+        train_s = now() - t
+        t = now()
+        val = trainer.validate()
+        sync(device)
+        val_s = now() - t
+        t = now()
+        trainer.save(epoch, best=True)
+        save_s = now() - t
+        rows.append(
+            {
+                "epoch": epoch,
+                "train_s": round(train_s, 4),
+                "validate_s": round(val_s, 4),
+                "save_s": round(save_s, 4),
+                "epoch_total_s": round(train_s + val_s + save_s, 4),
+                "episodes_per_s": round(metrics["perf/episodes_per_s"], 1),
+                "env_share": round(metrics["perf/env_share"], 4),
+                "train_rec_error": metrics["train/rec_error"],
+                "val_error": val,
+            }
+        )
+        print(f"  {stage} {out.name} epoch {epoch}: {rows[-1]}", flush=True)
+    return {"setup_s": round(setup_s, 3), "epochs": rows}, trainer
+
+
+# -------------------------------------------------------------------------------- parts
+def part_epoch(args, device: torch.device, ctx: dict[str, Any]) -> dict[str, Any]:
+    from pyskick.config import train_preset
+    from pyskick.sidekicks.demo import DemoSidekick
+    from pyskick.sidekicks.reward import RewardSidekick
+    from pyskick.training import TrainData
+
+    res: dict[str, Any] = RESULTS.setdefault("epoch", {})  # filled in place: saved as it goes
+    t = now()
+    train_g = smooth_grids(args.n_train, 1, device)
+    val_g = smooth_grids(args.n_val, 2, device)
+    res["data_s"] = round(now() - t, 2)
+    ctx.update(train=train_g, val=val_g)
+    base = train_preset("paper-sun360").replace(
+        device=device.type, pretrain_epochs=args.epochs, epochs=args.epochs,
+        batch_size=args.batch_size, eval_batch_size=args.eval_batch,
+    )  # fmt: skip
+    work = Path(args.work)
+    data = TrainData(train_g, val_g, SUN360_MEAN)
+    res["pretrain"], _ = time_stage("pretrain", base, work / "pre", data, epochs=args.epochs)
+    init = work / "pre" / "best.pt"
+    ctx["one_view"] = init
+    res["ltla_host_data"], _trainer = time_stage(
+        "train", base, work / "ltla", data, epochs=args.epochs, init=init
+    )
+    ctx["ltla"] = work / "ltla" / "best.pt"
+    ctx["base"] = base
+    save_json(args)
+    if device.type == "cuda":
+        data_dev = TrainData(train_g.to(device), val_g.to(device), SUN360_MEAN)
+        res["ltla_device_data"], _ = time_stage(
+            "train", base, work / "ltla-dev", data_dev, epochs=args.epochs, init=init
+        )
+        with no_env_syncs():
+            res["ltla_device_data_no_env_syncs"], _ = time_stage(
+                "train", base, work / "ltla-dev-nosync", data_dev, epochs=args.epochs, init=init
+            )
+        save_json(args)
+    one = base.replace(epochs=1)
+    os.environ["PYSKICK_CACHE_DIR"] = str(work / "cache")  # a fresh cache: setup = scoring
+    rew = RewardSidekick(init, channel_mean=SUN360_MEAN)
+    res["rew"], _ = time_stage("train", one, work / "rew", data, epochs=1, init=init, sidekick=rew)
+    save_json(args)
+    demo = DemoSidekick(init, channel_mean=SUN360_MEAN)
+    res["demo"], _ = time_stage("train", one, work / "demo", data, epochs=1, init=init,
+                                sidekick=demo)  # fmt: skip
+    save_json(args)
+    res["asymm_ac"], _ = time_stage(
+        "train", one.replace(critic="asymm-critic"), work / "asymm", data, epochs=1, init=init
+    )
+    return res
+
+
+def part_eval(args, device, ctx) -> dict[str, Any]:
+    from pyskick.evaluation.evaluate import evaluate_policy, samples_digest
+    from pyskick.run_dir import load_policy
+
+    val = ctx.get("val")
+    if val is None:
+        val = ctx["val"] = smooth_grids(args.n_val, 2, device)
+    ckpt = ctx.get("ltla")
+    policy = load_policy(ckpt, device).policy if ckpt else _fresh_policy(device)
+    rows = []
+    for metric, starts in (("avg", 8), ("adv", 32)):
+        for batch in (256, 4096):
+            evaluate_policy(policy, val[:8], channel_mean=SUN360_MEAN, T=4, metric=metric,
+                            batch_size=batch)  # fmt: skip  # warm-up
+            sync(device)
+            t = now()
+            result = evaluate_policy(policy, val, channel_mean=SUN360_MEAN, T=4, metric=metric,
+                                     batch_size=batch)  # fmt: skip
+            sync(device)
+            s = now() - t
+            episodes = val.shape[0] * starts
+            rows.append({"metric": metric, "batch": batch, "seconds": round(s, 4),
+                         "episodes_per_s": round(episodes / s, 1),
+                         "mean_x1000": result.summary.mean_x1000})  # fmt: skip
+            print(f"  eval {rows[-1]}", flush=True)
+    t = now()
+    samples_digest(val)
+    return {"evaluate": rows, "samples_digest_s": round(now() - t, 4), "n_val": val.shape[0]}
+
+
+def _fresh_policy(device):
+    from pyskick.models import CompletionPolicy, preset
+
+    return CompletionPolicy(preset("paper-sun360")).to(device).eval()
+
+
+def part_score(args, device, ctx) -> dict[str, Any]:
+    from pyskick.ops import greedy_coverage, nms_rewards
+    from pyskick.sidekicks.coverage import one_view_coverage
+    from pyskick.sidekicks.reward import RewardSidekick
+    from pyskick.sidekicks.scores import grids_digest
+
+    train = ctx.get("train")
+    if train is None:
+        train = ctx["train"] = smooth_grids(args.n_train, 1, device)
+    one_view = ctx.get("one_view")
+    res: dict[str, Any] = {"n_train": train.shape[0], "rows": []}
+    if one_view is not None:
+        for batch in (256, 4096):
+            sync(device)
+            t = now()
+            RewardSidekick(one_view, channel_mean=SUN360_MEAN, batch_size=batch).compute_scores(
+                train, T=4, device=device
+            )
+            sync(device)
+            rew_s = now() - t
+            t = now()
+            one_view_coverage(one_view, train, channel_mean=SUN360_MEAN, device=device,
+                              batch_size=batch)  # fmt: skip
+            sync(device)
+            cov_s = now() - t
+            res["rows"].append({"batch": batch, "reward_scores_s": round(rew_s, 3),
+                                "coverage_s": round(cov_s, 3),
+                                "episodes": train.shape[0] * 32})  # fmt: skip
+            print(f"  score {res['rows'][-1]}", flush=True)
+    t = now()
+    grids_digest(train)
+    res["grids_digest_s"] = round(now() - t, 3)
+    gen = torch.Generator().manual_seed(0)
+    raw = torch.rand(32, 32, 32, generator=gen)
+    cov = (
+        (
+            (raw - raw.amin(1, keepdim=True))
+            / (raw.amax(1, keepdim=True) - raw.amin(1, keepdim=True))
+        )
+        .clamp(0, 1)
+        .to(device)
+    )
+    starts = torch.randint(0, 32, (32, 1), generator=gen).to(device)
+    scores = torch.rand(32, 4, 8, generator=gen).to(device)
+    for name, fn in (
+        (
+            "greedy_B32_call_us",
+            lambda: greedy_coverage(cov, starts, 3, n_elevations=4, n_azimuths=8),
+        ),
+        ("nms_B32_call_us", lambda: nms_rewards(scores, 4, 1)),
+    ):
+        for _ in range(5):
+            fn()
+        sync(device)
+        t = now()
+        for _ in range(200):
+            fn()
+        sync(device)
+        res[name] = round((now() - t) / 200 * 1e6, 1)
+    return res
+
+
+def part_step(args, device, ctx) -> dict[str, Any]:
+    """The bare model step, no environment and no host sync, in several precisions and as a
+    captured CUDA graph (the floor a sync-free, graph-captured trainer could reach)."""
+    from pyskick.models import preset
+
+    cfg = preset("paper-sun360")
+    T = 4
+    gflop = train_gflop_per_sample_glimpse(cfg) * T  # per sample
+    modes = (["fp32-strict", "default", "tf32", "bf16", "graph-default", "graph-bf16"]
+             if device.type == "cuda" else ["default"])  # fmt: skip
+    batches = [int(b) for b in args.step_batches.split(",")]
+    rows: list[dict[str, Any]] = []
+    RESULTS["step"] = {"gflop_per_sample_T4": round(gflop, 3), "rows": rows}  # saved as it goes
+    for B in batches:
+        for mode in modes:
+            try:
+                ms = _time_step(cfg, device, B, T, mode, iters=args.step_iters)
+                row = {"B": B, "mode": mode, "ms_per_step": round(ms, 3),
+                       "ms_per_epoch_6000": round(ms * (6000 // B), 1),
+                       "tflops": round(gflop * B / ms, 2)}  # GFLOP/ms = TFLOP/s  # fmt: skip
+            except Exception as exc:  # recorded, the other modes go on
+                row = {"B": B, "mode": mode, "error": f"{type(exc).__name__}: {exc}"[:300]}
+            rows.append(row)
+            print(f"  step {row}", flush=True)
+            save_json(args)
+    return {"gflop_per_sample_T4": round(gflop, 3), "macs_per_glimpse": policy_macs(cfg),
+            "rows": rows}  # fmt: skip
+
+
+@contextlib.contextmanager
+def precision(mode: str):
+    old = (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32)
+    if mode == "fp32-strict":
+        torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False
+    elif mode in ("tf32", "bf16", "graph-bf16"):
+        torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = True
+    try:
+        yield
+    finally:
+        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = old
+
+
+def _time_step(cfg, device, B: int, T: int, mode: str, iters: int) -> float:
+    from pyskick.models import CompletionPolicy
+
+    torch.manual_seed(0)
+    policy = CompletionPolicy(cfg).to(device)
+    policy.freeze_sense_and_fuse()
+    policy.train()
+    params = policy.trainable_parameters()
+    graph = mode.startswith("graph")
+    opt = torch.optim.Adam(params, lr=1e-4, weight_decay=1e-6, capturable=graph)
+    views = torch.randn(T, B, cfg.channels, cfg.view_size, cfg.view_size, device=device) * 0.3
+    proprio = torch.randint(-2, 3, (T, B, cfg.proprio_size), device=device).float()
+    target = torch.randn(B, cfg.n_elevations, cfg.n_azimuths, cfg.channels, cfg.view_size,
+                         cfg.view_size, device=device) * 0.3  # fmt: skip
+    bf16 = mode.endswith("bf16")
+
+    def forward_loss() -> torch.Tensor:
+        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
+            state, loss = None, torch.zeros((), device=device)
+            for t in range(T):
+                out = policy(views[t], proprio[t], t, state)
+                state = out.state
+                loss = loss + F.mse_loss(out.decoded.float(), target)
+                if t < T - 1:
+                    loss = loss - 1e-3 * torch.log_softmax(out.logits.float(), 1)[:, 0].mean()
+        return loss
+
+    def step() -> None:
+        loss = forward_loss()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(params, 10.0)
+        opt.step()
+
+    with precision(mode):
+        if graph:
+            stream = torch.cuda.Stream()
+            stream.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(stream):
+                for _ in range(3):
+                    opt.zero_grad(set_to_none=True)
+                    step()
+            torch.cuda.current_stream().wait_stream(stream)
+            g = torch.cuda.CUDAGraph()
+            opt.zero_grad(set_to_none=True)
+            with torch.cuda.graph(g):
+                step()
+            run = g.replay
+        else:
+
+            def run() -> None:
+                opt.zero_grad(set_to_none=True)
+                step()
+
+        for _ in range(3):
+            run()
+        sync(device)
+        times = []
+        for _ in range(iters):
+            if device.type == "cuda":
+                start, end = (
+                    torch.cuda.Event(enable_timing=True),
+                    torch.cuda.Event(enable_timing=True),
+                )
+                start.record()
+                run()
+                end.record()
+                end.synchronize()
+                times.append(start.elapsed_time(end))
+            else:
+                t = now()
+                run()
+                times.append((now() - t) * 1e3)
+    return statistics.median(times)
+
+
+def part_profile(args, device, ctx) -> dict[str, Any]:
+    """One ltla epoch of 10 batches under torch.profiler: what the eager trainer launches."""
+    from torch.profiler import ProfilerActivity, profile
+
+    from pyskick.config import train_preset
+    from pyskick.training import TrainData
+
+    base = ctx.get("base") or train_preset("paper-sun360").replace(
+        device=device.type, batch_size=args.batch_size, eval_batch_size=args.eval_batch
+    )
+    base = base.replace(epochs=2)
+    n_batches = 2 if args.quick else 10
+    train = ctx.get("train")
+    if train is None:
+        train = smooth_grids(n_batches * base.batch_size, 1, device)
+    val = ctx.get("val")
+    val = smooth_grids(64, 2, device) if val is None else val[:64]
+    data = TrainData(train[: n_batches * base.batch_size], val, SUN360_MEAN)
+    # From the one-view checkpoint of the epoch part when there is one (Sense and Fuse frozen,
+    # as in ltla); else from scratch (everything trains: a few more kernels per batch).
+    _, trainer = time_stage("train", base, Path(args.work) / "prof", data, epochs=1,
+                            init=ctx.get("one_view"))  # fmt: skip
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
+    sync(device)
+    t = now()
+    with profile(activities=activities) as prof:
+        trainer.train_epoch(1)
+        sync(device)
+    wall = now() - t
+    events = prof.key_averages()
+
+    def count(*names: str) -> int:
+        return sum(e.count for e in events if e.key in names)
+
+    def device_us(e) -> float:
+        return float(
+            getattr(e, "self_device_time_total", 0) or getattr(e, "self_cuda_time_total", 0)
+        )
+
+    kernels_us = sum(device_us(e) for e in events if getattr(e, "device_type", None) is not None
+                     and "CUDA" in str(e.device_type))  # fmt: skip
+    res = {
+        "batches": n_batches,
+        "wall_s": round(wall, 4),
+        "launches_per_batch": count(
+            "cudaLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernel", "cuLaunchKernelEx"
+        )
+        / n_batches,
+        "stream_syncs_per_batch": count("cudaStreamSynchronize", "cudaDeviceSynchronize")
+        / n_batches,
+        "memcpy_per_batch": count("cudaMemcpyAsync", "cudaMemcpy") / n_batches,
+        "aten_ops_per_batch": sum(e.count for e in events if e.key.startswith("aten::"))
+        / n_batches,
+        "device_busy_share": round(kernels_us / 1e6 / wall, 4) if kernels_us else None,
+    }
+    sort = "self_device_time_total" if device.type == "cuda" else "self_cpu_time_total"
+    Path(args.profile_out).write_text(
+        json.dumps(res, indent=1)
+        + "\n\n"
+        + events.table(sort_by=sort, row_limit=40)
+        + "\n\n"
+        + events.table(sort_by="count", row_limit=25)
+    )
+    return res
+
+
+def part_compile(args, device, ctx) -> dict[str, Any]:
+    from pyskick.models import CompletionPolicy, preset
+
+    cfg = preset("paper-sun360")
+    policy = CompletionPolicy(cfg).to(device)
+    policy.freeze_sense_and_fuse()
+    compiled = torch.compile(policy, mode=args.compile_mode)
+    B, T = 32, 4
+    views = torch.randn(T, B, 3, 32, 32, device=device) * 0.3
+    proprio = torch.randint(-2, 3, (T, B, 3), device=device).float()
+    target = torch.randn(B, 4, 8, 3, 32, 32, device=device) * 0.3
+    params = policy.trainable_parameters()
+    opt = torch.optim.Adam(params, lr=1e-4)
+
+    def step() -> None:
+        opt.zero_grad(set_to_none=True)
+        state, loss = None, 0.0
+        for t in range(T):
+            out = compiled(views[t], proprio[t], t, state)
+            state = out.state
+            loss = loss + F.mse_loss(out.decoded, target)
+        loss.backward()
+        opt.step()
+
+    t = now()
+    step()
+    sync(device)
+    first_s = now() - t
+    for _ in range(3):
+        step()
+    sync(device)
+    t = now()
+    for _ in range(20):
+        step()
+    sync(device)
+    return {"mode": args.compile_mode, "first_call_s": round(first_s, 2),
+            "ms_per_step_B32": round((now() - t) / 20 * 1e3, 3)}  # fmt: skip
+
+
+def part_nccl(args, device, ctx) -> dict[str, Any]:
+    import torch.distributed as dist
+
+    from pyskick.distributed import DistContext, all_reduce_sum
+
+    res: dict[str, Any] = {}
+    for backend in ("nccl", "cpu:gloo,cuda:nccl"):
+        row: dict[str, str] = {}
+        dist.init_process_group(backend=backend, store=dist.HashStore(), rank=0, world_size=1)
+        tensors = (
+            ("cpu", torch.ones(2, dtype=torch.float64)),
+            ("cuda", torch.ones(2, dtype=torch.float64, device=device)),
+        )
+        for name, tensor in tensors:
+            try:
+                # A 2-rank context over the 1-rank group: the path trainer.py takes under torchrun.
+                all_reduce_sum(tensor, DistContext(rank=0, world_size=2))
+                row[name] = "ok"
+            except Exception as exc:
+                row[name] = f"{type(exc).__name__}: {exc}"[:200]
+        dist.destroy_process_group()
+        res[backend] = row
+    return res
+
+
+def part_ltla1(args, device, ctx) -> dict[str, Any]:
+    """One ltla epoch from the epoch part's one-view checkpoint, nothing else: run K of these
+    at once (separate processes, ``--work`` shared, ``--out`` each its own) to see how much
+    of the GPU one eager run leaves to others."""
+    from pyskick.config import train_preset
+    from pyskick.training import TrainData
+
+    base = train_preset("paper-sun360").replace(
+        device=device.type, epochs=1, batch_size=args.batch_size, eval_batch_size=args.eval_batch
+    )
+    data = TrainData(smooth_grids(args.n_train, 1, device), smooth_grids(args.n_val, 2, device),
+                     SUN360_MEAN)  # fmt: skip
+    out = Path(tempfile.mkdtemp(prefix="ltla1-", dir=args.work))
+    res, _ = time_stage("train", base, out, data, epochs=1, init=ctx.get("one_view"))
+    return res
+
+
+PARTS = {
+    "ltla1": part_ltla1,
+    "epoch": part_epoch,
+    "eval": part_eval,
+    "score": part_score,
+    "step": part_step,
+    "profile": part_profile,
+    "compile": part_compile,
+    "nccl": part_nccl,
+}
+
+
+def save_json(args) -> None:
+    Path(args.out).write_text(json.dumps(RESULTS, indent=1, default=str))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--parts", default="epoch,eval,score,step,profile")
+    parser.add_argument("--device", default="cuda")
+    parser.add_argument("--out", default="perf.json")
+    parser.add_argument("--profile-out", default="profile.txt")
+    parser.add_argument("--work", default=None, help="run folders (default: a temporary one)")
+    parser.add_argument("--n-train", type=int, default=6000)
+    parser.add_argument("--n-val", type=int, default=1000)
+    parser.add_argument("--epochs", type=int, default=2)
+    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--eval-batch", type=int, default=256)
+    parser.add_argument("--step-batches", default="32,256,1024,4096")
+    parser.add_argument("--step-iters", type=int, default=10)
+    parser.add_argument("--compile-mode", default="default")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="CPU rehearsal sizes: 64 train, 8 val grids, 1 epoch, B=32 steps",
+    )
+    args = parser.parse_args()
+    if args.quick:
+        args.n_train, args.n_val, args.epochs = 64, 8, 1
+        args.step_batches, args.step_iters = "32", 2
+    device = torch.device(args.device)
+    args.work = args.work or tempfile.mkdtemp(prefix="pyskick-perf-")
+    previous = Path(args.out)
+    if previous.is_file():  # a second invocation (another --parts) adds to the same file
+        RESULTS.update(json.loads(previous.read_text()))
+    RESULTS.setdefault("meta", {
+        "torch": torch.__version__, "device": torch.cuda.get_device_name(0)
+        if device.type == "cuda" else "cpu", "n_train": args.n_train, "n_val": args.n_val,
+        "batch_size": args.batch_size, "threads": torch.get_num_threads(),
+    })  # fmt: skip
+    ctx: dict[str, Any] = {}
+    ctx_file = Path(args.work) / "ctx.json"
+    if ctx_file.is_file():  # checkpoints of an earlier invocation with the same --work
+        for key, value in json.loads(ctx_file.read_text()).items():
+            ctx[key] = Path(value)
+    for name in args.parts.split(","):
+        print(f"part {name}", flush=True)
+        t = now()
+        try:
+            RESULTS[name] = PARTS[name](args, device, ctx)
+        except Exception as exc:  # keep what the part already recorded
+            partial = RESULTS.get(name)
+            RESULTS[name] = partial if isinstance(partial, dict) else {}
+            RESULTS[name].update(error=f"{type(exc).__name__}: {exc}"[:500],
+                                 traceback=traceback.format_exc()[-2000:])  # fmt: skip
+            print(RESULTS[name]["traceback"], file=sys.stderr, flush=True)
+        RESULTS[name + "_seconds"] = round(now() - t, 2)
+        save_json(args)
+        paths = {k: str(v) for k, v in ctx.items() if isinstance(v, Path)}
+        tmp = ctx_file.with_suffix(f".{os.getpid()}.tmp")  # concurrent runs share --work
+        tmp.write_text(json.dumps(paths))
+        tmp.replace(ctx_file)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,74 @@
+"""Does a native binding's ValueError reach Python? Each case in its own process.
+
+On the H100 image (2026-11-27) three pytest-xdist workers died of a segmentation fault in
+tests where a binding of ``pyskick._C`` throws ``std::invalid_argument`` (a ValueError for
+Python), tests that pass on every CPU machine. This probe narrows it down: the same bad call in
+a fresh process, after ``import torch``, after CUDA started, after a CUDA kernel of pyskick
+ran, and with the GPU hidden; a case that crashes is rerun under gdb when the machine has it,
+for the native backtrace.
+
+    python3 throw_probe.py            # one line per case, then any backtraces
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+
+BAD_CALL = """
+import pyskick._C as C
+try:
+    C.nms_rewards_cpu(0, 0, 1, 1, 1, 1, 1)
+except ValueError as exc:
+    print("ValueError:", str(exc)[:60])
+"""
+CASES = {
+    "fresh": BAD_CALL,
+    "after import torch": "import torch\n" + BAD_CALL,
+    "after CUDA init": "import torch\ntorch.zeros(1, device='cuda')\n" + BAD_CALL,
+    "after a pyskick CUDA kernel": (
+        "import torch\nfrom pyskick.ops import nms_rewards\n"
+        "nms_rewards(torch.rand(2, 4, 8, device='cuda'), k=2, radius=1)\n"
+        "torch.cuda.synchronize()\n" + BAD_CALL
+    ),
+    "a CUDA binding's own check": (
+        "import torch\nimport pyskick._C as C\ntorch.zeros(1, device='cuda')\n"
+        "try:\n    C.nms_rewards_cuda(0, 0, 1, 1, 1, 1, 1, 0)\n"
+        "except ValueError as exc:\n    print('ValueError:', str(exc)[:60])\n"
+    ),
+}
+
+
+def main() -> int:
+    crashed = []
+    for name, code in CASES.items():
+        run = subprocess.run(
+            [sys.executable, "-X", "faulthandler", "-c", code],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        last = (run.stdout.strip().splitlines() or run.stderr.strip().splitlines() or [""])[-1]
+        print(f"{name:30s} rc={run.returncode:4d}  {last[:90]}")
+        if run.returncode < 0 or run.returncode > 1:
+            crashed.append(code)
+    gdb = shutil.which("gdb")
+    for code in crashed[:2]:
+        if gdb is None:
+            print("no gdb on this machine: no native backtrace")
+            break
+        trace = subprocess.run(
+            [gdb, "-batch", "-ex", "run", "-ex", "bt 25", "--args", sys.executable, "-c", code],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        print("\n".join(trace.stdout.splitlines()[-30:]))
+    return 1 if crashed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
