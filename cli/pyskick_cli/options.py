@@ -250,6 +250,13 @@ precision_option = shared_option(
     help="Arithmetic of the training steps: fp32, or bf16 autocast (matrix products and "
     "convolutions in bfloat16; default: the config's, fp32).",
 )
+cuda_graph_option = shared_option(
+    "--cuda-graph/--no-cuda-graph",
+    "cuda_graph",
+    default=None,
+    help="Replay the training step as a CUDA graph (one per epoch; CUDA, one process, a run "
+    "alone): one launch instead of ~1,200 a step (default: the config's, off).",
+)
 pack_option = shared_option(
     "--pack",
     type=click.Choice(["auto", "on", "off"]),
@@ -378,6 +385,7 @@ def training_options(f: F) -> F:
         device_option(),
         data_on_device_option(),
         precision_option(),
+        cuda_graph_option(),
         eval_batch_size_option(),
         save_every_option(),
         logger_option(),

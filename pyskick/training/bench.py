@@ -24,10 +24,12 @@ import torch
 from pyskick.checkpoint import save_checkpoint
 from pyskick.config import train_preset
 from pyskick.distributed import resolve_device
+from pyskick.errors import UserError
 from pyskick.models import CompletionPolicy
 from pyskick.models import preset as preset_model
 from pyskick.timing import synchronize
 from pyskick.training.data import TrainData
+from pyskick.training.graphs import STEP_WARMUP
 from pyskick.training.pack import PackMember, PackTrainer
 from pyskick.training.trainer import Trainer
 
@@ -46,6 +48,9 @@ class TrainingBench:
     precision: str
     data: str
     """``"device"``: the viewgrids live on the device; ``"host"``: copied per batch."""
+    step: str
+    """``"eager"``, or ``"graph"``: replayed as a CUDA graph (``TrainConfig.cuda_graph``;
+    a run alone)."""
     batch_size: int
     T: int
     step_seconds: float
@@ -82,6 +87,7 @@ def bench_training(
     runs: Sequence[int] = (1, 4),
     precisions: Sequence[str] = ("fp32",),
     data: Sequence[str] = ("device",),
+    modes: Sequence[str] = ("eager",),
     grids: int | None = None,
     steps: int = 5,
     warmup: int = 2,
@@ -97,6 +103,8 @@ def bench_training(
         runs: pack sizes (1: a run alone).
         precisions: ``"fp32"``, ``"bf16"``.
         data: ``"device"``, ``"host"`` (the same on the CPU).
+        modes: ``"eager"``, ``"graph"`` (CUDA; measured for a run alone only: a pack's step
+            is not captured).
         grids: random training viewgrids (default: enough for every step of every run).
         steps, warmup: timed and untimed steps per variant.
         batch_size, T: override the preset's.
@@ -111,7 +119,11 @@ def bench_training(
     if T is not None:
         base = base.replace(T=T)
     target = resolve_device(base.device)
-    n = grids or base.batch_size * (steps + warmup) * 2
+    if "graph" in modes and target.type != "cuda":
+        raise UserError(f"bench: a CUDA graph needs a CUDA device, not {target.type}")
+    # A graph's eager steps and its capture are untimed too.
+    graph_warmup = warmup + STEP_WARMUP + 1
+    n = grids or base.batch_size * (steps + graph_warmup) * 2
     model = preset_model(base.model)  # its grid: SUN360's (4 x 8 x 3 x 32²) or ModelNet's
     gen = torch.Generator().manual_seed(0)
     shape = (model.n_elevations, model.n_azimuths, model.channels, model.view_size, model.view_size)
@@ -127,38 +139,41 @@ def bench_training(
             torch.manual_seed(0)
             policy = CompletionPolicy(model)
         save_checkpoint(init, {"model": policy.state_dict(), "model_config": model.to_dict()})
-        for precision in precisions:
-            for placement in data:
-                alone: float | None = None
-                for size in runs:
-                    config = base.replace(
-                        precision=precision, data_on_device="on" if placement == "device" else "off"
-                    )
-                    if target.type == "cpu":
-                        config = config.replace(data_on_device="auto")
-                    seconds = _time_steps(config, viewgrids, init, size, Path(tmp), steps, warmup)
-                    episodes = size * config.batch_size / seconds
-                    if size == 1:
-                        alone = episodes
-                    row = TrainingBench(
-                        preset=preset,
-                        device=str(target),
-                        runs=size,
-                        precision=precision,
-                        data=placement,
-                        batch_size=config.batch_size,
-                        T=config.T,
-                        step_seconds=seconds,
-                        episodes_per_s=episodes,
-                        speedup=None if alone is None else episodes / alone,
-                        epoch_seconds_per_run=PAPER_EPOCH_GRIDS
-                        / config.batch_size
-                        * seconds
-                        / size,
-                    )
-                    rows.append(row)
-                    if progress is not None:
-                        progress(_describe(row))
+        variants = [(p, d, m) for p in precisions for d in data for m in modes]
+        for precision, placement, mode in variants:
+            alone: float | None = None
+            for size in runs:
+                if mode == "graph" and size > 1:
+                    continue
+                config = base.replace(
+                    precision=precision,
+                    data_on_device="on" if placement == "device" else "off",
+                    cuda_graph=mode == "graph",
+                )
+                if target.type == "cpu":
+                    config = config.replace(data_on_device="auto")
+                untimed = graph_warmup if mode == "graph" else warmup
+                seconds = _time_steps(config, viewgrids, init, size, Path(tmp), steps, untimed)
+                episodes = size * config.batch_size / seconds
+                if size == 1:
+                    alone = episodes
+                row = TrainingBench(
+                    preset=preset,
+                    device=str(target),
+                    runs=size,
+                    precision=precision,
+                    data=placement,
+                    step=mode,
+                    batch_size=config.batch_size,
+                    T=config.T,
+                    step_seconds=seconds,
+                    episodes_per_s=episodes,
+                    speedup=None if alone is None else episodes / alone,
+                    epoch_seconds_per_run=PAPER_EPOCH_GRIDS / config.batch_size * seconds / size,
+                )
+                rows.append(row)
+                if progress is not None:
+                    progress(_describe(row))
     return rows
 
 
@@ -205,8 +220,9 @@ def _time_steps(
 
 def _describe(row: TrainingBench) -> str:
     speed = "" if row.speedup is None else f", {row.speedup:.2f}x a run alone"
+    graph = ", CUDA graph" if row.step == "graph" else ""
     return (
-        f"{row.preset} {row.device} {row.precision} data on {row.data}, "
+        f"{row.preset} {row.device} {row.precision}{graph} data on {row.data}, "
         f"{row.runs} run{'s' if row.runs > 1 else ''}: {row.episodes_per_s:.0f} episodes/s"
         f"{speed}, {row.epoch_seconds_per_run:.2f} s per run's 6,000-grid epoch"
     )

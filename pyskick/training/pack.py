@@ -558,6 +558,11 @@ class PackTrainer:
         that they can share a pack, and pack their networks, optimizers and baselines."""
         if self._is_set_up:
             return self
+        if any(member.config.cuda_graph for member in self.members):
+            raise UserError(
+                "cuda_graph captures the step of a run alone; a pack's step is not captured "
+                "(yet): train the pack without cuda_graph, or the runs alone (--pack off)"
+            )
         try:
             for trainer in sorted(self.trainers, key=lambda t: str(t.run_dir.resolve())):
                 self._locks.enter_context(trainer.run.locked())

@@ -193,6 +193,8 @@ class TrainerSetup:
         check_request(self.config, self.data)
         self.device = resolve_device(self.config.device)
         self.dist: DistContext = init_distributed(self.device)
+        if self.config.cuda_graph and self.dist.distributed:
+            raise UserError("cuda_graph trains one process: drop it under torchrun")
         self.logger: Dispatcher = make_loggers(self._logger_names, rank=self.dist.rank)
         if self.config.batch_size % self.dist.world_size:
             raise UserError(
@@ -251,7 +253,7 @@ class TrainerSetup:
         if self.critic is not None:
             params += [p for p in self.critic.parameters() if p.requires_grad]
         self.params = params
-        self.optimizer = torch.optim.Adam(params, lr=config.lr, weight_decay=config.weight_decay)
+        self.optimizer = adam(params, config, self.device)
         self.baseline = AverageBaseline(self.device)
         self.control_variate = ControlVariate(device=self.device)
         self.env = make_env(
@@ -351,6 +353,15 @@ def check_pack(
     raise UserError(f"cannot resume {run_dir} in another pack: it was trained with {names}")
 
 
+def adam(params: list[nn.Parameter], config: TrainConfig, device: torch.device) -> torch.optim.Adam:
+    """The run's Adam; ``capturable`` (its step counts on the device) when the step is captured
+    as a CUDA graph, which replays no host arithmetic."""
+    capturable = config.cuda_graph and device.type == "cuda"
+    return torch.optim.Adam(
+        params, lr=config.lr, weight_decay=config.weight_decay, capturable=capturable
+    )
+
+
 def check_request(config: TrainConfig, data: TrainData) -> None:
     """The checks of a run that need no model, cheap enough to make before any other work:
     the seed's range, the device, the batch size against the training split.
@@ -360,7 +371,9 @@ def check_request(config: TrainConfig, data: TrainData) -> None:
     """
     if not 0 <= config.seed <= MAX_SEED:
         raise UserError(f"seed {config.seed} is out of range (0 to {MAX_SEED})")
-    resolve_device(config.device)
+    device = resolve_device(config.device)
+    if config.cuda_graph and device.type != "cuda":
+        raise UserError(f"cuda_graph needs a CUDA device; this run's device is {device.type}")
     if data.train.shape[0] < config.batch_size:
         raise UserError(
             f"batch_size {config.batch_size} exceeds the {data.train.shape[0]} training viewgrids"

@@ -46,6 +46,7 @@ from pyskick.sidekicks.base import Sidekick
 from pyskick.timing import SpanTimer, synchronize
 from pyskick.training.batches import GridSource, epoch_batches, epoch_order
 from pyskick.training.data import TrainData
+from pyskick.training.graphs import StepGraph
 from pyskick.training.loggers import Dispatcher, RunInfo
 from pyskick.training.losses import episode_rewards
 from pyskick.training.metric_sums import MetricSums
@@ -244,6 +245,8 @@ class Trainer(TrainerSetup):
         """Set by a pack (:mod:`pyskick.training.pack`): the run folders it trains together
         and this run's index; recorded in ``config.json`` and every checkpoint."""
         self._grid_sources: tuple[GridSource, GridSource] | None = None
+        self._step_graph: StepGraph | None = None
+        self._graph_epoch = 0
 
     def __getattr__(self, name: str) -> Any:
         # Only reached for attributes that do not exist (yet): name the missing step.
@@ -389,7 +392,18 @@ class Trainer(TrainerSetup):
             epoch: the epoch the sidekick's inputs are for.
             timer: receives the sidekick's and the environment's time.
         """
-        return train_step(self, batch, epoch, timer)
+        if not self.config.cuda_graph:
+            return train_step(self, batch, epoch, timer)
+        if self._step_graph is None:
+            self._step_graph = StepGraph(
+                lambda graphed: train_step(self, graphed, self._graph_epoch),
+                self.device,
+                generators=[self.action_generator],
+            )
+        # The epoch decides the sidekick's schedule values: one graph per epoch. A replay
+        # times no spans (the environment's share is not measured).
+        self._graph_epoch = epoch
+        return self._step_graph(batch, key=epoch)
 
     def train_epoch(self, epoch: int) -> dict[str, float]:
         """One pass over the (reshuffled) training set; returns the epoch's metrics (the one

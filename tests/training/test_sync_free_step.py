@@ -1,10 +1,15 @@
 """A training step never waits for the device: no value read back, no shape that depends on
-values, no copy between host and device (``pyskick.training.syncs``), for every method."""
+values, no copy between host and device (``pyskick.training.syncs``), for every method. And
+within an epoch it launches the same operators with the same arguments for every batch, and
+updates its state in place: what a CUDA graph of it replays (``pyskick.training.graphs``)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 import torch
+from torch.utils._python_dispatch import TorchDispatchMode
 
 from pyskick.envs.lookaround import LookAroundEnv
 from pyskick.sidekicks.demo import DemoSidekick
@@ -55,6 +60,76 @@ def test_training_steps_make_no_host_synchronisation(
     assert torch.isfinite(torch.stack(list(metrics))).all()
     after = trainer.policy.state_dict()
     assert not torch.equal(before["aggregate.weight_hh_l0"], after["aggregate.weight_hh_l0"])
+
+
+class OperatorTrace(TorchDispatchMode):
+    """Every operator run, with its tensors' shapes and its other arguments' values."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls: list[tuple[str, Any]] = []
+        self.paused = False
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if not self.paused and not str(func).startswith("profiler."):  # named ranges
+            self.calls.append((str(func), _describe((args, sorted(kwargs.items())))))
+        return func(*args, **kwargs)
+
+
+def _describe(value: Any) -> Any:
+    if isinstance(value, torch.Tensor):
+        return ("tensor", tuple(value.shape), str(value.dtype), value.device.type)
+    if isinstance(value, torch.Generator):
+        return "generator"
+    if isinstance(value, list | tuple):
+        return tuple(_describe(v) for v in value)
+    if isinstance(value, torch.dtype | torch.device | torch.memory_format | torch.layout):
+        return str(value)
+    if isinstance(value, float) and value != value:
+        return "nan"  # equal to itself, unlike NaN
+    return value
+
+
+def _state_addresses(trainer: Trainer) -> list[int]:
+    """Where the state a step updates lives: weights, Adam's state, the baseline's sums."""
+    tensors = list(trainer.params)
+    tensors += [
+        t for s in trainer.optimizer.state.values() for t in s.values() if torch.is_tensor(t)
+    ]
+    tensors += [trainer.baseline.sums, trainer.control_variate.sums]
+    return [t.data_ptr() for t in tensors]
+
+
+@pytest.mark.parametrize("method", list(METHODS))
+def test_the_steps_of_an_epoch_replay_the_same_operators(
+    tmp_path, pretrained, tiny_config, tiny_data, method
+):
+    changes, make = METHODS[method]
+    config = tiny_config.replace(epochs=2, batch_size=4, **changes)
+    sidekick = make(pretrained) if make is not None else None
+    trainer = Trainer(
+        config, tmp_path / "t", tiny_data, stage="train", init=pretrained, sidekick=sidekick
+    ).setup()
+    trace = OperatorTrace()
+    # Adam on the CPU computes its bias corrections on the host (a capturable Adam, which a
+    # graph needs, does it on the device): its step is left out.
+    trainer.optimizer.register_step_pre_hook(lambda *_: setattr(trace, "paused", True))
+    trainer.optimizer.register_step_post_hook(lambda *_: setattr(trace, "paused", False))
+    batches = list(trainer.batches(0))
+    assert len(batches) == 4
+    trainer.train_step(batches[0], 0)  # the first creates Adam's state (and calibrates)
+    addresses = _state_addresses(trainer)
+    traces = []
+    for batch in batches[1:]:
+        trace.calls = []
+        with trace:
+            trainer.train_step(batch, 0)
+        traces.append(trace.calls)
+    assert len(traces[0]) > 100
+    assert traces[1] == traces[0]
+    assert traces[2] == traces[0]
+    assert _state_addresses(trainer) == addresses
 
 
 def test_pretraining_steps_make_no_host_synchronisation(tmp_path, tiny_config, tiny_data):

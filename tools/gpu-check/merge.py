@@ -17,7 +17,8 @@ def main(kind: str, source: str, perf: str, curves: str | None = None) -> None:
         results[kind] = json.loads(Path(source).read_text())
         for row in results[kind]["rows"]:
             print(
-                f"train {row['runs']:3d} runs {row['precision']} data {row['data']:6s} "
+                f"train {row['runs']:3d} runs {row['precision']} {row.get('step', 'eager'):5s} "
+                f"data {row['data']:6s} "
                 f"{row['episodes_per_s']:9.0f} ep/s  x{row['speedup'] or 0:5.2f}  "
                 f"{row['epoch_seconds_per_run']:7.3f} s/run-epoch"
             )

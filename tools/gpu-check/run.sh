@@ -172,12 +172,12 @@ sanitize() {
 export -f sanitize
 step memcheck 90 sanitize memcheck
 
-# 5b. The headline, with the project's own tool (pyskick >= 6309df8): training steps of a
-#     paper-sun360 run alone against packs of 5 and 15 runs, fp32 and bf16, data on the device
-#     and on the host; rows and environment merged into perf.json as "bench_training".
+# 5b. The headline, with the project's own tool: training steps of a paper-sun360 run alone
+#     (eager and replayed as a CUDA graph) against packs of 5 and 15 runs, fp32 and bf16; rows
+#     and environment merged into perf.json as "bench_training".
 trainbench() {
   local args=(--preset paper-sun360 --device cuda --runs 1,5,15 --precision fp32,bf16
-              --data device,host --steps 10)
+              --data device --mode eager,graph --steps 10)
   [ "$DRY" = 1 ] && args=(--preset cpu-demo --device cpu --runs 1,2 --steps 1)
   $PY -m pyskick bench --training "${args[@]}" --json >"$WORK/train.json" 2>>"$OUT/tests.log" \
     || return 1

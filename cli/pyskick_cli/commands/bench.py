@@ -95,6 +95,7 @@ def _bench_training(
     runs: tuple[int, ...],
     precisions: tuple[str, ...],
     placements: tuple[str, ...],
+    modes: tuple[str, ...],
     steps: int,
     as_json: bool,
 ) -> None:
@@ -112,13 +113,16 @@ def _bench_training(
         runs=runs,
         precisions=precisions,
         data=placements,
+        modes=modes,
         steps=steps,
         progress=lambda line: click.echo(f"bench: {line}", err=True),
     )
     if as_json:
         click.echo(json.dumps({"environment": environment(), "rows": as_dicts(rows)}, indent=2))
         return
-    header = ("runs", "precision", "data", "step", "episodes/s", "vs alone", "s per run-epoch")
+    header = (
+        "runs", "precision", "data", "mode", "step", "episodes/s", "vs alone", "s per run-epoch"
+    )  # fmt: skip
     lines = [header]
     for row in rows:
         lines.append(
@@ -126,6 +130,7 @@ def _bench_training(
                 str(row.runs),
                 row.precision,
                 row.data,
+                row.step,
                 _duration(row.step_seconds),
                 f"{row.episodes_per_s:.0f}",
                 _times(row.speedup),
@@ -298,6 +303,15 @@ def _table(rows: list[dict[str, Any]]) -> str:
     help="--training: comma-separated data placements (device, host; the same on the CPU).",
 )
 @click.option(
+    "--mode",
+    "modes",
+    type=ChoiceList(("eager", "graph")),
+    default="eager",
+    show_default=True,
+    help="--training: comma-separated step modes: eager, graph (replayed as a CUDA graph; a run "
+    "alone, on CUDA).",
+)
+@click.option(
     "--steps",
     type=click.IntRange(min=1),
     default=5,
@@ -315,6 +329,7 @@ def bench(
     runs: tuple[int, ...],
     precisions: tuple[str, ...],
     placements: tuple[str, ...],
+    modes: tuple[str, ...],
     steps: int,
 ) -> None:
     """Time the native kernels against their PyTorch twins and the memory bound, or
@@ -326,7 +341,7 @@ def bench(
     against the twins on the timed inputs. Progress goes to stderr.
     """
     if training:
-        _bench_training(device, preset, runs, precisions, placements, steps, as_json)
+        _bench_training(device, preset, runs, precisions, placements, modes, steps, as_json)
         return
     from pyskick.ops import has_native
     from pyskick.ops.benchmark import run_suite

@@ -147,6 +147,7 @@ def pretrain(
     device: str | None,
     data_on_device: str | None,
     precision: str | None,
+    cuda_graph: bool | None,
     eval_batch_size: int | str | None,
     save_every: int | None,
     logger: tuple[str, ...],
@@ -161,7 +162,7 @@ def pretrain(
     config = _config(
         preset, config_path, spec_preset, pretrain_epochs=epochs, batch_size=batch_size, lr=lr,
         seed=seed, device=device, data_on_device=data_on_device, precision=precision,
-        eval_batch_size=eval_batch_size,
+        cuda_graph=cuda_graph, eval_batch_size=eval_batch_size,
         save_every=save_every,
     )  # fmt: skip
     data = _load_data(path, config)
@@ -213,6 +214,7 @@ def train(
     device: str | None,
     data_on_device: str | None,
     precision: str | None,
+    cuda_graph: bool | None,
     eval_batch_size: int | str | None,
     save_every: int | None,
     logger: tuple[str, ...],
@@ -245,7 +247,7 @@ def train(
     config = _config(
         preset, config_path, spec_preset, epochs=epochs, batch_size=batch_size, lr=lr, seed=seed,
         device=device, data_on_device=data_on_device, precision=precision,
-        eval_batch_size=eval_batch_size,
+        cuda_graph=cuda_graph, eval_batch_size=eval_batch_size,
         save_every=save_every, T=T, critic=critic, actor=actor, sidekick=sidekick,
         sidekick_options=parse_sidekick_options(sidekick_option),
     )  # fmt: skip
