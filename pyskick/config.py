@@ -175,7 +175,8 @@ class TrainConfig:
     weights stay float32). Validation and evaluation compute in float32."""
     cuda_graph: bool = False
     """Capture the training step as one CUDA graph per epoch and replay it for every batch
-    (CUDA only, one process): the host launches one graph instead of ~1,200 kernels a step.
+    (CUDA only, one process; a pack's step too): the host launches one graph instead of
+    ~1,200 kernels a step.
     Same arithmetic as the eager step, to float rounding (docs/training.md, "CUDA graphs")."""
 
     def __post_init__(self) -> None:

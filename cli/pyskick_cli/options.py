@@ -254,8 +254,8 @@ cuda_graph_option = shared_option(
     "--cuda-graph/--no-cuda-graph",
     "cuda_graph",
     default=None,
-    help="Replay the training step as a CUDA graph (one per epoch; CUDA, one process, a run "
-    "alone): one launch instead of ~1,200 a step (default: the config's, off).",
+    help="Replay the training step as a CUDA graph (one per epoch; CUDA, one process): one "
+    "launch instead of ~1,200 a step (default: the config's, off).",
 )
 pack_option = shared_option(
     "--pack",

@@ -501,9 +501,7 @@ def group_jobs(jobs: Sequence[TrainJob], pack: str) -> list[list[TrainJob]]:
     packs do not pay), else one group per :func:`pack_key`."""
     if not jobs:
         return []
-    first = jobs[0].member.config
-    # A captured step (cuda_graph) is a run alone's: "auto" then trains the runs alone.
-    together = pack == "on" or (pack == "auto" and packs_pay(first.device) and not first.cuda_graph)
+    together = pack == "on" or (pack == "auto" and packs_pay(jobs[0].member.config.device))
     groups: dict[tuple[Any, ...], list[TrainJob]] = {}
     for job in jobs:
         if job.recorded is not None:

@@ -49,8 +49,7 @@ class TrainingBench:
     data: str
     """``"device"``: the viewgrids live on the device; ``"host"``: copied per batch."""
     step: str
-    """``"eager"``, or ``"graph"``: replayed as a CUDA graph (``TrainConfig.cuda_graph``;
-    a run alone)."""
+    """``"eager"``, or ``"graph"``: replayed as a CUDA graph (``TrainConfig.cuda_graph``)."""
     batch_size: int
     T: int
     step_seconds: float
@@ -103,8 +102,7 @@ def bench_training(
         runs: pack sizes (1: a run alone).
         precisions: ``"fp32"``, ``"bf16"``.
         data: ``"device"``, ``"host"`` (the same on the CPU).
-        modes: ``"eager"``, ``"graph"`` (CUDA; measured for a run alone only: a pack's step
-            is not captured).
+        modes: ``"eager"``, ``"graph"`` (the step replayed as a CUDA graph; CUDA only).
         grids: random training viewgrids (default: enough for every step of every run).
         steps, warmup: timed and untimed steps per variant.
         batch_size, T: override the preset's.
@@ -143,8 +141,6 @@ def bench_training(
         for precision, placement, mode in variants:
             alone: float | None = None
             for size in runs:
-                if mode == "graph" and size > 1:
-                    continue
                 config = base.replace(
                     precision=precision,
                     data_on_device="on" if placement == "device" else "off",

@@ -48,6 +48,7 @@ from pyskick.sidekicks.base import Sidekick
 from pyskick.timing import SpanTimer, span
 from pyskick.training.batches import GridSource, resolve_data_on_device
 from pyskick.training.data import TrainData
+from pyskick.training.graphs import StepGraph
 from pyskick.training.loggers import Dispatcher
 from pyskick.training.returns import reward_to_go
 from pyskick.training.setup import Stage
@@ -219,6 +220,7 @@ class PackedAdam:
         named: the packed parameters, by their (solo) names.
         trained: name -> ``[R]`` bool, the runs that train the parameter.
         lr, weight_decay: the runs' (shared) Adam settings.
+        capturable: Adam's step counts on the device (a step replayed as a CUDA graph).
     """
 
     def __init__(
@@ -228,11 +230,14 @@ class PackedAdam:
         *,
         lr: float,
         weight_decay: float,
+        capturable: bool = False,
     ) -> None:
         self.names = [name for name, _ in named]
         self.params = [param for _, param in named]
         self.trained = trained
-        self.optimizer = torch.optim.Adam(self.params, lr=lr, weight_decay=weight_decay)
+        self.optimizer = torch.optim.Adam(
+            self.params, lr=lr, weight_decay=weight_decay, capturable=capturable
+        )
         self._kept = [
             (param, (~trained[name]).nonzero().flatten().to(param.device))
             for name, param in named
@@ -550,6 +555,8 @@ class PackTrainer:
             trainer.pack_record = {"runs": record, "index": r}
         self._locks = contextlib.ExitStack()
         self._is_set_up = False
+        self._step_graph: StepGraph | None = None
+        self._graph_inputs: tuple[int, Tensor] | None = None
 
     # ----------------------------------------------------------------------- set-up
     def setup(self) -> PackTrainer:
@@ -558,11 +565,6 @@ class PackTrainer:
         that they can share a pack, and pack their networks, optimizers and baselines."""
         if self._is_set_up:
             return self
-        if any(member.config.cuda_graph for member in self.members):
-            raise UserError(
-                "cuda_graph captures the step of a run alone; a pack's step is not captured "
-                "(yet): train the pack without cuda_graph, or the runs alone (--pack off)"
-            )
         try:
             for trainer in sorted(self.trainers, key=lambda t: str(t.run_dir.resolve())):
                 self._locks.enter_context(trainer.run.locked())
@@ -681,7 +683,11 @@ class PackTrainer:
         }
         self.params = [p for _, p in named]
         self.optimizer = PackedAdam(
-            named, masks, lr=self.config.lr, weight_decay=self.config.weight_decay
+            named,
+            masks,
+            lr=self.config.lr,
+            weight_decay=self.config.weight_decay,
+            capturable=self.config.cuda_graph and self.device.type == "cuda",
         )
         self.optimizer.load_runs([t.optimizer for t in trainers], self._solo_names)
         self.baselines = PackedBaselines(trainers)
@@ -850,7 +856,24 @@ class PackTrainer:
     def train_step(
         self, batch: PackBatch, epoch: int, scales: Tensor, timer: SpanTimer | None = None
     ) -> StepMetrics:
-        """One step of every run (no host synchronisation, as a run alone); ``[R]`` metrics."""
+        """One step of every run (no host synchronisation, as a run alone); ``[R]`` metrics.
+        With ``cuda_graph``, replayed as a CUDA graph, one per epoch (as a run alone's)."""
+        if not self.config.cuda_graph:
+            return self._step(batch, epoch, scales, timer)
+        if self._step_graph is None:
+            self._step_graph = StepGraph(
+                lambda graphed: self._step(graphed, *self._graph_inputs),
+                self.device,
+                generators=[t.action_generator for t in self.trainers],
+            )
+        # The epoch's schedule values and its scales tensor are baked into its graph.
+        self._graph_inputs = (epoch, scales)
+        return self._step_graph(batch, key=(epoch, id(scales)))
+
+    def _step(
+        self, batch: PackBatch, epoch: int, scales: Tensor, timer: SpanTimer | None = None
+    ) -> StepMetrics:
+        """:meth:`train_step`, eager."""
         R = self.runs
         with span(timer, "side"):
             reward_maps, demonstrations = self._sidekick_inputs(batch, epoch)

@@ -14,6 +14,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from pyskick.envs.lookaround import LookAroundEnv
 from pyskick.sidekicks.demo import DemoSidekick
 from pyskick.sidekicks.reward import RewardSidekick
+from pyskick.training.pack import PackMember, PackTrainer
 from pyskick.training.syncs import HostSyncError, no_host_syncs
 from pyskick.training.trainer import Trainer
 
@@ -130,6 +131,45 @@ def test_the_steps_of_an_epoch_replay_the_same_operators(
     assert traces[1] == traces[0]
     assert traces[2] == traces[0]
     assert _state_addresses(trainer) == addresses
+
+
+def test_the_steps_of_a_packs_epoch_replay_the_same_operators(
+    tmp_path, pretrained, tiny_config, tiny_data
+):
+    # ltla, ours(rew), ours(demo) and rnd-actions in one pack, as reproduce packs them.
+    config = tiny_config.replace(epochs=2, batch_size=4)
+    members = [
+        PackMember(config.replace(**METHODS[name][0]), tmp_path / str(r), init=pretrained,
+                   sidekick=None if METHODS[name][1] is None else METHODS[name][1](pretrained))
+        for r, name in enumerate(["ltla", "ours(rew)", "ours(demo)", "rnd-actions"])
+    ]  # fmt: skip
+    pack = PackTrainer(members, tiny_data).setup()
+    trace = OperatorTrace()
+    pack.optimizer.optimizer.register_step_pre_hook(lambda *_: setattr(trace, "paused", True))
+    pack.optimizer.optimizer.register_step_post_hook(lambda *_: setattr(trace, "paused", False))
+    scales = torch.ones(4, dtype=torch.float64)
+    batches = list(pack.batches(0))
+    assert len(batches) == 4
+    pack.train_step(batches[0], 0, scales)
+
+    def addresses() -> list[int]:
+        state = pack.optimizer.optimizer.state.values()
+        tensors = [*pack.params, pack.baselines.sums, pack.baselines.cv]
+        tensors += [t for s in state for t in s.values() if torch.is_tensor(t)]
+        return [t.data_ptr() for t in tensors]
+
+    before = addresses()
+    traces = []
+    for batch in batches[1:]:
+        trace.calls = []
+        with trace, no_host_syncs():
+            pack.train_step(batch, 0, scales)
+        traces.append(trace.calls)
+    pack._locks.close()
+    assert len(traces[0]) > 100
+    assert traces[1] == traces[0]
+    assert traces[2] == traces[0]
+    assert addresses() == before
 
 
 def test_pretraining_steps_make_no_host_synchronisation(tmp_path, tiny_config, tiny_data):

@@ -11,6 +11,18 @@ import sys
 from pathlib import Path
 
 
+def graph_pays(source: str) -> bool:
+    """Whether trainbench's largest fp32 pack ran >= 1.1x faster replayed as a CUDA graph."""
+    rows = json.loads(Path(source).read_text())["rows"]
+    largest = max(row["runs"] for row in rows)
+    speed = {
+        row.get("step", "eager"): row["episodes_per_s"]
+        for row in rows
+        if row["runs"] == largest and row["precision"] == "fp32" and row["data"] == "device"
+    }
+    return speed.get("graph", 0.0) >= 1.1 * speed.get("eager", float("inf"))
+
+
 def main(kind: str, source: str, perf: str, curves: str | None = None) -> None:
     results = json.loads(Path(perf).read_text()) if Path(perf).exists() else {}
     if kind == "bench_training":
@@ -53,4 +65,6 @@ def _plot_curves(folder: str, table: dict, out: str) -> None:
 
 
 if __name__ == "__main__":
+    if sys.argv[1] == "graph_pays":
+        sys.exit(0 if graph_pays(sys.argv[2]) else 1)
     main(*sys.argv[1:])

@@ -229,6 +229,11 @@ table1() {
     args=(--preset paper-sun360 --device cuda)
   fi
   echo "table1: data ready at $(( $(date +%s) - T0 ))s"
+  # The step as a CUDA graph when trainbench measured that it pays for a pack (>= 1.1x).
+  if $PY "$HERE/merge.py" graph_pays "$WORK/train.json" 2>/dev/null; then
+    echo "cuda_graph = true" >"$WORK/graph.toml"; args+=(--config "$WORK/graph.toml")
+    echo "table1: the step replayed as a CUDA graph (it paid in trainbench)"
+  fi
   pass() {  # pass FOLDER EPOCHS PACK: one reproduce call; merges its table when it succeeded
     $PY -m pyskick reproduce --dataset "$data" "${args[@]}" --pack "$3" --seeds 3 \
       --methods "$methods" --epochs "$2" --pretrain-epochs "${PRETRAIN:-10}" --no-report \

@@ -308,8 +308,8 @@ def _table(rows: list[dict[str, Any]]) -> str:
     type=ChoiceList(("eager", "graph")),
     default="eager",
     show_default=True,
-    help="--training: comma-separated step modes: eager, graph (replayed as a CUDA graph; a run "
-    "alone, on CUDA).",
+    help="--training: comma-separated step modes: eager, graph (replayed as a CUDA graph; CUDA "
+    "only).",
 )
 @click.option(
     "--steps",
