@@ -35,6 +35,7 @@ from typing import Any, Literal
 import torch
 from torch import Tensor
 
+from pyskick.evaluation.power import seeds_for_power
 from pyskick.evaluation.tdist import t_quantile, t_two_sided_p
 
 Kind = Literal["seeds", "samples"]
@@ -231,17 +232,46 @@ class Comparison:
         lo, hi = self.ci95_x1000
         return lo > 0 or hi < 0
 
+    @property
+    def claim_verdict(self) -> str:
+        """The claim "B beats A": ``"holds"`` (the interval is above zero), ``"contradicted"``
+        (below zero) or ``"not resolved"`` (it contains zero)."""
+        lo, hi = self.ci95_x1000
+        if lo > 0:
+            return "holds"
+        if hi < 0:
+            return "contradicted"
+        return "not resolved"
+
+    @property
+    def seeds_needed(self) -> int | None:
+        """Seeds for 90 % power at the observed gap and seed spread (across seeds only; None
+        with one seed or no gap; :func:`pyskick.evaluation.power.seeds_for_power`)."""
+        if self.kind != "seeds" or self.n_seeds < 2 or math.isnan(self.se_x1000):
+            return None
+        return seeds_for_power(self.diff_x1000, self.se_x1000 * math.sqrt(self.n_seeds))
+
     def verdict(self, reference: str = "A", candidate: str = "B") -> str:
-        """One sentence: which is better, by how much, and whether the interval excludes 0."""
+        """One sentence: the claim "B beats A" judged (holds, contradicted, not resolved),
+        which is better and by how much; an unresolved gap across seeds adds the seeds its
+        spread would need for 90 % power."""
         lo, hi = self.ci95_x1000
         gap = f"{self.diff_x1000:+.2f} ×1000, 95% CI [{lo:.2f}, {hi:.2f}], p = {self.p:.2g}"
+        claim = f"{candidate} beats {reference}: {self.claim_verdict}; "
         if self.excludes_zero:
             better, worse = (
                 (candidate, reference) if self.diff_x1000 > 0 else (reference, candidate)
             )
-            text = f"{better} is better than {worse} ({gap})"
+            text = f"{claim}{better} is better than {worse} ({gap})"
         else:
-            text = f"no clear difference between {reference} and {candidate} ({gap}; CI includes 0)"
+            text = (
+                f"{claim}no clear difference between {reference} and {candidate} ({gap}; CI "
+                "includes 0)"
+            )
+            if self.seeds_needed is not None:
+                text += (
+                    f"; the observed seed spread needs ≈ {self.seeds_needed} seeds for 90% power"
+                )
         if self.kind == "samples":
             text += "; one training run each: training noise is not measured"
         elif self.single_run is not None:
@@ -252,8 +282,12 @@ class Comparison:
         return text
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready (tuples become lists, NaN becomes None)."""
-        return _json_ready(asdict(self))
+        """JSON-ready (tuples become lists, NaN becomes None), with ``claim_verdict`` and
+        ``seeds_needed``."""
+        out = _json_ready(asdict(self))
+        out["claim_verdict"] = self.claim_verdict
+        out["seeds_needed"] = self.seeds_needed
+        return out
 
 
 def compare_errors(

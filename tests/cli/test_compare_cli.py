@@ -148,7 +148,11 @@ def test_reproduce_methods_pair_seed_by_seed(
     assert entry["n_seeds"] == 3
     assert entry["seed_diffs_x1000"] == pytest.approx(list(expected.seed_diffs_x1000))
     assert entry["ci95_x1000"] == pytest.approx(list(expected.ci95_x1000))
-    assert entry["verdict"].startswith(f"{folder}:ours(rew) is better than {folder}:ltla")
+    assert entry["verdict"].startswith(
+        f"{folder}:ours(rew) beats {folder}:ltla: holds; {folder}:ours(rew) is better than "
+        f"{folder}:ltla"
+    )
+    assert entry["claim_verdict"] == "holds"
     code, _, err = run(["compare", f"{folder}:ltla", f"{folder}:two-seeds", "--metric", "avg"],
                        capsys)  # fmt: skip
     assert code == 2

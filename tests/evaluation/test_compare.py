@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import statistics
 
 import pytest
 import torch
@@ -25,6 +26,7 @@ from pyskick.evaluation.compare import (
     policy_gain_ratio,
     sign_flip_p,
 )
+from pyskick.evaluation.power import seeds_for_power
 from pyskick.evaluation.tdist import betainc, t_quantile, t_two_sided_p
 
 # ------------------------------------------------------------------------------ t distribution
@@ -283,13 +285,23 @@ def test_verdict_without_a_clear_difference() -> None:
     assert result.seed_diffs_x1000 == pytest.approx((1.0, -0.5, 0.8))
     assert not result.excludes_zero
     assert result.verdict("ltla", "ours(rew)").startswith(
-        "no clear difference between ltla and ours(rew)"
+        "ours(rew) beats ltla: not resolved; no clear difference between ltla and ours(rew)"
     )
+    assert result.claim_verdict == "not resolved"
+    # The seeds' spread (their standard deviation) around their mean gap decides the seeds.
+    spread = statistics.stdev([1.0, -0.5, 0.8])
+    assert result.seeds_needed == seeds_for_power(statistics.mean([1.0, -0.5, 0.8]), spread)
+    assert result.seeds_needed > 10
+    assert f"needs ≈ {result.seeds_needed} seeds for 90% power" in result.verdict()
+    assert result.to_dict()["seeds_needed"] == result.seeds_needed
     reversed_ = compare_errors(base - 0.001, base.expand(2, -1), metric="avg")
     assert reversed_.diff_x1000 == pytest.approx(-1.0)
     # Identical differences in both seeds: SE 0, the interval is the point itself.
     assert reversed_.excludes_zero
-    assert reversed_.verdict("ltla", "ours(rew)").startswith("ltla is better than ours(rew)")
+    assert reversed_.verdict("ltla", "ours(rew)").startswith(
+        "ours(rew) beats ltla: contradicted; ltla is better than ours(rew)"
+    )
+    assert reversed_.to_dict()["claim_verdict"] == "contradicted"
 
 
 def test_policy_gain_ratio_paper_values() -> None:

@@ -148,8 +148,13 @@ def test_ordering_verdicts(tmp_path: Path) -> None:
     assert verdicts[("ltla", "one-view")].verdict == "holds"
     assert verdicts[("ltla", "rnd-actions")].verdict == "holds"
     assert verdicts[("ours(rew)", "ltla")].verdict == "holds"
-    assert verdicts[("ours(demo)", "ltla")].verdict == "reversed"
-    assert verdicts[("ours(rew)+ac", "ltla")].verdict.startswith("unresolved")
+    assert verdicts[("ours(demo)", "ltla")].verdict == "contradicted"
+    unresolved = verdicts[("ours(rew)+ac", "ltla")]
+    assert unresolved.verdict == "not resolved"
+    # Its seeds scatter by ~1e-3 around a gap of ~0.2e-3: many seeds for 90 % power.
+    assert unresolved.seeds_needed is not None
+    assert unresolved.seeds_needed > 10
+    assert verdicts[("ours(rew)", "ltla")].seeds_needed is None  # resolved: nothing to add
     assert ("asymm-ac", "ltla") not in verdicts  # the paper's claim is about sidekicks only
     assert ("asymm-ac", "rnd-actions") not in verdicts
     check = verdicts[("ours(rew)", "ltla")]
@@ -158,6 +163,15 @@ def test_ordering_verdicts(tmp_path: Path) -> None:
     assert check.gap_x1000 == pytest.approx(1.0, abs=0.1)
     # one-view: 6 methods; rnd-actions: ltla + 3 ours; ltla: 3 ours; both metrics.
     assert len(ordering_checks(table)) == 2 * (6 + 4 + 3)
+    # A sidekick worse than ltla beyond the noise contradicts "sidekicks beat ltla".
+    from pyskick.experiments.report import paper_claims
+
+    claims = {claim.name: claim for claim in paper_claims(table)}
+    assert claims["sidekicks beat ltla"].verdict == "contradicted"
+    assert "ours(demo) beats ltla on avg: contradicted; gap -" in "".join(
+        claims["sidekicks beat ltla"].evidence
+    )
+    assert "**sidekicks beat ltla: contradicted**" in format_table(table)
     assert table["ordering"] == [asdict(c) for c in ordering_checks(table)]
 
 
@@ -241,20 +255,35 @@ def test_the_paper_claims_in_words(tmp_path: Path) -> None:
     )
     claims = {claim.name: claim for claim in paper_claims(table)}
     learning = claims["learning works"]
-    assert not learning.holds  # ltla beats random, but the ratio is below 1.5
-    assert learning.evidence[0].startswith("ltla beats rnd-actions on avg: gap +")
+    # ltla beats random motions: that is the claim; its gain ratio (1.25, below the paper's
+    # 1.83) is shown beside it, not judged.
+    assert learning.verdict == "holds"
+    assert learning.holds
+    assert learning.evidence[0].startswith("ltla beats rnd-actions on avg: holds; gap +")
     assert "(across seeds, 3 seeds)" in learning.evidence[0]
+    assert len(learning.evidence) == 2
     ratio = table["rows"][2]["policy_gain_ratio"]["avg"]
     assert ratio == pytest.approx(1.25, abs=0.02)
-    assert f"ltla's policy gain ratio on avg is {ratio:.2f} (below 1.5" in learning.evidence[2]
-    assert claims["sidekicks beat ltla"].holds
+    assert learning.notes == [
+        f"ltla's policy gain ratio on avg is {ratio:.2f} (paper: ltla 1.83 / ours(rew) 2.03 "
+        "(SUN360), 1.44 / 1.66 (ModelNet Hard); shown, not judged)"
+    ]
+    assert claims["sidekicks beat ltla"].verdict == "holds"
     assert len(claims["sidekicks beat ltla"].evidence) == 4  # two sidekicks, two metrics
     faster = claims["sidekicks learn faster"]
-    assert not faster.holds  # ours(demo) gets there no earlier than ltla
+    # ours(demo) gets there exactly when ltla does, on every seed: not resolved (and no number
+    # of seeds would resolve a zero gap, so none is named).
+    assert faster.verdict == "not resolved"
     assert faster.evidence[0].startswith(
-        "ours(rew) reaches ltla's final validation error at epoch 2, 2, 2 (per seed) against "
-        "ltla's 4, 4, 4: +2.00 epochs sooner, 95% CI [+2.00, +2.00] across seeds"
+        "ours(rew) learns faster than ltla: holds; it reaches ltla's final validation error at "
+        "epoch 2, 2, 2 (per seed) against ltla's 4, 4, 4: +2.00 epochs sooner, 95% CI [+2.00, "
+        "+2.00] across seeds"
     )
+    assert faster.evidence[1].startswith("ours(demo) learns faster than ltla: not resolved;")
     assert ": +0.00 epochs sooner" in faster.evidence[1]
+    assert "seeds for 90% power" not in faster.evidence[1]
     assert table["claims"] == [asdict(claim) for claim in paper_claims(table)]
-    assert "**learning works: does not hold**" in format_table(table)
+    text = format_table(table)
+    assert "**learning works: holds**" in text
+    assert "**sidekicks learn faster: not resolved**" in text
+    assert "shown, not judged" in text
