@@ -207,8 +207,12 @@ def test_demo_runs_the_sidekick_comparison_with_seeds(
     assert set(rew["policy_gain_ratio"]) == {"avg", "adv"}
     assert rew["learning"]["epochs"] == 2
     assert [claim["name"] for claim in table["claims"]] == [
-        "learning works", "sidekicks beat ltla", "sidekicks learn faster",
+        "learning works", "ours(rew) beats ltla", "ours(demo) beats ltla",
+        "ours(rew) learns faster than ltla", "ours(demo) learns faster than ltla",
     ]  # fmt: skip
+    assert {claim["verdict"] for claim in table["claims"]} <= {
+        "holds", "not resolved", "contradicted"
+    }  # fmt: skip
     # The defaults of a 2-epoch run, recorded: the bonus halves after epoch 1, T_sup anneals
     # every epoch; the start view's reward is spent at reset.
     config = json.loads((out / "ours(rew)" / "seed-1" / "config.json").read_text())
