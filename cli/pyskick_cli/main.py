@@ -35,6 +35,7 @@ COMMANDS = {
     "evaluate": "pyskick_cli.commands.evaluate:evaluate",
     "compare": "pyskick_cli.commands.compare:compare",
     "reproduce": "pyskick_cli.commands.reproduce:reproduce",
+    "pool": "pyskick_cli.commands.reproduce:pool",
     "demo": "pyskick_cli.commands.demo:demo",
     "visualize": "pyskick_cli.commands.visualize:visualize",
     "export": "pyskick_cli.commands.export:export",

@@ -327,6 +327,14 @@ seeds_option = shared_option(
     help="Training seeds per method: seed k of every method uses the same data order and "
     "starts, so methods are compared paired, seed by seed.",
 )
+seed_offset_option = shared_option(
+    "--seed-offset",
+    type=click.IntRange(min=0),
+    default=0,
+    show_default=True,
+    help="The first seed index: seeds K..K+N-1 (more seeds for a claim, into this folder or "
+    "another that `pyskick pool` pools with it).",
+)
 json_option = shared_option(
     "--json", "as_json", is_flag=True, help="Print one JSON object on stdout."
 )

@@ -68,9 +68,28 @@ RANDOM = "rnd-actions"
 PAPER_GAIN_RATIOS = "paper: ltla 1.83 / ours(rew) 2.03 (SUN360), 1.44 / 1.66 (ModelNet Hard)"
 
 
-def load_seed_errors(out_dir: Path, method: str, seeds: int, metric: str) -> torch.Tensor:
+SeedRuns = Sequence[tuple[Path, int]]
+"""The seeds of a table: each one's reproduce folder and seed index, the same for every trained
+method (seed j of a method pairs with seed j of another). One folder's: ``(out, k)`` for its
+seed indices; a pooled table's: the seeds of several folders (:mod:`pyskick.experiments.pool`)."""
+
+
+def seed_runs(out_dir: Path, seeds: int | Sequence[int]) -> list[tuple[Path, int]]:
+    """``out_dir``'s seeds: ``range(seeds)`` for a count, else the given seed indices."""
+    indices = range(seeds) if isinstance(seeds, int) else seeds
+    return [(out_dir, k) for k in indices]
+
+
+def load_seed_errors(
+    out_dir: Path, method: str, seeds: int | Sequence[int], metric: str
+) -> torch.Tensor:
     """``[seeds, n]`` float64 per-sample errors of ``method``'s seeds (the saved ``.npz``)."""
-    paths = [eval_path(out_dir, method, k, metric).with_suffix(".npz") for k in range(seeds)]
+    return load_run_errors(seed_runs(out_dir, seeds), method, metric)
+
+
+def load_run_errors(runs: SeedRuns, method: str, metric: str) -> torch.Tensor:
+    """``[len(runs), n]`` float64 per-sample errors of ``method`` at each seed of ``runs``."""
+    paths = [eval_path(folder, method, k, metric).with_suffix(".npz") for folder, k in runs]
     return torch.stack([torch.from_numpy(np.load(p)["per_sample"]).double() for p in paths])
 
 
@@ -78,19 +97,23 @@ def build_table(
     out_dir: Path,
     methods: Sequence[str],
     *,
-    seeds: int,
+    seeds: int | Sequence[int] | None = None,
     settings: Mapping[str, Any],
     roles: Mapping[str, str] | None = None,
+    runs: SeedRuns | None = None,
 ) -> dict[str, Any]:
     """Aggregate ``out_dir/eval`` into the table (the content of ``table.json``).
 
     Args:
-        out_dir: the reproduce folder.
+        out_dir: the reproduce folder (its one-view run is the table's).
         methods: method names in table order (``one-view`` first).
-        seeds: seeds per trained method.
+        seeds: the trained methods' seeds in ``out_dir``: a count (indices 0..K-1) or the
+            seed indices (``reproduce --seed-offset``).
         settings: the run's recorded settings (copied into the table).
         roles: each method's role (:data:`pyskick.methods.ROLES`, recorded in its row);
             None: the registered methods' (``"baseline"`` for a name none registers).
+        runs: instead of ``seeds``, the seeds as (folder, index) pairs, from several folders
+            (a pooled table). The table records them (``seed_runs``).
 
     Raises:
         FileNotFoundError: a missing evaluation.
@@ -100,10 +123,15 @@ def build_table(
 
         registered = get_registries().method
         roles = {m: registered.get(m).role if m in registered else "baseline" for m in methods}
+    if runs is None:
+        if seeds is None:
+            raise TypeError("build_table needs seeds or runs")
+        runs = seed_runs(out_dir, seeds)
+    runs = [(Path(folder), int(k)) for folder, k in runs]
     rows = []
     errors: dict[str, dict[str, torch.Tensor]] = {}
     for method in methods:
-        k_seeds = 1 if method == ONE_VIEW else seeds
+        k_seeds = 1 if method == ONE_VIEW else len(runs)
         row: dict[str, Any] = {
             "method": method,
             "role": roles.get(method, "baseline"),
@@ -112,7 +140,8 @@ def build_table(
         }
         errors[method] = {}
         for metric in METRICS:
-            per_sample = load_seed_errors(out_dir, method, k_seeds, metric)
+            method_runs = [(out_dir, 0)] if method == ONE_VIEW else runs
+            per_sample = load_run_errors(method_runs, method, metric)
             errors[method][metric] = per_sample
             seed_means = per_sample.mean(1) * 1000.0
             seeds_se = (
@@ -155,7 +184,7 @@ def build_table(
             )
             for metric in METRICS
         }
-    learning = learning_summary(out_dir, [m for m in methods if m != ONE_VIEW], seeds)
+    learning = learning_summary(out_dir, [m for m in methods if m != ONE_VIEW], runs=runs)
     for row in rows:
         row["learning"] = learning.get(row["method"])
     table: dict[str, Any] = {
@@ -163,6 +192,8 @@ def build_table(
         "stderr": STDERR_NOTE,
         "paired_note": PAIRED_NOTE,
         "settings": dict(settings),
+        # "." is out_dir itself, so that a folder's table moves with it.
+        "seed_runs": [["." if folder == out_dir else str(folder), k] for folder, k in runs],
         "rows": rows,
     }
     table["ordering"] = [asdict(check) for check in ordering_checks(table)]
@@ -171,7 +202,12 @@ def build_table(
 
 
 def learning_summary(
-    out_dir: Path, methods: Sequence[str], seeds: int, *, reference: str = "ltla"
+    out_dir: Path,
+    methods: Sequence[str],
+    seeds: int | Sequence[int] | None = None,
+    *,
+    reference: str = "ltla",
+    runs: SeedRuns | None = None,
 ) -> dict[str, dict[str, Any]]:
     """How fast each trained method learns, from its validation curves (``metrics.jsonl``;
     methods whose runs are gone are left out).
@@ -186,7 +222,10 @@ def learning_summary(
     difference of the areas across seeds (reference − method ×1000, positive: the method
     learns faster), and ``gap_at_epoch``, the same paired gap of the validation error at the
     first, middle and last epoch, as :func:`~pyskick.evaluation.compare.paired_seeds`.
+    The seeds are ``out_dir``'s ``seeds`` (a count or indices), or ``runs`` (folder, index).
     """
+    if runs is None:
+        runs = seed_runs(out_dir, 0 if seeds is None else seeds)
     from pyskick.evaluation.compare import paired_seeds
     from pyskick.viz.curves import read_curve
 
@@ -194,7 +233,7 @@ def learning_summary(
     for method in methods:
         try:
             curves[method] = [
-                read_curve(run_dir(out_dir, method, k), "val/rec_error") for k in range(seeds)
+                read_curve(run_dir(folder, method, k), "val/rec_error") for folder, k in runs
             ]
         except FileNotFoundError:  # the runs are gone (only the evaluations were kept)
             continue
@@ -657,6 +696,16 @@ def _speed_part(row: Mapping[str, Any], ltla: Mapping[str, Any]) -> tuple[str, s
     )
 
 
+def _table_runs(table: Mapping[str, Any], out_dir: Path) -> list[tuple[Path, int]]:
+    """The table's seeds (tables before ``seed_runs``: ``out_dir``'s first K)."""
+    if "seed_runs" in table:
+        return [
+            (out_dir if folder == "." else Path(folder), int(k)) for folder, k in table["seed_runs"]
+        ]
+    trained = [row["seeds"] for row in table["rows"] if row["method"] != ONE_VIEW]
+    return seed_runs(out_dir, trained[0] if trained else 1)
+
+
 def write_report(
     out_dir: Path,
     table: Mapping[str, Any],
@@ -700,7 +749,9 @@ def write_report(
         from pyskick.viz import draw_sidekick_maps, plot_learning_curves, visualize_run
 
         trained = {
-            row["method"]: [run_dir(out_dir, row["method"], k) for k in range(row["seeds"])]
+            row["method"]: [
+                run_dir(Path(f), row["method"], k) for f, k in _table_runs(table, out_dir)
+            ]
             for row in table["rows"]
             if row["method"] != ONE_VIEW
         }
@@ -709,7 +760,12 @@ def write_report(
         device = resolve_device(device).type
         for method in methods:
             say(f"reproduce: figures of {method}")
-            run = run_dir(out_dir, method, 0)
+            first_folder, first_seed = _table_runs(table, out_dir)[0]
+            run = (
+                run_dir(out_dir, ONE_VIEW, 0)
+                if method == ONE_VIEW
+                else run_dir(Path(first_folder), method, first_seed)
+            )
             figures[method] = _cached_figures(
                 out_dir / "figures" / method,
                 run,

@@ -100,6 +100,7 @@ def reproduce(
     batch_size: int | None = None,
     methods: Sequence[str] | None = None,
     seeds: int = 3,
+    seed_offset: int = 0,
     num_test: int | None = None,
     eval_split: str = "test",
     device: str | None = None,
@@ -125,6 +126,9 @@ def reproduce(
             (``one-view`` is always added); None: all of them.
         seeds: training seeds per method (seed index k trains and evaluates with the config's
             seed + k).
+        seed_offset: the first seed index: seeds ``seed_offset .. seed_offset + seeds - 1``
+            (more seeds for a claim, into this folder or another one that
+            :func:`~pyskick.experiments.pool.pool` then pools). The table is of these seeds.
         num_test: evaluate on the first this many viewgrids of ``eval_split`` (None: all).
         eval_split: the split the table is computed on: ``"test"`` (the paper's), or
             ``"val"`` to choose settings without looking at the test split (a study).
@@ -165,11 +169,13 @@ def reproduce(
     say: Log = log or (lambda _line: None)
     if pack not in PACK_MODES:
         raise UserError(f"pack must be one of {', '.join(PACK_MODES)}, got {pack!r}")
-    for name, value in (("seeds", seeds), ("num_test", num_test)):
+    for name, value in (("seeds", seeds), ("num_test", num_test), ("seed_offset", seed_offset)):
         if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
             raise TypeError(f"{name} must be an int, got {value!r}")
-        if value is not None and value < 1:
-            raise UserError(f"{name} must be positive, got {value}")
+        if value is not None and value < (0 if name == "seed_offset" else 1):
+            kind = ">= 0" if name == "seed_offset" else "positive"
+            raise UserError(f"{name} must be {kind}, got {value}")
+    indices = range(seed_offset, seed_offset + seeds)
     registries = get_registries()
     chosen = select_methods(methods, registries)
     check_available(chosen, registries)
@@ -211,6 +217,13 @@ def reproduce(
                 f"config file {config} sets {name}, which each method sets itself"
                 + (" (give sidekick options with --sidekick-option)" if "sidekick" in name else "")
             )
+    from pyskick.training.setup import MAX_SEED
+
+    if train_config.seed + indices[-1] > MAX_SEED:
+        raise UserError(
+            f"seed index {indices[-1]} trains with seed {train_config.seed + indices[-1]}, out of "
+            f"range (0 to {MAX_SEED}): use a smaller --seed-offset"
+        )
     if source.num_samples("train") < train_config.batch_size:
         raise UserError(
             f"batch_size {train_config.batch_size} exceeds the "
@@ -251,7 +264,7 @@ def reproduce(
     test = source.split(eval_split).load(list(range(n_test)))
     one_view = run_dir(out, ONE_VIEW, 0)
     trained = [m for m in chosen if m.trained]
-    evaluations = [(m.name, k) for m in chosen for k in range(seeds if m.trained else 1)]
+    evaluations = [(m.name, k) for m in chosen for k in (indices if m.trained else range(1))]
     # Every run, evaluation and the table (with the report) is one step; a step finished by an
     # earlier call is skipped (counted, not in the rate that the time left is estimated from).
     steps = 1 + len(trained) * seeds + len(evaluations) * len(METRICS) + 1
@@ -260,11 +273,11 @@ def reproduce(
         overall.advance(label=_step(f"pretrain {ONE_VIEW}", worked), skipped=not worked)
         # A pack killed while committing its checkpoints is finished (or undone) before any
         # run's epoch is read, so that its runs are found at one epoch, together.
-        recover_recorded([run_dir(out, m.name, k) for m in trained for k in range(seeds)])
+        recover_recorded([run_dir(out, m.name, k) for m in trained for k in indices])
         jobs: list[TrainJob] = []
         for method in trained:
             fixed = method_sidekick_options(method, registries)
-            for k in range(seeds):
+            for k in indices:
                 job = _plan_train(
                     method, k, train_config, one_view, spec, out, given_options, settings,
                     fixed, loggers,
@@ -288,7 +301,7 @@ def reproduce(
         table = build_table(
             out,
             [m.name for m in chosen],
-            seeds=seeds,
+            seeds=indices,
             settings=settings,
             roles={m.name: m.role for m in chosen},
         )

@@ -22,6 +22,7 @@ from pyskick_cli.options import (
     pretrain_epochs_option,
     resolve_dataset_path,
     resolve_loggers,
+    seed_offset_option,
     seeds_option,
     sidekick_option_option,
 )
@@ -80,6 +81,7 @@ def run_table(
 @batch_size_option()
 @methods_option()
 @seeds_option()
+@seed_offset_option()
 @click.option(
     "--num-test", type=click.IntRange(min=1), default=None,
     help="Evaluate on the first N test viewgrids (default: all).",
@@ -107,6 +109,7 @@ def reproduce(
     batch_size: int | None,
     methods: str | None,
     seeds: int,
+    seed_offset: int,
     num_test: int | None,
     eval_split: str,
     device: str | None,
@@ -125,7 +128,36 @@ def reproduce(
     run_table(
         resolve_dataset_path(dataset), out, methods=parse_methods(methods), started=started,
         preset=preset, config=config_path, epochs=epochs, pretrain_epochs=pretrain_epochs,
-        batch_size=batch_size, seeds=seeds, num_test=num_test, eval_split=eval_split,
+        batch_size=batch_size, seeds=seeds, seed_offset=seed_offset, num_test=num_test,
+        eval_split=eval_split,
         device=device, report=not no_report, pack=pack,
         sidekick_options=parse_sidekick_options(sidekick_option), loggers=resolve_loggers(logger),
     )  # fmt: skip
+
+
+@click.command()
+@click.argument(
+    "folders",
+    nargs=-1,
+    required=True,
+    type=click.Path(file_okay=False, exists=True, path_type=Path),
+)
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    required=True,
+    help="Folder of the pooled table.md/table.json (created; a pooled table there is replaced).",
+)
+def pool(folders: tuple[Path, ...], out: Path) -> None:
+    """Judge the paper's claims over the seeds of several reproduce FOLDERS of the same
+    settings (e.g. `reproduce --seed-offset 4` into another folder, or another machine's run):
+    one table, seed k of each method paired with seed k of the others. Folders with other
+    settings, or holding the same seed, are refused.
+    """
+    from pyskick.experiments.pool import pool as pool_folders
+    from pyskick.experiments.report import format_table
+    from pyskick_cli.progress import echo as say
+
+    table = pool_folders(folders, out)
+    click.echo(format_table(table))
+    say(f"pool: {len(table['seed_runs'])} seeds of {len(folders)} folders; table in {out}")

@@ -1,0 +1,125 @@
+"""``pyskick pool``: one table over the seeds of several reproduce folders.
+
+A claim that is not resolved needs more seeds (its verdict says how many). They can be run
+later, into the same folder (``reproduce --seed-offset K``) or into another one — on another
+machine, where CPU runs differ anyway (docs/reproduce.md, "Determinism") — and judged together:
+:func:`pool` builds the table (paired gaps, verdicts, learning speed) over every seed of the
+folders, seed j of each method still paired with seed j of the others (the same folder and
+seed index).
+
+The folders must share every recorded setting (the dataset by content, the preset, the epochs,
+the configs, the sidekick options, the evaluation split); the dataset's path may differ. Their
+seed indices must not overlap: seed index k trains with the same data order and starts
+wherever it runs, so a seed counted twice would fake a replication. The one-view row is the
+first folder's run (it is trained once per folder and no claim rests on it).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from pyskick._io import check_writable_folder
+from pyskick.errors import UserError
+from pyskick.experiments.methods import ONE_VIEW
+from pyskick.experiments.report import build_table, write_table
+
+SETTINGS_FILE = "reproduce.json"
+TABLE_FILE = "table.json"
+# Recorded settings that may differ between pooled folders: where the dataset file lives (its
+# content is compared) and the options a sidekick resolved (compared through the others).
+_FREE = ("dataset", "resolved_sidekick_options")
+
+
+def pool(folders: Sequence[str | Path], out: str | Path) -> dict[str, Any]:
+    """Build the table over the seeds of ``folders`` and write ``table.md``/``table.json``
+    into ``out`` (created; another pooled table there is replaced).
+
+    Args:
+        folders: reproduce folders, each with its ``reproduce.json`` and ``table.json``.
+        out: the folder of the pooled table (not one of ``folders``).
+
+    Returns:
+        The table; its ``settings`` say which folders it pools, and ``seed_runs`` each seed.
+
+    Raises:
+        ValueError: fewer than two folders, a folder that is not a finished reproduce folder,
+            settings that differ, overlapping seeds, no method common to all; nothing is
+            written then.
+    """
+    paths = [Path(folder) for folder in folders]
+    if len(paths) < 2:
+        raise UserError("pool needs at least two reproduce folders")
+    if len({p.resolve() for p in paths}) < len(paths):
+        raise UserError("pool: a folder is named twice")
+    out = Path(out)
+    if out.resolve() in {p.resolve() for p in paths}:
+        raise UserError(f"pool: --out {out} is one of the pooled folders; choose a new folder")
+    check_writable_folder(out)
+    if (out / SETTINGS_FILE).exists():
+        raise UserError(f"pool: --out {out} is a reproduce folder; choose a new folder")
+    records = [_read(path) for path in paths]
+    first_settings = records[0][0]
+    for path, (settings, _) in zip(paths[1:], records[1:], strict=True):
+        different = sorted(
+            key
+            for key in set(first_settings) | set(settings)
+            if key not in _FREE and first_settings.get(key) != settings.get(key)
+        )
+        if different:
+            raise UserError(
+                f"pool: {path} was run with other settings than {paths[0]} "
+                f"({', '.join(different)}); only folders of the same settings pool"
+            )
+    seen: dict[int, Path] = {}
+    runs: list[tuple[Path, int]] = []
+    for path, (_, table) in zip(paths, records, strict=True):
+        for k in _seed_indices(table):
+            if k in seen:
+                raise UserError(
+                    f"pool: {seen[k]} and {path} both hold seed {k}; pool disjoint seeds "
+                    "(reproduce --seed-offset)"
+                )
+            seen[k] = path
+            runs.append((path, k))
+    methods = [row["method"] for row in records[0][1]["rows"]]
+    for _, table in records[1:]:
+        present = {row["method"] for row in table["rows"]}
+        methods = [m for m in methods if m in present]
+    if ONE_VIEW not in methods or len(methods) < 2:
+        raise UserError("pool: the folders have no trained method in common")
+    roles = {row["method"]: row.get("role", "baseline") for row in records[0][1]["rows"]}
+    settings = {
+        **first_settings,
+        "pooled": [str(p) for p in paths],
+    }
+    table = build_table(paths[0], methods, runs=runs, settings=settings, roles=roles)
+    out.mkdir(parents=True, exist_ok=True)
+    write_table(out, table)
+    return table
+
+
+def _read(folder: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A finished reproduce folder's settings and table."""
+    settings_path, table_path = folder / SETTINGS_FILE, folder / TABLE_FILE
+    if not settings_path.is_file() or not table_path.is_file():
+        raise UserError(
+            f"pool: {folder} is not a finished reproduce folder (no {SETTINGS_FILE} and "
+            f"{TABLE_FILE})"
+        )
+    try:
+        return json.loads(settings_path.read_text()), json.loads(table_path.read_text())
+    except (OSError, ValueError) as exc:
+        raise UserError(f"pool: cannot read {folder}'s records: {exc}") from None
+
+
+def _seed_indices(table: dict[str, Any]) -> list[int]:
+    """The seed indices a folder's table is of (tables before ``seed_runs``: 0..K-1)."""
+    if "seed_runs" in table:
+        if any(folder != "." for folder, _ in table["seed_runs"]):
+            raise UserError("pool: a pooled table cannot be pooled again; pool its folders")
+        return [int(k) for _, k in table["seed_runs"]]
+    trained = [row["seeds"] for row in table["rows"] if row["method"] != ONE_VIEW]
+    return list(range(trained[0] if trained else 0))
