@@ -512,12 +512,7 @@ def ordering_checks(table: Mapping[str, Any]) -> list[OrderingCheck]:
     and every sidekick method is better than ltla."""
     rows = {row["method"]: row for row in table["rows"]}
     pairs = [(name, ONE_VIEW) for name in rows if name != ONE_VIEW]
-    # Tables written before rows had roles: the paper's sidekick rows are ours(...).
-    ours = [
-        name
-        for name, row in rows.items()
-        if row.get("role", "sidekick" if name.startswith("ours(") else "") == "sidekick"
-    ]
+    ours = sidekick_rows(rows)
     if RANDOM in rows:
         pairs += [(name, RANDOM) for name in ("ltla", *ours) if name in rows]
     if "ltla" in rows:
@@ -541,7 +536,16 @@ def ordering_checks(table: Mapping[str, Any]) -> list[OrderingCheck]:
 
 GAIN_RATIO_METRIC = "avg"
 """The metric of the paper's policy gain ratios (printed beside the paper's, never judged)."""
-SIDEKICK_METHODS = ("ours(rew)", "ours(demo)")
+
+
+def sidekick_rows(rows: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """The rows of role ``"sidekick"``, in table order: ``ours(rew)``, ``ours(demo)`` and any
+    plugin row registered so (tables written before rows had roles: the ``ours(...)`` rows)."""
+    return [
+        name
+        for name, row in rows.items()
+        if row.get("role", "sidekick" if name.startswith("ours(") else "") == "sidekick"
+    ]
 
 
 @dataclass(frozen=True)
@@ -571,8 +575,8 @@ def paper_claims(table: Mapping[str, Any]) -> list[Claim]:
     (a) **learning works**: ltla beats rnd-actions on avg and adv (paired 95 % interval above
     zero); its policy gain ratio on avg is printed beside the paper's, not judged (the paper
     claims the ordering, not a ratio);
-    (b) **<sidekick> beats ltla**, for ours(rew) and ours(demo) each: it beats ltla on avg and
-    adv (paired 95 % interval above zero);
+    (b) **<sidekick> beats ltla**, for every row of role ``"sidekick"`` (ours(rew), ours(demo),
+    a plugin's): it beats ltla on avg and adv (paired 95 % interval above zero);
     (c) **<sidekick> learns faster than ltla**, for each: it reaches ltla's final validation
     error in fewer epochs than ltla itself — the paired difference of the epochs (per seed;
     "never" counts as one epoch past the run) has its 95 % interval above zero across seeds
@@ -593,7 +597,7 @@ def paper_claims(table: Mapping[str, Any]) -> list[Claim]:
             f"({PAPER_GAIN_RATIOS}; shown, not judged)"
         )
         claims.append(_claim("learning works", parts, [note]))
-    sidekicks = [name for name in SIDEKICK_METHODS if name in rows]
+    sidekicks = sidekick_rows(rows)
     if "ltla" in rows:
         # Each sidekick on its own: one sidekick's open claim must not hide the other's result.
         for name in sidekicks:

@@ -298,3 +298,29 @@ def test_the_paper_claims_in_words(tmp_path: Path) -> None:
     assert "**ours(rew) learns faster than ltla: holds**" in text
     assert "**ours(demo) learns faster than ltla: not resolved**" in text
     assert "shown, not judged" in text
+
+
+def test_a_row_of_role_sidekick_gets_the_claims(tmp_path: Path) -> None:
+    # A plugin's method registered with role="sidekick" is judged like ours(rew): by role,
+    # not by name.
+    g = torch.Generator().manual_seed(3)
+    difficulty = 0.02 + 0.01 * torch.rand(30, generator=g, dtype=torch.float64)
+    errors = {
+        "one-view": [difficulty + 0.004],
+        "rnd-actions": [difficulty + 1e-5 * k for k in range(3)],
+        "ltla": [difficulty - 0.001 + 1e-5 * k for k in range(3)],
+        "my-sidekick": [difficulty - 0.002 + 1e-5 * k for k in range(3)],
+        "my-baseline": [difficulty - 0.002 + 1e-5 * k for k in range(3)],
+    }
+    for method, rows in errors.items():
+        for k, per_sample in enumerate(rows):
+            for metric in ("avg", "adv"):
+                _save(tmp_path, method, k, metric, per_sample)
+    roles = {"one-view": "one-view", "my-sidekick": "sidekick", "my-baseline": "baseline"}
+    table = build_table(
+        tmp_path, list(errors), seeds=3, settings={**SETTINGS, "n_test": 30}, roles=roles
+    )
+    names = [claim["name"] for claim in table["claims"]]
+    assert names == ["learning works", "my-sidekick beats ltla"]
+    assert table["claims"][1]["verdict"] == "holds"
+    assert ("my-baseline", "ltla") not in {(c.better, c.worse) for c in ordering_checks(table)}

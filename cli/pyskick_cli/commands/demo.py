@@ -26,6 +26,7 @@ from pyskick_cli.options import (
     pack_option,
     parse_sidekick_options,
     pretrain_epochs_option,
+    seed_offset_option,
     seeds_option,
     sidekick_option_option,
 )
@@ -54,6 +55,10 @@ two sidekicks (docs/reproduce.md, "The demo")."""
     default=4,
     help="Training seeds per method (seed k of every method: same data order and starts).",
 )
+@seed_offset_option(
+    help="The first seed index: seeds K..K+N-1, e.g. a second demo on disjoint seeds into "
+    "another --out, then `pyskick pool` over both.",
+)
 @batch_size_option(default=32, show_default=True, help="Training batch size of every stage.")
 @methods_option(
     help="Comma-separated Table 1 rows (default: " + ", ".join(DEMO_METHODS) + ").",
@@ -71,6 +76,7 @@ def demo(
     pretrain_epochs: int,
     epochs: int,
     seeds: int,
+    seed_offset: int,
     batch_size: int,
     methods: str | None,
     full: bool,
@@ -122,6 +128,6 @@ def demo(
         make_builtin("synthetic-scenes", data_path, num, DATA_SEED)
     run_table(
         data_path, out, methods=chosen, started=started, preset="cpu-demo", epochs=epochs,
-        pretrain_epochs=pretrain_epochs, batch_size=batch_size, seeds=seeds, device="cpu",
-        sidekick_options=options, pack=pack,
+        pretrain_epochs=pretrain_epochs, batch_size=batch_size, seeds=seeds,
+        seed_offset=seed_offset, device="cpu", sidekick_options=options, pack=pack,
     )  # fmt: skip
