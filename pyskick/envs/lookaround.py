@@ -126,6 +126,14 @@ class LookAroundEnv:
         for name, value in (("T", T), ("reward_radius", reward_radius)):
             if isinstance(value, bool) or not isinstance(value, int):
                 raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
+        flags = (
+            ("wrap_azimuth", wrap_azimuth), ("wrap_elevation", wrap_elevation),
+            ("known_azimuth", known_azimuth),
+        )  # fmt: skip
+        for name, value in flags:
+            # "false" is truthy: a flag that is not a bool is refused, not converted.
+            if not isinstance(value, bool):
+                raise TypeError(f"{name} must be a bool, got {type(value).__name__} {value!r}")
         if T < 1:
             raise ValueError(f"T must be >= 1 (the number of glimpses), got {T}")
         if reward_radius < 0:

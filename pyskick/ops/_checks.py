@@ -57,6 +57,14 @@ def check_int(name: str, value: object, *, op: str, minimum: int = 0) -> int:
     return value
 
 
+def check_bool(name: str, value: object, *, op: str) -> bool:
+    """Check that a flag is a bool: a string such as ``"no"`` is truthy, and a backend that
+    converts it and one that does not would disagree."""
+    if not isinstance(value, bool):
+        raise TypeError(f"{op}: {name} must be a bool, got {type(value).__name__} {value!r}")
+    return value
+
+
 def check_same_device(op: str, **tensors: torch.Tensor) -> torch.device:
     """Check that all tensors share one device and return it."""
     devices = {name: t.device for name, t in tensors.items()}

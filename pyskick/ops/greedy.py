@@ -7,6 +7,7 @@ from torch import Tensor
 
 from pyskick.ops import _reference
 from pyskick.ops._checks import (
+    check_bool,
     check_index_range,
     check_int,
     check_same_device,
@@ -65,6 +66,9 @@ def greedy_coverage(
     M = check_int("n_azimuths", n_azimuths, op=OP, minimum=1)
     if not (isinstance(action_grid, tuple | list) and len(action_grid) == 2):
         raise TypeError(f"{OP}: action_grid must be a pair (dN, dM), got {action_grid!r}")
+    wrap_azimuth = check_bool("wrap_azimuth", wrap_azimuth, op=OP)
+    wrap_elevation = check_bool("wrap_elevation", wrap_elevation, op=OP)
+    check_values = check_bool("check_values", check_values, op=OP)
     dN = check_int("action_grid[0]", action_grid[0], op=OP, minimum=1)
     dM = check_int("action_grid[1]", action_grid[1], op=OP, minimum=1)
     if dN % 2 == 0 or dM % 2 == 0:
@@ -86,7 +90,7 @@ def greedy_coverage(
         if not native or device.type != "cpu":  # the CPU kernel checks the range in its pass
             check_unit_range("coverage", coverage, op=OP)
     return torch.ops.pyskick.greedy_coverage(
-        coverage, starts, steps, N, M, dN, dM, bool(wrap_azimuth), bool(wrap_elevation), backend
+        coverage, starts, steps, N, M, dN, dM, wrap_azimuth, wrap_elevation, backend
     )
 
 

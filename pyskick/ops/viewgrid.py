@@ -8,7 +8,7 @@ import torch
 from torch import Tensor
 
 from pyskick.ops import _reference
-from pyskick.ops._checks import check_same_device, check_tensor
+from pyskick.ops._checks import check_bool, check_same_device, check_tensor
 from pyskick.ops._dispatch import Backend, launch, use_native
 
 OP = "rotate_viewgrid"
@@ -63,11 +63,10 @@ def rotate_viewgrid(
                 f"got {tuple(elevation_shift.shape)}"
             )
         tensors["elevation_shift"] = elevation_shift
+    inverse = check_bool("inverse", inverse, op=OP)
     device = check_same_device(OP, **tensors)
     use_native(OP, backend, device)  # an unknown or unavailable backend fails here, by name
-    return torch.ops.pyskick.rotate_viewgrid(
-        grid, azimuth_shift, elevation_shift, bool(inverse), backend
-    )
+    return torch.ops.pyskick.rotate_viewgrid(grid, azimuth_shift, elevation_shift, inverse, backend)
 
 
 @torch.library.custom_op("pyskick::rotate_viewgrid", mutates_args=())
