@@ -16,6 +16,7 @@ every loader of a run's policy takes one.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import random
 import zipfile
@@ -146,12 +147,17 @@ def load_export(
     (``model``, ``model_config``, ``config``, ``stage``, ``init`` None, and ``spec``: the
     ``GridSpec`` fields of its dataset when recorded), without unpickling anything.
 
+    The export is verified as it is read: the bytes of the weights (read once, and those bytes
+    loaded) and of ``config.json`` and ``dataset.json`` against the digests its
+    ``pyskick-export.json`` recorded (exports before the config digests: the weights only), and
+    the model the config describes against the weights' names and shapes.
+
     Raises:
         FileNotFoundError: the folder lacks its weights.
-        ValueError: a damaged or newer export (names the file).
+        ValueError: a damaged, changed, inconsistent or newer export (names the file).
     """
     from safetensors import SafetensorError
-    from safetensors.torch import load_file
+    from safetensors.torch import load
 
     folder = Path(folder)
     marker = _json_object(folder / EXPORT_MARKER)
@@ -164,14 +170,31 @@ def load_export(
     weights = folder / EXPORT_WEIGHTS
     if not weights.is_file():
         raise UserFileNotFoundError(f"export {folder} has no {EXPORT_WEIGHTS}")
+    for name, key in (("config.json", "config_sha256"), ("dataset.json", "dataset_sha256")):
+        recorded = marker.get(key)
+        if recorded is not None and (
+            not (folder / name).is_file() or _digest((folder / name).read_bytes()) != recorded
+        ):
+            raise UserError(
+                f"{folder / name} is not the file this export recorded ({EXPORT_MARKER} "
+                f"{key}): it was changed or replaced"
+            )
     config = _json_object(folder / "config.json")
     if not isinstance(config.get("model_config"), dict) or "stage" not in config:
         raise UserError(f"{folder / 'config.json'} is not an export's config (no model_config)")
+    data = weights.read_bytes()
+    recorded = marker.get("weights_sha256")
+    if recorded is not None and _digest(data) != recorded:
+        raise UserError(
+            f"{weights} is not the weights this export recorded ({EXPORT_MARKER} "
+            "weights_sha256): they were changed, replaced or damaged"
+        )
     try:
-        model = load_file(str(weights), device=str(torch.device(map_location)))
+        model = {key: value.to(map_location) for key, value in load(data).items()}
     except (SafetensorError, OSError, ValueError) as exc:
         why = str(exc).strip().splitlines()[0][:120] if str(exc).strip() else type(exc).__name__
         raise UserError(f"{weights} is not a readable safetensors file ({why})") from exc
+    _check_weights_fit(folder, config["model_config"], model)
     train_config = {
         key: value
         for key, value in config.items()
@@ -187,6 +210,36 @@ def load_export(
         "init": None,
         "spec": dataset.get("spec"),
     }
+
+
+def _digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _check_weights_fit(
+    folder: Path, model_config: dict[str, Any], weights: dict[str, torch.Tensor]
+) -> None:
+    """Refuse weights whose names or shapes are not those of the model ``config.json``
+    describes (one line naming the first difference)."""
+    try:
+        config = ModelConfig.from_dict(model_config)
+    except (TypeError, ValueError, KeyError) as exc:
+        raise UserError(f"{folder / 'config.json'} has an invalid model_config: {exc}") from None
+    with torch.random.fork_rng(devices=[]):
+        expected = CompletionPolicy(config).state_dict()
+    missing = sorted(set(expected) - set(weights))
+    extra = sorted(set(weights) - set(expected))
+    if missing or extra:
+        what = f"lack {missing[0]}" if missing else f"have {extra[0]}, which the model has not"
+        raise UserError(
+            f"{folder / EXPORT_WEIGHTS} do not fit {folder / 'config.json'}: the weights {what}"
+        )
+    for key, tensor in expected.items():
+        if tuple(weights[key].shape) != tuple(tensor.shape):
+            raise UserError(
+                f"{folder / EXPORT_WEIGHTS} do not fit {folder / 'config.json'}: {key} has shape "
+                f"{list(weights[key].shape)}, the config's model {list(tensor.shape)}"
+            )
 
 
 def _json_object(path: Path) -> dict[str, Any]:

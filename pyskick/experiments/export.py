@@ -16,6 +16,7 @@ an evaluation of another (earlier) ``best.pt`` is left out, and without any the 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import os
 import re
@@ -130,6 +131,9 @@ def export_run(
             "pyskick_version": __version__,
             "weights": EXPORT_WEIGHTS,
             "weights_sha256": file_digest(tmp / EXPORT_WEIGHTS),
+            # Of the files exactly as written below, checked when the export is loaded.
+            "config_sha256": _text_digest(files["config.json"]),
+            "dataset_sha256": _text_digest(files["dataset.json"]),
             "checkpoint_sha256": checkpoint_sha256,
             "stage": stage,
             "method": method_name(stage, config),
@@ -139,7 +143,7 @@ def export_run(
             "evaluations": run_evaluations(run, checkpoint_sha256),
         }
         for name, payload in files.items():
-            (tmp / name).write_text(json.dumps(payload, indent=2) + "\n")
+            (tmp / name).write_text(_json_text(payload))
         card = model_card(files[EXPORT_MARKER], files["config.json"], files["dataset.json"])
         (tmp / CARD).write_text(card)
         _move_into_place(tmp, out)
@@ -450,3 +454,13 @@ def model_card(
         "",
     ]
     return "\n".join(lines)
+
+
+def _json_text(payload: dict[str, Any]) -> str:
+    """An export's JSON file, as written."""
+    return json.dumps(payload, indent=2) + "\n"
+
+
+def _text_digest(payload: dict[str, Any]) -> str:
+    """SHA-256 of the JSON file ``payload`` is written as."""
+    return hashlib.sha256(_json_text(payload).encode()).hexdigest()

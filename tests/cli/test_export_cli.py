@@ -324,10 +324,16 @@ def test_training_command_puts_optionless_fields_in_a_config_file() -> None:
 @pytest.mark.parametrize(
     ("damage", "message"),
     [
-        ("weights", "is not a readable safetensors file"),
+        # Verified against the digests the export recorded (issue 25 item 3) ...
+        ("weights", "is not the weights this export recorded"),
+        ("flipped-byte", "is not the weights this export recorded"),
+        ("config", "is not the file this export recorded"),
+        # ... and, without them (an older export), read and checked against each other.
+        ("weights-unrecorded", "is not a readable safetensors file"),
+        ("config-unrecorded", "is not an export's config"),
+        ("width-unrecorded", "do not fit"),
         ("newer", "has export format 2; this pyskick reads up to 1"),
         ("no-weights", "has no model.safetensors"),
-        ("config", "is not an export's config"),
         ("data-gone", "which is not here; pass --dataset"),
     ],
 )
@@ -340,14 +346,27 @@ def test_damaged_export_is_refused_in_one_line(
 ) -> None:
     broken = tmp_path / "broken"
     shutil.copytree(exported, broken)
-    if damage == "weights":
+    if damage.endswith("-unrecorded"):
+        marker = json.loads((broken / EXPORT_MARKER).read_text())
+        for key in ("weights_sha256", "config_sha256", "dataset_sha256"):
+            del marker[key]
+        (broken / EXPORT_MARKER).write_text(json.dumps(marker))
+    if damage.startswith("weights"):
         (broken / EXPORT_WEIGHTS).write_bytes(b"not safetensors at all")
+    elif damage == "flipped-byte":
+        data = bytearray((broken / EXPORT_WEIGHTS).read_bytes())
+        data[len(data) // 2] ^= 0xFF
+        (broken / EXPORT_WEIGHTS).write_bytes(bytes(data))
+    elif damage == "width-unrecorded":
+        config = json.loads((broken / "config.json").read_text())
+        config["model_config"]["hidden_size"] = 2 * config["model_config"]["hidden_size"]
+        (broken / "config.json").write_text(json.dumps(config))
     elif damage == "newer":
         marker = json.loads((broken / EXPORT_MARKER).read_text())
         (broken / EXPORT_MARKER).write_text(json.dumps({**marker, "format": 2}))
     elif damage == "no-weights":
         (broken / EXPORT_WEIGHTS).unlink()
-    elif damage == "config":
+    elif damage.startswith("config"):
         (broken / "config.json").write_text(json.dumps({"stage": "train"}))
     elif damage == "data-gone":
         record = json.loads((broken / "dataset.json").read_text())
