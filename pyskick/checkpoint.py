@@ -17,6 +17,7 @@ every loader of a run's policy takes one.
 from __future__ import annotations
 
 import hashlib
+import io
 import os
 import random
 import zipfile
@@ -64,14 +65,20 @@ def load_checkpoint(
         FileNotFoundError: no such file.
         ValueError: not a pyskick checkpoint, or from a newer format.
     """
-    path = Path(path)
+    return _read_checkpoint(Path(path), map_location)[0]
+
+
+def _read_checkpoint(path: Path, map_location: str | torch.device) -> tuple[dict[str, Any], str]:
+    """:func:`load_checkpoint`'s state and the SHA-256 of the very bytes it was loaded from
+    (read once: a file replaced meanwhile cannot pair one model's state with another's digest)."""
     if not path.is_file():
         raise UserFileNotFoundError(f"checkpoint {path} does not exist")
+    data = path.read_bytes()
     try:
-        state = torch.load(path, map_location=map_location, weights_only=True)
+        state = torch.load(io.BytesIO(data), map_location=map_location, weights_only=True)
     except Exception as exc:
         # torch's messages run over several lines; name the file and the kind of damage.
-        if not zipfile.is_zipfile(path):
+        if not zipfile.is_zipfile(io.BytesIO(data)):
             why = "truncated, damaged or not a checkpoint file"
         else:
             why = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0][:120]}"
@@ -83,7 +90,7 @@ def load_checkpoint(
             f"{path} has checkpoint format {state['format']}; this pyskick reads up to "
             f"{FORMAT_VERSION}: upgrade pyskick"
         )
-    return state
+    return state, _digest(data)
 
 
 POLICY_KEYS = ("model", "model_config")
@@ -110,17 +117,30 @@ def load_run(
         FileNotFoundError: no such run or checkpoint.
         ValueError: not a checkpoint of a pyskick training run (an entry is missing).
     """
+    path, state, _ = read_run(run_or_checkpoint, map_location=map_location, keys=keys)
+    return path, state
+
+
+def read_run(
+    run_or_checkpoint: str | os.PathLike[str],
+    *,
+    map_location: str | torch.device = "cpu",
+    keys: tuple[str, ...] = RUN_KEYS,
+) -> tuple[Path, dict[str, Any], str]:
+    """:func:`load_run`, and the SHA-256 of the bytes the model was loaded from (the
+    checkpoint file, or an export's weights: what :func:`~pyskick.sidekicks.base.
+    checkpoint_digest` names the model by), read once: a record of what was evaluated."""
     path = Path(run_or_checkpoint)
     if is_export(path):
-        path, state = load_export(path, map_location=map_location)
+        path, state, digest = _read_export(path, map_location)
     else:
         if path.is_dir():
             path = path / "best.pt"
-        state = load_checkpoint(path, map_location=map_location)
+        state, digest = _read_checkpoint(path, map_location)
     for key in keys:
         if key not in state:
             raise UserError(f"{path} is not a pyskick training checkpoint (no {key!r})")
-    return path, state
+    return path, state, digest
 
 
 def is_export(path: str | os.PathLike[str]) -> bool:
@@ -156,10 +176,17 @@ def load_export(
         FileNotFoundError: the folder lacks its weights.
         ValueError: a damaged, changed, inconsistent or newer export (names the file).
     """
+    path, state, _ = _read_export(Path(folder), map_location)
+    return path, state
+
+
+def _read_export(
+    folder: Path, map_location: str | torch.device
+) -> tuple[Path, dict[str, Any], str]:
+    """:func:`load_export` and the SHA-256 of the weights' bytes it loaded."""
     from safetensors import SafetensorError
     from safetensors.torch import load
 
-    folder = Path(folder)
     marker = _json_object(folder / EXPORT_MARKER)
     version = marker.get("format")
     if not isinstance(version, int) or version > EXPORT_FORMAT:
@@ -201,15 +228,19 @@ def load_export(
         if key not in ("stage", "model_config", "loggers")
     }
     dataset = _json_object(folder / "dataset.json") if (folder / "dataset.json").is_file() else {}
-    return weights, {
-        "format": FORMAT_VERSION,
-        "model": model,
-        "model_config": config["model_config"],
-        "config": train_config,
-        "stage": config["stage"],
-        "init": None,
-        "spec": dataset.get("spec"),
-    }
+    return (
+        weights,
+        {
+            "format": FORMAT_VERSION,
+            "model": model,
+            "model_config": config["model_config"],
+            "config": train_config,
+            "stage": config["stage"],
+            "init": None,
+            "spec": dataset.get("spec"),
+        },
+        _digest(data),
+    )
 
 
 def _digest(data: bytes) -> str:

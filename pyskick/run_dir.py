@@ -39,7 +39,14 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from pyskick._io import read_json_object, remove_temporaries, write_json, write_text
-from pyskick.checkpoint import EXPORT_WEIGHTS, POLICY_KEYS, is_export, load_run, policy_from_state
+from pyskick.checkpoint import (
+    EXPORT_WEIGHTS,
+    POLICY_KEYS,
+    is_export,
+    load_run,
+    policy_from_state,
+    read_run,
+)
 from pyskick.config import TrainConfig
 from pyskick.errors import UserError, UserFileNotFoundError
 from pyskick.files import file_digest
@@ -370,6 +377,9 @@ class SavedPolicy:
     spec: GridSpec | None = None
     """The geometry and channel mean of the data it was trained on, as an export folder
     records them; None for a run folder or checkpoint (their data file holds them)."""
+    sha256: str | None = None
+    """SHA-256 of the bytes the policy was loaded from (``checkpoint``'s, read once): what an
+    evaluation of it records."""
 
     def _run_config(self) -> TrainConfig:
         if self.config is None or self.stage is None:
@@ -413,7 +423,7 @@ def load_policy(
         ValueError: not a pyskick checkpoint, or one without a policy (``model``,
             ``model_config``).
     """
-    path, state = load_run(run_or_checkpoint, keys=POLICY_KEYS)
+    path, state, digest = read_run(run_or_checkpoint, keys=POLICY_KEYS)
     policy = policy_from_state(state, device)
     stage = state.get("stage")
     config = TrainConfig.from_dict(state["config"]) if "config" in state else None
@@ -428,6 +438,7 @@ def load_policy(
         config,
         Path(init) if init else None,
         None if spec is None else grid_spec_from_dict(spec),
+        digest,
     )
 
 

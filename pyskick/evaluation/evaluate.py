@@ -68,6 +68,9 @@ class EvalResult:
     """Mean, std and standard error ×1000."""
     improvement_pct: float | None = None
     """% improvement over the one-view error given to :func:`evaluate`, if any."""
+    checkpoint_sha256: str | None = None
+    """SHA-256 of the bytes of the evaluated model (:func:`evaluate`: the checkpoint or export
+    weights as loaded, never re-read afterwards); None for a policy evaluated in memory."""
     samples_sha256: str | None = None
     """:func:`samples_digest` of the evaluated viewgrids: two results are paired (the same
     samples in the same order) exactly when their digests agree."""
@@ -360,6 +363,7 @@ def evaluate(
         batch_size=batch_size,
         seed=seed,
     )
+    result = dataclasses.replace(result, checkpoint_sha256=saved.sha256)
     if baseline is None:
         return result
     reference = baseline.summary.mean_x1000 if isinstance(baseline, EvalResult) else baseline * 1e3

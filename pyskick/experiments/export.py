@@ -37,7 +37,7 @@ from pyskick.checkpoint import (
     RUN_KEYS,
     is_export,
     load_checkpoint,
-    load_run,
+    read_run,
     save_weights,
 )
 from pyskick.config import TRAIN_ONLY_FIELDS, TRAIN_PRESETS, TrainConfig
@@ -101,7 +101,8 @@ def export_run(
     """
     run, out = Path(run), Path(out)
     _check_out(run, out, overwrite=overwrite)
-    best, state = load_run(run, keys=RUN_KEYS)
+    # The digest of the bytes exported (a best.pt replaced meanwhile is not named for them).
+    _, state, checkpoint_sha256 = read_run(run, keys=RUN_KEYS)
     data_path, sha256 = _training_data(run, dataset)
     from pyskick.data import ViewgridFile
 
@@ -111,7 +112,6 @@ def export_run(
     stage = str(state["stage"])
     latest = run / LATEST
     last = load_checkpoint(latest) if latest.is_file() else state
-    checkpoint_sha256 = file_digest(best)
     files: dict[str, Any] = {
         "config.json": {"stage": stage, **config.to_dict(), "model_config": state["model_config"]},
         "dataset.json": {

@@ -677,7 +677,7 @@ def _evaluate(
             "method": method,
             "seed_index": k,
             "eval_seed": config.seed + k,
-            "checkpoint_sha256": digest,
+            "checkpoint_sha256": result.checkpoint_sha256,  # of the bytes evaluated
         },
     )
     return True

@@ -77,7 +77,6 @@ def evaluate(
     from pyskick.data import ViewgridFile
     from pyskick.evaluation import evaluate as run_evaluate
     from pyskick.experiments.errors import run_eval_file
-    from pyskick.sidekicks.base import checkpoint_digest
 
     # Where the results go must be writable before anything is computed.
     try:
@@ -119,7 +118,9 @@ def evaluate(
         assert result.samples_sha256 is not None
         result.save(
             run_eval_file(run, split, metric, result.samples_sha256),
-            extra={"checkpoint_sha256": checkpoint_digest(run)},
+            # The digest of the bytes evaluated: a best.pt replaced meanwhile (a run still
+            # training) is not credited with these errors.
+            extra={"checkpoint_sha256": str(result.checkpoint_sha256)},
         )
     report = {"run": str(run), "split": split, "n_samples": result.summary.n_samples}
     report.update(result.to_dict())
