@@ -96,6 +96,8 @@ def pool(folders: Sequence[str | Path], out: str | Path) -> dict[str, Any]:
         "pooled": [str(p) for p in paths],
     }
     table = build_table(paths[0], methods, runs=runs, settings=settings, roles=roles)
+    # Written into another folder than the first: every seed's folder by its absolute path.
+    table["seed_runs"] = [[str(folder.resolve()), k] for folder, k in runs]
     out.mkdir(parents=True, exist_ok=True)
     write_table(out, table)
     return table

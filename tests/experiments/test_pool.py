@@ -63,6 +63,10 @@ def test_pool_judges_the_claims_over_every_seed(
     table = json.loads((out / "table.json").read_text())
     assert table["settings"]["pooled"] == [str(first), str(second)]
     assert [row["seeds"] for row in table["rows"]] == [1, 4, 4]
+    assert table["seed_runs"] == [
+        [str(first.resolve()), 0], [str(first.resolve()), 1],
+        [str(second.resolve()), 2], [str(second.resolve()), 3],
+    ]  # fmt: skip
     runs = [(first, 0), (first, 1), (second, 2), (second, 3)]
     expected = compare_errors(
         load_run_errors(runs, "rnd-actions", "adv"), load_run_errors(runs, "ltla", "adv"),
