@@ -80,13 +80,6 @@ def seed_runs(out_dir: Path, seeds: int | Sequence[int]) -> list[tuple[Path, int
     return [(out_dir, k) for k in indices]
 
 
-def load_seed_errors(
-    out_dir: Path, method: str, seeds: int | Sequence[int], metric: str
-) -> torch.Tensor:
-    """``[seeds, n]`` float64 per-sample errors of ``method``'s seeds (the saved ``.npz``)."""
-    return load_run_errors(seed_runs(out_dir, seeds), method, metric)
-
-
 def load_run_errors(runs: SeedRuns, method: str, metric: str) -> torch.Tensor:
     """``[len(runs), n]`` float64 per-sample errors of ``method`` at each seed of ``runs``."""
     paths = [eval_path(folder, method, k, metric).with_suffix(".npz") for folder, k in runs]

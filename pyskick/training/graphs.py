@@ -33,9 +33,9 @@ class StepGraph:
     """A step ``batch -> outputs`` replayed as one CUDA graph per key.
 
     Args:
-        step: the step: takes a NamedTuple of device tensors (a batch) and returns a
-            NamedTuple of device tensors; it must not read the device and must run the same
-            kernels for every batch of one key.
+        step: the step: takes a NamedTuple of device tensors (a batch), then the call's
+            ``args``, and returns a NamedTuple of device tensors; it must not read the device and
+            must run the same kernels for every batch of one key.
         device: the CUDA device.
         generators: the step's own ``torch.Generator``s (the device's default one is always
             followed), registered with every graph so that each replay draws anew.
@@ -62,7 +62,7 @@ class StepGraph:
         self._inputs: Any = None
         self._outputs: Any = None
 
-    def __call__(self, batch: NamedTuple, key: Hashable) -> Any:
+    def __call__(self, batch: NamedTuple, key: Hashable, *args: Any) -> Any:
         """The step's outputs for ``batch``: static tensors, overwritten by the next call
         (read them, or queue work on them, before calling again).
 
@@ -70,12 +70,14 @@ class StepGraph:
             batch: the batch (device tensors).
             key: what the step's host side depends on besides the batch (e.g. the epoch's
                 schedule values): another key is another graph.
+            args: passed to the step after the batch; a capture bakes them in, so they must
+                be what ``key`` identifies.
         """
         if self.eager_steps < self.warmup:
             self.eager_steps += 1
-            return self._side_stream_step(batch)
+            return self._side_stream_step(batch, args)
         if self._graph is None or key != self._key or not self._fits(batch):
-            self._capture(batch, key)
+            self._capture(batch, key, args)
         else:
             for static, tensor in zip(self._inputs, batch, strict=True):
                 static.copy_(tensor, non_blocking=True)
@@ -94,7 +96,7 @@ class StepGraph:
             for static, tensor in zip(self._inputs, batch, strict=True)
         )
 
-    def _side_stream_step(self, batch: NamedTuple) -> Any:
+    def _side_stream_step(self, batch: NamedTuple, args: tuple[Any, ...]) -> Any:
         """One eager step on a side stream, as torch requires before a capture."""
         main = torch.cuda.current_stream(self.device)
         side = torch.cuda.Stream(self.device)
@@ -102,20 +104,20 @@ class StepGraph:
         for tensor in batch:
             tensor.record_stream(side)
         with torch.cuda.stream(side):
-            outputs = self.step(batch)
+            outputs = self.step(batch, *args)
         main.wait_stream(side)
         for tensor in _tensors(outputs):
             tensor.record_stream(main)
         return outputs
 
-    def _capture(self, batch: NamedTuple, key: Hashable) -> None:
+    def _capture(self, batch: NamedTuple, key: Hashable, args: tuple[Any, ...]) -> None:
         self.release()
         inputs = type(batch)(*(tensor.clone() for tensor in batch))
         graph = torch.cuda.CUDAGraph()
         for generator in self.generators:
             graph.register_generator_state(generator)
         with torch.cuda.graph(graph):
-            outputs = self.step(inputs)
+            outputs = self.step(inputs, *args)
         self._graph, self._key, self._inputs, self._outputs = graph, key, inputs, outputs
         self.captures += 1
 

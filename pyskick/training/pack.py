@@ -556,7 +556,6 @@ class PackTrainer:
         self._locks = contextlib.ExitStack()
         self._is_set_up = False
         self._step_graph: StepGraph | None = None
-        self._graph_inputs: tuple[int, Tensor] | None = None
 
     # ----------------------------------------------------------------------- set-up
     def setup(self) -> PackTrainer:
@@ -862,13 +861,12 @@ class PackTrainer:
             return self._step(batch, epoch, scales, timer)
         if self._step_graph is None:
             self._step_graph = StepGraph(
-                lambda graphed: self._step(graphed, *self._graph_inputs),
+                lambda graphed, epoch, scales: self._step(graphed, epoch, scales),
                 self.device,
                 generators=[t.action_generator for t in self.trainers],
             )
         # The epoch's schedule values and its scales tensor are baked into its graph.
-        self._graph_inputs = (epoch, scales)
-        return self._step_graph(batch, key=(epoch, id(scales)))
+        return self._step_graph(batch, (epoch, id(scales)), epoch, scales)
 
     def _step(
         self, batch: PackBatch, epoch: int, scales: Tensor, timer: SpanTimer | None = None

@@ -246,7 +246,6 @@ class Trainer(TrainerSetup):
         and this run's index; recorded in ``config.json`` and every checkpoint."""
         self._grid_sources: tuple[GridSource, GridSource] | None = None
         self._step_graph: StepGraph | None = None
-        self._graph_epoch = 0
 
     def __getattr__(self, name: str) -> Any:
         # Only reached for attributes that do not exist (yet): name the missing step.
@@ -396,14 +395,13 @@ class Trainer(TrainerSetup):
             return train_step(self, batch, epoch, timer)
         if self._step_graph is None:
             self._step_graph = StepGraph(
-                lambda graphed: train_step(self, graphed, self._graph_epoch),
+                lambda graphed, epoch: train_step(self, graphed, epoch),
                 self.device,
                 generators=[self.action_generator],
             )
         # The epoch decides the sidekick's schedule values: one graph per epoch. A replay
         # times no spans (the environment's share is not measured).
-        self._graph_epoch = epoch
-        return self._step_graph(batch, key=epoch)
+        return self._step_graph(batch, epoch, epoch)
 
     def train_epoch(self, epoch: int) -> dict[str, float]:
         """One pass over the (reshuffled) training set; returns the epoch's metrics (the one
