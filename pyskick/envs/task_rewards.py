@@ -27,6 +27,7 @@ import torch
 from torch import Tensor, nn
 
 from pyskick.envs.lookaround import LookAroundEnv, Observation
+from pyskick.envs.views import check_mean_given
 
 ReconstructionMode = Literal["final", "improvement"]
 RECONSTRUCTION_MODES: tuple[str, ...] = ("final", "improvement")
@@ -100,17 +101,18 @@ class ReconstructionReward:
         """Refuse grids ``[n, N, M, C, H, W]``, a frame or a normalisation (``mean_subtracted``:
         the env subtracts a channel mean) the model was not built for."""
         cfg = self.policy.config
-        if mean_subtracted and not cfg.mean_subtract:
-            raise ValueError(
-                "the reward model was trained without mean subtraction but the environment "
-                "subtracts a channel mean: pass channel_mean=[0.0, ...]"
-            )
         expected = (cfg.n_elevations, cfg.n_azimuths, cfg.channels, cfg.view_size, cfg.view_size)
         if tuple(shape[1:]) != expected:
             raise ValueError(
                 f"the reward model reconstructs [N, M, C, H, W] = {list(expected)} but the "
                 f"environment's viewgrids are {list(shape[1:])}"
             )
+        if mean_subtracted and not cfg.mean_subtract:
+            raise ValueError(
+                "the reward model was trained without mean subtraction but the environment "
+                "subtracts a channel mean: pass channel_mean=[0.0, ...]"
+            )
+        check_mean_given(cfg.mean_subtract, mean_subtracted)
         if bool(cfg.known_azimuth) != bool(known_azimuth):
             raise ValueError(
                 f"the reward model has known_azimuth={cfg.known_azimuth} but the environment "

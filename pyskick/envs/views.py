@@ -60,3 +60,20 @@ def normalize_views(views: Tensor, channel_mean: Tensor) -> Tensor:
 def denormalize_views(views: Tensor, channel_mean: Tensor) -> Tensor:
     """Inverse of :func:`normalize_views`: ``views * 255 + mean_c``, float32, for display."""
     return views.to(torch.float32) * 255.0 + channel_mean.to(views.device)[:, None, None]
+
+
+def check_mean_given(model_subtracts: bool, mean_subtracted: bool) -> None:
+    """Refuse to feed a model that subtracts its data's channel mean (``model_subtracts``)
+    views from which no mean is subtracted (``mean_subtracted`` False: no channel mean, or one
+    of zeros): every view would be off by the mean (≈ 100 of 255), and every reward or
+    coverage computed from them wrong.
+
+    Raises:
+        ValueError: the model subtracts a mean and none is given (one line: what to pass).
+    """
+    if model_subtracts and not mean_subtracted:
+        raise ValueError(
+            "the reward model was trained with mean subtraction but no channel mean is "
+            "subtracted from the views: pass the channel_mean of its training data (e.g. the "
+            "dataset's spec.channel_mean)"
+        )

@@ -21,6 +21,7 @@ from torch import Tensor
 
 from pyskick import progress
 from pyskick.envs.rollout import collect_rollout, make_env
+from pyskick.envs.views import check_mean_given
 from pyskick.evaluation.evaluate import resolve_eval_batch_size
 from pyskick.models import ModelConfig
 from pyskick.ops import coverage_matrix, rotate_viewgrid
@@ -67,6 +68,7 @@ def one_view_coverage(
     cfg = policy.config
     batch_size = resolve_eval_batch_size(batch_size, cfg, device)
     _check_grids(grids, cfg)
+    check_mean_given(cfg.mean_subtract, channel_mean is not None and any(channel_mean))
     N, M = cfg.n_elevations, cfg.n_azimuths
     V = N * M
     env = make_env(cfg, 1, channel_mean)
