@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from PIL import Image, UnidentifiedImageError
+from PIL import Image, ImageOps, UnidentifiedImageError
 from PIL.Image import DecompressionBombError
 
 from pyskick import progress
@@ -78,7 +78,8 @@ def find_panoramas(
         raise UserFileNotFoundError(f"no panorama folder at {root}")
     sources: list[PanoramaSource] = []
     problems: list[tuple[Path, str]] = []
-    for directory in sorted([root, *(p for p in root.rglob("*") if p.is_dir())]):
+    directories, files_seen = _unique_folders(root, problems)
+    for directory in directories:
         faces = _face_files(directory)
         if faces:
             if set(faces) == set(CUBE_FACES) and all(len(v) == 1 for v in faces.values()):
@@ -96,8 +97,41 @@ def find_panoramas(
         for p in sorted(directory.iterdir()):
             is_face = p.stem.lower() in CUBE_FACES
             if p.is_file() and p.suffix.lower() in IMAGE_SUFFIXES and not is_face:
+                first = files_seen.setdefault(p.resolve(), p)
+                if first != p:  # a link to a panorama found already: one sample, not two
+                    problems.append((p, f"the same image as {first} (a link); converted once"))
+                    continue
                 sources.append(PanoramaSource(p, "equirect"))
     return sorted(sources, key=lambda s: str(s.path)), problems
+
+
+def _unique_folders(
+    root: Path, problems: list[tuple[Path, str]]
+) -> tuple[list[Path], dict[Path, Path]]:
+    """Every folder under ``root`` (itself included) once, by its resolved path, in path order.
+
+    A folder reached again through a link (a loop such as ``ln -s . again``, or a second link
+    to one folder) is left out and reported in ``problems``: its panoramas would otherwise be
+    found twice and copies could land in two splits (train and test).
+
+    Returns:
+        The folders, and an empty map of resolved image paths to their first path (filled by
+        the caller, so that a linked image file is also converted once).
+    """
+    seen: dict[Path, Path] = {}
+    folders: list[Path] = []
+    pending = [root]
+    while pending:
+        folder = pending.pop()
+        real = folder.resolve()
+        if real in seen:
+            problems.append((folder, f"the same folder as {seen[real]} (a link); searched once"))
+            continue
+        seen[real] = folder
+        folders.append(folder)
+        children = sorted((p for p in folder.iterdir() if p.is_dir()), reverse=True)
+        pending.extend(children)  # depth first, in path order
+    return sorted(folders), {}
 
 
 # Modes converted as they are (alpha, when present, is composited over black).
@@ -183,9 +217,12 @@ def _read_rgb(path: Path) -> Image.Image:
             # The raw layout is only known before decoding (it tells how a tRNS key was kept).
             args = image.tile[0][3] if image.tile else None
             image.load()
+            # Shown as the camera meant it: a JPEG tagged "rotate 180°" or "portrait stored
+            # sideways" (EXIF orientation) is turned upright before its 2:1 shape is checked.
+            upright = ImageOps.exif_transpose(image)
         except unreadable as exc:
             raise ValueError(f"unreadable image ({type(exc).__name__}: {exc})") from None
-        return Image.fromarray(image_to_rgb(image, args if isinstance(args, str) else ""))
+        return Image.fromarray(image_to_rgb(upright, args if isinstance(args, str) else ""))
 
 
 def _view_pixel_deg(spec: GridSpec) -> float:
