@@ -393,6 +393,16 @@ def _from_file(path: str | os.PathLike[str] | None, exc: Exception) -> Exception
     return kind(f"config file {path}: {exc}")
 
 
+def config_sidekick_table(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """The options set in a config file's ``[sidekick]`` table (its ``name`` left out), as
+    typed in the file; empty when it has none.
+
+    Raises:
+        FileNotFoundError, ValueError: as :func:`load_config`.
+    """
+    return dict(_read_toml(Path(path)).get("sidekick_options", {}))
+
+
 def config_preset(path: str | os.PathLike[str]) -> str | None:
     """The ``preset`` a config file names (None if it names none).
 

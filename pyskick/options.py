@@ -80,8 +80,14 @@ class SidekickOption:
         value = self.default(spec, config) if callable(self.default) else self.default
         return self.parse(value, "the default")
 
-    def parse(self, value: Any, owner: str) -> OptionValue:
+    def parse(self, value: Any, owner: str, *, typed: bool = False) -> OptionValue:
         """``value`` (a CLI string or a TOML/Python value) as this option's type, checked.
+
+        Args:
+            value: the value given.
+            owner: who declares the option, for the message (e.g. ``"sidekick 'rew'"``).
+            typed: ``value`` comes from a typed source (TOML), so it must have the option's
+                own type (an int is a number too); a string is not parsed as one.
 
         Raises:
             ValueError: a value of the wrong type or out of range, naming ``owner``'s option.
@@ -92,7 +98,7 @@ class SidekickOption:
         if self.choices is not None:
             expected = f"one of {', '.join(self.choices)}"
         bad = UserError(f"{owner} option {self.name} must be {expected}, got {value!r}")
-        if isinstance(value, str) and self.type is not str:
+        if isinstance(value, str) and self.type is not str and not typed:
             text = value.strip().lower()
             if self.type is bool:
                 if text not in _TRUE + _FALSE:
@@ -177,6 +183,24 @@ def resolve_options(
         else option.default_for(spec, config)
         for option in declared
     }
+
+
+def check_typed_options(
+    declared: Sequence[SidekickOption], given: Mapping[str, Any], *, owner: str
+) -> None:
+    """Check options from a typed source (a config file's ``[sidekick]`` table): every key
+    declared, every value of its option's own type (``decay_every = "3"`` is a string, not an
+    int) and in range.
+
+    Raises:
+        ValueError: one line naming ``owner`` (e.g. the file) and the first bad key or value.
+    """
+    by_name = {option.name: option for option in declared}
+    for key, value in given.items():
+        if key not in by_name:
+            valid = ", ".join(by_name) if by_name else "none: it takes no options"
+            raise UserError(f"{owner} has no option {key!r}; valid options: {valid}")
+        by_name[key].parse(value, owner, typed=True)
 
 
 def parse_assignments(values: Sequence[str], flag: str = "--sidekick-option") -> dict[str, str]:

@@ -126,15 +126,30 @@ def recorded_sidekick(run_dir: Path) -> str | None:
     return saved.get("sidekick") if saved and saved.get("stage") == "train" else None
 
 
-def resolve_run_options(config: Any, spec: Any, resume_dir: Path | None) -> dict[str, Any]:
+def resolve_run_options(
+    config: Any, spec: Any, resume_dir: Path | None, config_path: Path | None = None
+) -> dict[str, Any]:
     """The sidekick options of a run: resolved for a new run, the recorded ones when resuming
     (``resume_dir``); given options are checked against them.
 
+    The options of ``config_path``'s ``[sidekick]`` table are checked first, as typed in the
+    file (a string is not an int), and an error there names the file, not the command line.
+
     Raises:
+        UserError: an unknown option or bad value in the config file (exit 2).
         click.BadParameter: an unknown option or bad value, or one that differs from what the
             resumed run used (exit 2, before anything is written).
     """
-    from pyskick.sidekicks.factory import run_options
+    from pyskick.config import config_sidekick_table
+    from pyskick.options import check_typed_options
+    from pyskick.sidekicks.factory import run_options, sidekick_entry
+
+    if config_path is not None:
+        table = config_sidekick_table(config_path)
+        if table:
+            entry = sidekick_entry(config.sidekick)
+            owner = f"config file {config_path}, [sidekick] table: sidekick {entry.name!r}"
+            check_typed_options(entry.options, table, owner=owner)
 
     recorded = None
     saved = recorded_config(resume_dir) if resume_dir is not None else None
@@ -184,6 +199,13 @@ def _seed_in_range(_ctx: click.Context, _param: click.Parameter, value: int | No
 
     if value > MAX_SEED:
         raise click.BadParameter(f"{value} is out of range (0 to {MAX_SEED})")
+    return value
+
+
+def _view_size_ok(_ctx: click.Context, _param: click.Parameter, value: int | None) -> int | None:
+    """Refuse a view size the policies cannot take (before anything is generated)."""
+    if value is not None and value % 8:
+        raise click.BadParameter(f"{value} is not a multiple of 8 (16, 24, 32, ...)")
     return value
 
 
@@ -282,6 +304,14 @@ glimpses_option = shared_option(
 )
 split_option = shared_option(
     "--split", default="test", show_default=True, help="Split of the dataset file (a name)."
+)
+view_size_option = shared_option(
+    "--view-size",
+    type=click.IntRange(min=16),
+    callback=_view_size_ok,
+    default=None,
+    help="Side of every view in pixels: a multiple of 8, at least 16 (synthetic-scenes only; "
+    "default 32, SUN360's).",
 )
 one_view_option = shared_option(
     "--one-view",

@@ -39,6 +39,24 @@ BAD_CONFIGS: dict[str, tuple[bytes, tuple[str, ...]]] = {
     "sidekick-options-key": (b"sidekick_options = 3\n", ("[sidekick] table",)),
     "sidekick-name-not-string": (b"[sidekick]\nname = 3\n", ("sidekick must be a registered",)),
     "too-large": (b"#" * (MAX_CONFIG_BYTES + 1), ("too large",)),
+    # Issue 25, item 13: a [sidekick] table's values follow the option's declared type (TOML
+    # is typed: "3" is a string), and its errors name the file, not --sidekick-option.
+    "sidekick-string-for-int": (
+        b'[sidekick]\nname = "rew"\ndecay_every = "3"\n',
+        ("[sidekick] table: sidekick 'rew' option decay_every must be an int >= 1, got '3'",),
+    ),
+    "sidekick-float-for-int": (
+        b'[sidekick]\nname = "rew"\ndecay_every = 3.0\n',
+        ("[sidekick] table: sidekick 'rew' option decay_every must be an int >= 1, got 3.0",),
+    ),
+    "sidekick-bool-for-int": (
+        b'[sidekick]\nname = "demo"\nhybrid_schedule = true\n',
+        ("sidekick 'demo' option hybrid_schedule must be an int >= 1, got True",),
+    ),
+    "sidekick-unknown-option": (
+        b'[sidekick]\nname = "rew"\nnope = 3\n',
+        ("[sidekick] table: sidekick 'rew' has no option 'nope'; valid options: scale",),
+    ),
 }
 
 
@@ -71,6 +89,31 @@ def test_train_refuses_a_bad_config_file(
     config = _config_file(tmp_path, name)
     args = ["train", "--dataset", dataset, "--config", config, "--out", work / "run"]
     refuse(args, 2, "config file", str(config), *BAD_CONFIGS[name][1], watch=[work, config])
+
+
+@pytest.mark.parametrize("name", [n for n in BAD_CONFIGS if n.startswith("sidekick-")])
+def test_a_sidekick_table_error_blames_the_file_not_the_command_line(
+    refuse: Refuse, dataset: Path, work: Path, tmp_path: Path, name: str
+) -> None:
+    config = _config_file(tmp_path, name)
+    for command in (
+        ["train", "--dataset", dataset, "--config", config, "--out", work / "run"],
+        ["score", "--dataset", dataset, "--config", config, "--out", work / "s.h5"],
+    ):
+        line = refuse(command, 2, str(config), watch=[work, config])
+        assert "--sidekick-option" not in line
+
+
+def test_a_typed_sidekick_table_and_command_line_strings_are_both_taken(tmp_path: Path) -> None:
+    from pyskick_cli.options import resolve_run_options
+
+    config_path = tmp_path / "rew.toml"
+    # An int where a number is declared is a number; the command line's strings are parsed.
+    config_path.write_text('[sidekick]\nname = "rew"\nscale = 1\ndecay_every = 3\n')
+    config = load_config(config_path, overrides={"sidekick_options": {"k": "2"}})
+    options = resolve_run_options(config, None, None, config_path)
+    assert (options["scale"], options["decay_every"], options["k"]) == (1.0, 3, 2)
+    assert isinstance(options["scale"], float)
 
 
 COMMANDS: dict[str, Callable[[Path, Path], list[object]]] = {

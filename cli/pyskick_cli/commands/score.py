@@ -132,7 +132,7 @@ def score(
         "sidekick_options": parse_sidekick_options(sidekick_option),
     }
     config = load_config(config_path, preset=preset, overrides=overrides, default_preset=default)
-    options = resolve_run_options(config, source.spec, None)
+    options = resolve_run_options(config, source.spec, None, config_path)
 
     def build(one_view: Path) -> Sidekick:
         return make_sidekick(

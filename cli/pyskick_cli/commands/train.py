@@ -258,7 +258,7 @@ def train(
     _check_names(config.critic, config.actor)
     registered("sidekick", config.sidekick, "--sidekick")
     spec = ViewgridFile(path).spec
-    options = resolve_run_options(config, spec, out_dir if resume else None)
+    options = resolve_run_options(config, spec, out_dir if resume else None, config_path)
     config = config.replace(sidekick_options=options)
     data = _load_data(path, config)
     if resume:
