@@ -25,6 +25,7 @@ from contextvars import ContextVar
 from typing import TYPE_CHECKING, TextIO
 
 from pyskick import progress
+from pyskick.errors import UserError
 from pyskick.progress import Stage
 
 if TYPE_CHECKING:
@@ -41,15 +42,20 @@ def choose_mode(stream: TextIO, environ: dict[str, str] | None = None) -> str:
     ``off`` on the ranks other than 0 of a ``torchrun`` launch.
 
     Raises:
-        ValueError: an unknown ``$PYSKICK_PROGRESS``.
+        UserError: an unknown ``$PYSKICK_PROGRESS`` or a ``$RANK`` that is not an integer
+            (bad input: exit 2).
     """
     env = os.environ if environ is None else environ
-    if int(env.get("RANK", "0")) != 0:
-        return "off"
+    rank = env.get("RANK", "0").strip() or "0"
+    try:
+        if int(rank) != 0:
+            return "off"
+    except ValueError:
+        raise UserError(f"RANK={rank!r}: expected an integer (torchrun sets it)") from None
     chosen = env.get(ENV, "").strip().lower()
     if chosen:
         if chosen not in MODES:
-            raise ValueError(f"{ENV}={chosen!r}: expected one of {', '.join(MODES)}")
+            raise UserError(f"{ENV}={chosen!r}: expected one of {', '.join(MODES)}")
         return chosen
     isatty = getattr(stream, "isatty", None)
     return "bars" if isatty is not None and isatty() else "lines"

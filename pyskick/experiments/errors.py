@@ -65,6 +65,13 @@ def _load(path: Path) -> dict[str, np.ndarray]:
             f"{path} does not record its test samples (written by an older pyskick); "
             "evaluate the run again"
         )
+    errors = arrays["per_sample"]
+    real = np.issubdtype(errors.dtype, np.integer) or np.issubdtype(errors.dtype, np.floating)
+    if errors.ndim != 1 or not real or not np.isfinite(errors).all():
+        raise UserError(
+            f"{path} is not an evaluation file: per_sample must be a 1-D array of finite "
+            f"numbers, got {errors.dtype} {list(errors.shape)}"
+        )
     return arrays
 
 

@@ -33,10 +33,14 @@ def final_errors(env: gymnasium.Env, choose, pairs: list[tuple[int, int]]) -> np
 
 
 @pytest.mark.parametrize("seed", [0])
-def test_ppo_beats_random_motions_on_held_out_viewgrids(reward_models, seed: int) -> None:
+def test_ppo_beats_random_motions_on_held_out_viewgrids(
+    reward_models, seed: int, tmp_path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from stable_baselines3 import PPO
     from stable_baselines3.common.env_util import make_vec_env
 
+    # SB3 makes a log folder for every learn() even when it logs nothing: not in the real /tmp.
+    monkeypatch.setenv("SB3_LOGDIR", str(tmp_path / "sb3"))
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:

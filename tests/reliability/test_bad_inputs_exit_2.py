@@ -1,0 +1,94 @@
+"""Bad input that exited 1 ("internal error") exits 2 with one line now (issue 25, item 11):
+an evaluation ``.npz`` whose ``per_sample`` is not numbers, and ``PYSKICK_PROGRESS`` (or a
+torchrun ``RANK``) set to nonsense. (An export whose ``config.json`` does not fit its weights:
+``tests/cli/test_export_cli.py``.)
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from pyskick.evaluation.evaluate import EvalResult
+from pyskick.evaluation.stats import summarize
+
+from .conftest import Refuse
+
+
+def _evaluation(path: Path, errors: list[float]) -> Path:
+    per_sample = torch.tensor(errors, dtype=torch.float64)
+    EvalResult(
+        metric="avg",
+        actor="learned",
+        T=4,
+        starts=torch.arange(2),
+        per_start=per_sample[:, None].repeat(1, 2),
+        per_sample=per_sample,
+        summary=summarize(per_sample),
+        samples_sha256="ab" * 32,
+    ).save(path)
+    return path
+
+
+def _with_per_sample(good: Path, bad: Path, per_sample: np.ndarray) -> Path:
+    with np.load(good, allow_pickle=False) as data:
+        arrays = {key: data[key] for key in data.files}
+    arrays["per_sample"] = per_sample
+    np.savez(bad, **arrays)
+    return bad
+
+
+@pytest.mark.parametrize(
+    ("per_sample", "shown"),
+    [
+        (np.array(["0.01", "0.02", "0.03"]), "<U4 [3]"),
+        (np.array([[0.01, 0.02, 0.03]]), "float64 [1, 3]"),
+        (np.array([0.01, np.nan, 0.03]), "float64 [3]"),
+        (np.array([0.01 + 0j, 0.02, 0.03]), "complex128 [3]"),
+    ],
+)
+def test_an_evaluation_file_whose_errors_are_not_numbers_is_refused(
+    refuse: Refuse, tmp_path: Path, per_sample: np.ndarray, shown: str
+) -> None:
+    good = _evaluation(tmp_path / "a.npz", [0.01, 0.02, 0.03])
+    bad = _with_per_sample(good, tmp_path / "b.npz", per_sample)
+    line = refuse(
+        ["compare", good, bad],
+        2,
+        str(bad),
+        "per_sample must be a 1-D array of finite numbers",
+        watch=[tmp_path],
+    )
+    assert shown in line
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "needle"),
+    [
+        (
+            "PYSKICK_PROGRESS",
+            "nonsense",
+            "PYSKICK_PROGRESS='nonsense': expected one of bars, lines, off",
+        ),
+        ("RANK", "first", "RANK='first': expected an integer"),
+    ],
+)
+def test_a_nonsense_environment_variable_exits_2(
+    refuse: Refuse,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    variable: str,
+    value: str,
+    needle: str,
+) -> None:
+    monkeypatch.setenv(variable, value)
+    out = tmp_path / "s.h5"
+    refuse(
+        ["data", "make", "synthetic-scenes", "--num", "5", "--out", out],
+        2,
+        needle,
+        watch=[tmp_path],
+    )
