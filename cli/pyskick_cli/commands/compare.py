@@ -24,7 +24,8 @@ METRIC_CHOICES = (*METRICS, "all")
     type=click.Choice(METRIC_CHOICES),
     default="all",
     show_default=True,
-    help="Which evaluation to compare (all: each metric both runs were evaluated on).",
+    help="Which evaluation to compare (all: each metric both runs were evaluated on; the "
+    "others are named on stderr with the reason).",
 )
 @json_option()
 def compare(reference: str, candidate: str, metric: str, as_json: bool) -> None:
@@ -44,13 +45,16 @@ def compare(reference: str, candidate: str, metric: str, as_json: bool) -> None:
 
     metrics = tuple(METRICS) if metric == "all" else (metric,)
     results = {}
+    left_out: dict[str, str] = {}
     first_error: ValueError | None = None
     for name in metrics:
         try:
             a, b = paired_sets(load_errors(reference, name), load_errors(candidate, name))
         except ValueError as exc:
-            # --metric all compares the metrics both sides were evaluated on.
+            # --metric all compares the metrics both sides were evaluated on, and says which
+            # it left out and why.
             first_error = first_error or exc
+            left_out[name] = str(exc)
             continue
         try:
             results[name] = compare_errors(a.errors, b.errors, metric=name)
@@ -59,6 +63,8 @@ def compare(reference: str, candidate: str, metric: str, as_json: bool) -> None:
     if not results or (metric != "all" and first_error is not None):
         assert first_error is not None
         raise first_error
+    for name, reason in left_out.items():
+        click.echo(f"compare: {name} left out: {reason}", err=True)
     if as_json:
         payload = {
             "reference": reference,
@@ -71,6 +77,7 @@ def compare(reference: str, candidate: str, metric: str, as_json: bool) -> None:
                 }
                 for name, result in results.items()
             },
+            "left_out": left_out,
         }
         click.echo(json.dumps(payload))
         return
