@@ -59,17 +59,32 @@ def check_builtin_name(name: str) -> None:
 
 
 def make_builtin(
-    name: str, path: str | Path, num: int | None = None, seed: int | None = None
+    name: str,
+    path: str | Path,
+    num: int | None = None,
+    seed: int | None = None,
+    view_size: int | None = None,
 ) -> Path:
     """Generate built-in dataset ``name`` into ``path`` (defaults: its registered size and seed).
 
+    ``view_size`` (synthetic-scenes only; default 32) is the side of every view in pixels.
     Reported as the progress stage ``make NAME`` (the generator's own stages inside it).
+
+    Raises:
+        ValueError: an unknown ``name``, or a ``view_size`` for another dataset than
+            synthetic-scenes or one the policies cannot take.
     """
     check_builtin_name(name)
     generate, default_num, default_seed = BUILTIN_DATASETS[name]
     num = default_num if num is None else num
+    sized: dict[str, int] = {}
+    if view_size is not None:
+        if name != "synthetic-scenes":
+            raise UserError(f"only synthetic-scenes takes a view size, not {name}")
+        synthetic_scenes.check_view_size(view_size)
+        sized["view_size"] = view_size
     with progress.stage(f"make {name}", total=num, unit="grid") as making:
-        generate(Path(path), num, default_seed if seed is None else seed)
+        generate(Path(path), num, default_seed if seed is None else seed, **sized)
         making.advance(num)
     return Path(path)
 

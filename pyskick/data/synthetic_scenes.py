@@ -13,6 +13,7 @@ Scene ``i`` depends only on ``(seed, i)``, never on how many scenes are generate
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import multiprocessing
 import os
@@ -365,6 +366,19 @@ def render_viewgrids(
     return out
 
 
+def check_view_size(view_size: int) -> None:
+    """Refuse a view size the policies cannot take: a multiple of 8, at least 16.
+
+    Raises:
+        TypeError: ``view_size`` is not an int.
+        ValueError: it is not a multiple of 8 of at least 16 (the message says so).
+    """
+    if isinstance(view_size, bool) or not isinstance(view_size, int):
+        raise TypeError(f"view_size must be an int, got {type(view_size).__name__}")
+    if view_size < 16 or view_size % 8:
+        raise ValueError(f"view_size must be a multiple of 8 and at least 16, got {view_size}")
+
+
 def split_sizes(num: int, fractions: tuple[float, ...] = SPLIT_FRACTIONS) -> tuple[int, ...]:
     """Sizes of consecutive splits of ``num`` samples; every split gets at least one."""
     if num < len(fractions):
@@ -380,23 +394,34 @@ def split_sizes(num: int, fractions: tuple[float, ...] = SPLIT_FRACTIONS) -> tup
 
 
 def generate_synthetic_scenes(
-    path: str | os.PathLike, num: int = DEFAULT_NUM, seed: int = DEFAULT_SEED
+    path: str | os.PathLike,
+    num: int = DEFAULT_NUM,
+    seed: int = DEFAULT_SEED,
+    view_size: int = SUN360.view_size,
 ) -> Path:
-    """Write ``num`` synthetic scenes as an SUN360-like viewgrid file (80/10/10 split)."""
+    """Write ``num`` synthetic scenes as an SUN360-like viewgrid file (80/10/10 split).
+
+    ``view_size`` is the side of every view in pixels (SUN360's 32 by default; 16 makes every
+    model cost about a third, which is what ``pyskick demo`` uses). The scenes are the same at
+    every size: the same panoramas cut into smaller views.
+    """
     if isinstance(num, bool) or not isinstance(num, int):
         raise TypeError(f"num must be an int, got {type(num).__name__}")
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise ValueError(f"seed must be a non-negative int, got {seed!r}")
+    check_view_size(view_size)
+    spec = dataclasses.replace(SUN360, view_size=view_size)
     bounds = np.cumsum((0, *split_sizes(num))).tolist()
     splits = {
-        name: render_viewgrids(seed, range(bounds[k], bounds[k + 1]))
+        name: render_viewgrids(seed, range(bounds[k], bounds[k + 1]), spec)
         for k, name in enumerate(("train", "val", "test"))
     }
+    size = "" if view_size == SUN360.view_size else f" view_size={view_size}"
     return write_viewgrids(
         path,
         splits,
-        SUN360,
-        source=f"synthetic-scenes v{GENERATOR_VERSION} num={num} seed={seed}",
+        spec,
+        source=f"synthetic-scenes v{GENERATOR_VERSION} num={num} seed={seed}{size}",
         extra_attrs={
             "generator": "synthetic-scenes",
             "generator_version": GENERATOR_VERSION,

@@ -11,6 +11,7 @@ call are comparable; absolute figures depend on the machine and what else runs o
 
 from __future__ import annotations
 
+import dataclasses
 import platform
 import tempfile
 import time
@@ -52,6 +53,8 @@ class TrainingBench:
     """``"eager"``, or ``"graph"``: replayed as a CUDA graph (``TrainConfig.cuda_graph``)."""
     batch_size: int
     T: int
+    view_size: int
+    """Side of every view in pixels (the preset's data, or ``bench_training(view_size=)``)."""
     step_seconds: float
     """Median seconds of one step of all the runs."""
     episodes_per_s: float
@@ -92,6 +95,7 @@ def bench_training(
     warmup: int = 2,
     batch_size: int | None = None,
     T: int | None = None,
+    view_size: int | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> list[TrainingBench]:
     """Time training steps of every variant (see the module docstring).
@@ -106,6 +110,8 @@ def bench_training(
         grids: random training viewgrids (default: enough for every step of every run).
         steps, warmup: timed and untimed steps per variant.
         batch_size, T: override the preset's.
+        view_size: side of every view in pixels (default: the preset's data, 32), e.g. 16 for
+            the demo's scenes (``pyskick demo``).
         progress: called with one line per variant.
 
     Returns:
@@ -123,6 +129,8 @@ def bench_training(
     graph_warmup = warmup + STEP_WARMUP + 1
     n = grids or base.batch_size * (steps + graph_warmup) * 2
     model = preset_model(base.model)  # its grid: SUN360's (4 x 8 x 3 x 32²) or ModelNet's
+    if view_size is not None:
+        model = dataclasses.replace(model, view_size=view_size)
     gen = torch.Generator().manual_seed(0)
     shape = (model.n_elevations, model.n_azimuths, model.channels, model.view_size, model.view_size)
     viewgrids = TrainData(
@@ -162,6 +170,7 @@ def bench_training(
                     step=mode,
                     batch_size=config.batch_size,
                     T=config.T,
+                    view_size=model.view_size,
                     step_seconds=seconds,
                     episodes_per_s=episodes,
                     speedup=None if alone is None else episodes / alone,

@@ -145,6 +145,16 @@ def test_training_bench_times_a_run_alone_and_a_pack(capsys: pytest.CaptureFixtu
             6000 / 32 * row["step_seconds"] / row["runs"]
         )
     assert "2 runs:" in err  # one progress line per variant
+    assert [r["view_size"] for r in rows] == [32, 32]  # the preset's data: SUN360's views
+    # The demo's 16-pixel views: a smaller model, so the same step is cheaper.
+    code, out, err = _run(
+        capsys, "--training", "--runs", "1", "--steps", "1", "--device", "cpu", "--view-size", "16"
+    )
+    assert code == 0, err
+    assert "cpu-demo on cpu, 16-pixel views, batch 32 per run, T = 4" in out
+    code, _, err = _run(capsys, "--training", "--view-size", "20")
+    assert code == 2
+    assert "20 is not a multiple of 8" in err
     code, out, err = _run(capsys, "--training", "--runs", "0")
     assert code == 2
     assert "give positive integers" in err

@@ -169,7 +169,7 @@ def test_demo_writes_a_table(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     table = json.loads((out / "table.json").read_text())
     assert [row["method"] for row in table["rows"]] == ["one-view", "rnd-actions", "ltla"]
     assert table["rows"][2]["avg"]["improvement_pct"] is not None
-    assert (out / "synthetic-scenes-n30-s123.h5").is_file()
+    assert (out / "synthetic-scenes-n30-s123-v16.h5").is_file()  # 16-pixel views
     # Re-running skips every finished part and gives the same table.
     code, again, _ = run(args, capsys)
     assert code == 0

@@ -39,6 +39,28 @@ def test_make_writes_the_requested_dataset(tmp_path: Path, capsys: pytest.Captur
         assert f.attrs["seed"] == 0
 
 
+def test_make_takes_a_view_size_for_scenes_only(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    out = tmp_path / "s.h5"
+    args = ["data", "make", "synthetic-scenes", "--out", str(out), "--num", "5"]
+    code, _, err = _run([*args, "--view-size", "16"], capsys)
+    assert code == 0, err
+    with h5py.File(out) as f:
+        assert f["train"].shape == (3, 4, 8, 3, 16, 16)
+    bad = tmp_path / "bad.h5"
+    for given, message in [
+        (["synthetic-scenes", "--view-size", "20"], "20 is not a multiple of 8"),
+        (["synthetic-scenes", "--view-size", "8"], "8 is not in the range x>=16"),
+        (["synthetic-objects", "--view-size", "16"], "only synthetic-scenes takes a view size"),
+    ]:
+        code, _, err = _run(["data", "make", *given, "--out", str(bad), "--num", "5"], capsys)
+        assert code == 2, given
+        assert message in err
+        assert err.strip().count("\n") == 0 or "Usage" in err
+    assert not bad.exists()
+
+
 def test_make_unknown_name_lists_valid_names(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     code, _, err = _run(["data", "make", "sun360", "--out", str(tmp_path / "x.h5")], capsys)
     assert code == 2

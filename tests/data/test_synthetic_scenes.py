@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import numpy as np
@@ -10,6 +11,7 @@ import torch
 
 from pyskick.data import SUN360, ViewgridFile
 from pyskick.data.synthetic_scenes import (
+    check_view_size,
     generate_synthetic_scenes,
     render_panorama,
     render_viewgrids,
@@ -77,3 +79,40 @@ def test_generate_writes_a_valid_file(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="seed"):
         generate_synthetic_scenes(tmp_path / "t.h5", num=10, seed=-1)
     assert not (tmp_path / "t.h5").exists()
+
+
+def test_smaller_views_cut_the_same_scenes(tmp_path: Path) -> None:
+    path = generate_synthetic_scenes(tmp_path / "s16.h5", num=10, seed=3, view_size=16)
+    f = ViewgridFile(path)
+    assert f.spec == dataclasses.replace(SUN360, view_size=16)
+    assert f.split("train").load().shape == (8, 4, 8, 3, 16, 16)
+    assert "view_size=16" in f.attrs["source"]
+    # The same panoramas in the same views: each 16-pixel view is its 32-pixel view seen at
+    # half the resolution, so their mean colours agree within a level (both are
+    # supersampled from the same panorama, not one downsampled from the other).
+    small = f.split("train").load().double().mean(dim=(-1, -2))
+    large = render_viewgrids(3, range(8)).double().mean(dim=(-1, -2))
+    assert (small - large).abs().max() < 1
+    assert (small - large).abs().mean() < 0.2
+    # Not the same views as another scene's.
+    assert (small[1:] - large[:-1]).abs().mean() > 10
+
+
+@pytest.mark.parametrize(
+    ("view_size", "error", "match"),
+    [
+        (8, ValueError, "at least 16, got 8"),
+        (20, ValueError, "multiple of 8 and at least 16, got 20"),
+        (16.0, TypeError, "view_size must be an int, got float"),
+        (True, TypeError, "got bool"),
+    ],
+)
+def test_view_sizes_the_policies_cannot_take_are_refused(
+    tmp_path: Path, view_size: object, error: type[Exception], match: str
+) -> None:
+    with pytest.raises(error, match=match):
+        check_view_size(view_size)  # type: ignore[arg-type]
+    with pytest.raises(error, match=match):
+        generate_synthetic_scenes(tmp_path / "v.h5", num=10, seed=3, view_size=view_size)  # type: ignore[arg-type]
+    assert not (tmp_path / "v.h5").exists()
+    check_view_size(24)

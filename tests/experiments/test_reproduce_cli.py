@@ -162,7 +162,14 @@ def test_demo_refuses_another_size_before_generating(
     (out / "reproduce.json").write_text(json.dumps(record))
     code, _, err = run(["demo", "--out", str(out), "--num", "50"], capsys)
     assert code == 2
-    assert "not on 50 scenes" in err
+    assert "not on 50 scenes of 16-pixel views" in err
+    # The same scenes at another view size are another dataset: refused the same way.
+    code, _, err = run(["demo", "--out", str(out), "--num", "800"], capsys)
+    assert code == 2
+    assert "not on 800 scenes of 16-pixel views" in err
+    code, _, err = run(["demo", "--out", str(out), "--view-size", "20"], capsys)
+    assert code == 2
+    assert "20 is not a multiple of 8" in err
     assert sorted(p.name for p in out.iterdir()) == ["reproduce.json"]
 
 

@@ -11,6 +11,7 @@ from typing import Any
 import click
 
 from pyskick.errors import UserError
+from pyskick_cli.options import view_size_option
 
 DEVICES = ("cpu", "cuda", "all")
 
@@ -97,6 +98,7 @@ def _bench_training(
     placements: tuple[str, ...],
     modes: tuple[str, ...],
     steps: int,
+    view_size: int | None,
     as_json: bool,
 ) -> None:
     """``bench --training``: print the variants' table (or JSON with the environment)."""
@@ -115,6 +117,7 @@ def _bench_training(
         data=placements,
         modes=modes,
         steps=steps,
+        view_size=view_size,
         progress=lambda line: click.echo(f"bench: {line}", err=True),
     )
     if as_json:
@@ -144,7 +147,8 @@ def _bench_training(
     text.insert(1, "  ".join("-" * w for w in widths))
     first = rows[0]
     text.append(
-        f"{preset} on {first.device}, batch {first.batch_size} per run, T = {first.T}; "
+        f"{preset} on {first.device}, {first.view_size}-pixel views, batch {first.batch_size} "
+        f"per run, T = {first.T}; "
         "s per run-epoch: a 6,000-grid epoch (the paper's 56 s on a GTX 1080), one run's share."
     )
     click.echo("\n".join(text))
@@ -318,6 +322,10 @@ def _table(rows: list[dict[str, Any]]) -> str:
     show_default=True,
     help="--training: timed steps per variant (after 2 untimed ones); the median is reported.",
 )
+@view_size_option(
+    help="--training: side of every view in pixels, a multiple of 8, at least 16 (default: the "
+    "preset's data, 32; the demo's scenes: 16)."
+)
 def bench(
     quick: bool,
     device: str,
@@ -331,6 +339,7 @@ def bench(
     placements: tuple[str, ...],
     modes: tuple[str, ...],
     steps: int,
+    view_size: int | None,
 ) -> None:
     """Time the native kernels against their PyTorch twins and the memory bound, or
     (--training) training steps.
@@ -341,7 +350,9 @@ def bench(
     against the twins on the timed inputs. Progress goes to stderr.
     """
     if training:
-        _bench_training(device, preset, runs, precisions, placements, modes, steps, as_json)
+        _bench_training(
+            device, preset, runs, precisions, placements, modes, steps, view_size, as_json
+        )
         return
     from pyskick.ops import has_native
     from pyskick.ops.benchmark import run_suite

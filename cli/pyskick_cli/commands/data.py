@@ -9,7 +9,13 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from pyskick_cli.options import json_option, resolve_dataset_path, seed_option, split_option
+from pyskick_cli.options import (
+    json_option,
+    resolve_dataset_path,
+    seed_option,
+    split_option,
+    view_size_option,
+)
 from pyskick_cli.outputs import check_outputs, overwrite_option
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -39,17 +45,22 @@ MAX_NUM = 1_000_000
     help=f"Number of viewgrids, 3 to {MAX_NUM} (default: the dataset's).",
 )
 @seed_option(help="Generator seed, 0 to 2^32-1 (default: the dataset's).")
+@view_size_option()
 @overwrite_option
-def make(name: str, out: Path, num: int | None, seed: int | None, overwrite: bool) -> None:
+def make(
+    name: str, out: Path, num: int | None, seed: int | None, view_size: int | None, overwrite: bool
+) -> None:
     """Generate the built-in dataset NAME (e.g. synthetic-scenes) into --out."""
     import time
 
     from pyskick.data.builtin import check_builtin_name, make_builtin
 
     check_builtin_name(name)
+    if view_size is not None and name != "synthetic-scenes":
+        raise click.BadParameter(f"only synthetic-scenes takes a view size, not {name}")
     check_outputs([out], overwrite=overwrite)
     start = time.perf_counter()
-    path = make_builtin(name, out, num, seed)
+    path = make_builtin(name, out, num, seed, view_size)
     click.echo(f"wrote {path} in {time.perf_counter() - start:.1f} s", err=True)
 
 
