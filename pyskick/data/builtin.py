@@ -28,7 +28,8 @@ from pyskick.files import data_dir as default_data_dir
 
 _LOG = logging.getLogger(__name__)
 
-Generator = Callable[[Path, int, int], Any]
+Generator = Callable[..., Any]
+"""``generate(path, num, seed, **options)``; synthetic-scenes also takes ``view_size``."""
 
 BUILTIN_DATASETS: dict[str, tuple[Generator, int, int]] = {
     "synthetic-scenes": (
@@ -73,6 +74,7 @@ def make_builtin(
     Raises:
         ValueError: an unknown ``name``, or a ``view_size`` for another dataset than
             synthetic-scenes or one the policies cannot take.
+        TypeError: a ``view_size`` that is not an int.
     """
     check_builtin_name(name)
     generate, default_num, default_seed = BUILTIN_DATASETS[name]

@@ -13,13 +13,15 @@ from __future__ import annotations
 import logging
 import math
 import os
+import struct
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import torch
-from PIL import Image, ImageOps, UnidentifiedImageError
+from PIL import Image, UnidentifiedImageError
 from PIL.Image import DecompressionBombError
 
 from pyskick import progress
@@ -67,23 +69,29 @@ def _face_files(folder: Path) -> dict[str, list[Path]]:
 def find_panoramas(
     folder: str | os.PathLike,
 ) -> tuple[list[PanoramaSource], list[tuple[Path, str]]]:
-    """Find panoramas under ``folder`` (recursively).
+    """Find panoramas under ``folder`` (recursively, following links).
+
+    Every folder, image and cubemap is found once, by its resolved path(s): one reached again
+    through a link (a loop such as ``ln -s . again``, a second link to one folder, a link to
+    an image or to another cubemap's faces) is left out and reported, and the path kept is
+    one without a link in it when there is one. Otherwise a panorama would be found twice and
+    its copies could land in two splits (train and test).
 
     Returns:
-        The sources sorted by path, and ``(path, reason)`` for folders that look like incomplete
-        cubemaps.
+        The sources sorted by path, and ``(path, reason)`` for every source left out: folders
+        that look like incomplete cubemaps, and what was reached again through a link.
     """
     root = Path(folder)
     if not root.is_dir():
         raise UserFileNotFoundError(f"no panorama folder at {root}")
-    sources: list[PanoramaSource] = []
+    found: dict[tuple[Path, ...], list[PanoramaSource]] = {}  # resolved file(s) -> sources
     problems: list[tuple[Path, str]] = []
-    directories, files_seen = _unique_folders(root, problems)
-    for directory in directories:
+    for directory in _unique_folders(root, problems):
         faces = _face_files(directory)
         if faces:
             if set(faces) == set(CUBE_FACES) and all(len(v) == 1 for v in faces.values()):
-                sources.append(PanoramaSource(directory, "cubemap"))
+                key = tuple(sorted(v[0].resolve() for v in faces.values()))
+                found.setdefault(key, []).append(PanoramaSource(directory, "cubemap"))
             else:
                 missing = [f for f in CUBE_FACES if f not in faces]
                 duplicated = [f for f, v in faces.items() if len(v) > 1]
@@ -97,41 +105,62 @@ def find_panoramas(
         for p in sorted(directory.iterdir()):
             is_face = p.stem.lower() in CUBE_FACES
             if p.is_file() and p.suffix.lower() in IMAGE_SUFFIXES and not is_face:
-                first = files_seen.setdefault(p.resolve(), p)
-                if first != p:  # a link to a panorama found already: one sample, not two
-                    problems.append((p, f"the same image as {first} (a link); converted once"))
-                    continue
-                sources.append(PanoramaSource(p, "equirect"))
+                found.setdefault((p.resolve(),), []).append(PanoramaSource(p, "equirect"))
+    sources = []
+    for candidates in found.values():
+        # The path without a link in it, else the first in path order.
+        kept = min(candidates, key=lambda c: (_through_link(c.path), str(c.path)))
+        sources.append(kept)
+        what = "image" if kept.kind == "equirect" else "cubemap"
+        for other in candidates:
+            if other is not kept:
+                problems.append(
+                    (other.path, f"the same {what} as {kept.path} (a link); converted once")
+                )
     return sorted(sources, key=lambda s: str(s.path)), problems
 
 
-def _unique_folders(
-    root: Path, problems: list[tuple[Path, str]]
-) -> tuple[list[Path], dict[Path, Path]]:
+def _through_link(path: Path) -> bool:
+    """Whether ``path`` (or, for a cubemap folder, one of its faces) is reached through a
+    symbolic link."""
+    targets = (
+        [path, *(f for f in path.iterdir() if f.stem.lower() in CUBE_FACES)]
+        if path.is_dir()
+        else [path]
+    )
+    # abspath normalises without resolving links (Path.resolve would resolve them).
+    return any(os.path.realpath(t) != os.path.abspath(t) for t in targets)  # noqa: PTH100
+
+
+def _unique_folders(root: Path, problems: list[tuple[Path, str]]) -> list[Path]:
     """Every folder under ``root`` (itself included) once, by its resolved path, in path order.
 
-    A folder reached again through a link (a loop such as ``ln -s . again``, or a second link
-    to one folder) is left out and reported in ``problems``: its panoramas would otherwise be
-    found twice and copies could land in two splits (train and test).
-
-    Returns:
-        The folders, and an empty map of resolved image paths to their first path (filled by
-        the caller, so that a linked image file is also converted once).
+    The folders reached without a link are searched first, then the links in path order, so a
+    folder that is both inside ``root`` and the target of a link is kept under its own path. A
+    folder reached again (through a link or a loop) is reported in ``problems``.
     """
     seen: dict[Path, Path] = {}
-    folders: list[Path] = []
-    pending = [root]
-    while pending:
-        folder = pending.pop()
-        real = folder.resolve()
-        if real in seen:
-            problems.append((folder, f"the same folder as {seen[real]} (a link); searched once"))
-            continue
-        seen[real] = folder
-        folders.append(folder)
-        children = sorted((p for p in folder.iterdir() if p.is_dir()), reverse=True)
-        pending.extend(children)  # depth first, in path order
-    return sorted(folders), {}
+    links: list[Path] = []
+
+    def walk(start: Path) -> None:
+        pending = [start]
+        while pending:
+            folder = pending.pop()
+            real = folder.resolve()
+            if real in seen:
+                problems.append(
+                    (folder, f"the same folder as {seen[real]} (a link); searched once")
+                )
+                continue
+            seen[real] = folder
+            for child in sorted((p for p in folder.iterdir() if p.is_dir()), reverse=True):
+                (links if child.is_symlink() else pending).append(child)  # depth first
+
+    walk(root)
+    while links:
+        links.sort()
+        walk(links.pop(0))
+    return sorted(seen.values())
 
 
 # Modes converted as they are (alpha, when present, is composited over black).
@@ -217,12 +246,45 @@ def _read_rgb(path: Path) -> Image.Image:
             # The raw layout is only known before decoding (it tells how a tRNS key was kept).
             args = image.tile[0][3] if image.tile else None
             image.load()
-            # Shown as the camera meant it: a JPEG tagged "rotate 180°" or "portrait stored
-            # sideways" (EXIF orientation) is turned upright before its 2:1 shape is checked.
-            upright = ImageOps.exif_transpose(image)
+            upright = _upright(image, path)
         except unreadable as exc:
             raise ValueError(f"unreadable image ({type(exc).__name__}: {exc})") from None
         return Image.fromarray(image_to_rgb(upright, args if isinstance(args, str) else ""))
+
+
+# EXIF orientation (tag 0x0112) -> the transpose that shows the image as the camera meant it.
+_ORIENTATION_TAG = 0x0112
+_UPRIGHT = {
+    2: Image.Transpose.FLIP_LEFT_RIGHT,
+    3: Image.Transpose.ROTATE_180,
+    4: Image.Transpose.FLIP_TOP_BOTTOM,
+    5: Image.Transpose.TRANSPOSE,
+    6: Image.Transpose.ROTATE_270,
+    7: Image.Transpose.TRANSVERSE,
+    8: Image.Transpose.ROTATE_90,
+}
+
+
+def _upright(image: Image.Image, path: Path) -> Image.Image:
+    """``image`` turned as its EXIF orientation says (a photo tagged "rotate 180°", or a
+    portrait stored sideways), before its 2:1 shape is checked; as stored without a tag.
+
+    Only the tag is read: unlike ``ImageOps.exif_transpose``, which rewrites the EXIF block
+    (and can fail on odd tags) and copies an untagged image. EXIF that Pillow cannot parse
+    counts as no tag, and Pillow's complaint is logged as a warning naming ``path``.
+    """
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            orientation = image.getexif().get(_ORIENTATION_TAG, 1)
+        except (SyntaxError, ValueError, TypeError, OSError, struct.error) as exc:
+            caught.append(warnings.WarningMessage(str(exc), UserWarning, "", 0))
+            orientation = 1
+    for warning in caught:
+        _LOG.warning("%s: EXIF ignored (%s)", path, warning.message)
+        orientation = 1
+    method = _UPRIGHT.get(orientation) if isinstance(orientation, int) else None
+    return image if method is None else image.transpose(method)
 
 
 def _view_pixel_deg(spec: GridSpec) -> float:

@@ -96,7 +96,7 @@ class ReconstructionReward:
         self._error_now: Tensor | None = None  # "improvement": the MSE before the next move
 
     def check_grids(
-        self, shape: tuple[int, ...], known_azimuth: bool, mean_subtracted: bool = True
+        self, shape: tuple[int, ...], known_azimuth: bool, *, mean_subtracted: bool
     ) -> None:
         """Refuse grids ``[n, N, M, C, H, W]``, a frame or a normalisation (``mean_subtracted``:
         the env subtracts a channel mean) the model was not built for."""

@@ -28,6 +28,12 @@ from pyskick.errors import UserError, UserFileNotFoundError
 from pyskick.experiments.layout import SETTINGS_FILE, eval_path
 
 
+class MetricUnavailable(UserError):
+    """A metric that cannot be compared here: not evaluated (on both sides, or on the same
+    test samples), or an evaluation file of another metric. ``compare --metric all`` leaves
+    such a metric out and says why; any other error (a damaged file) stops it."""
+
+
 @dataclass(frozen=True)
 class ErrorSet:
     """Per-sample errors of one method on one metric.
@@ -67,12 +73,15 @@ def _load(path: Path) -> dict[str, np.ndarray]:
         )
     errors = arrays["per_sample"]
     real = np.issubdtype(errors.dtype, np.integer) or np.issubdtype(errors.dtype, np.floating)
-    if errors.ndim != 1 or not real or not np.isfinite(errors).all():
-        raise UserError(
-            f"{path} is not an evaluation file: per_sample must be a 1-D array of finite "
-            f"numbers, got {errors.dtype} {list(errors.shape)}"
-        )
-    return arrays
+    if errors.ndim != 1 or not real:
+        why = f"must be a 1-D array of numbers, got {errors.dtype} {list(errors.shape)}"
+    elif errors.size == 0:
+        why = "is empty"
+    elif not np.isfinite(errors).all():
+        why = f"holds {int((~np.isfinite(errors)).sum())} non-finite values (nan or inf)"
+    else:
+        return arrays
+    raise UserError(f"{path} is not an evaluation file: per_sample {why}")
 
 
 def _stack(label: str, metric: str, paths: list[Path], *, run: Path | None = None) -> ErrorSet:
@@ -85,23 +94,25 @@ def _stack(label: str, metric: str, paths: list[Path], *, run: Path | None = Non
     for path in paths:
         arrays = _load(path)
         if str(arrays["metric"]) != metric:
-            raise UserError(f"{path} is an evaluation of metric {arrays['metric']}, not {metric}")
+            raise MetricUnavailable(
+                f"{path} is an evaluation of metric {arrays['metric']}, not {metric}"
+            )
         recorded = arrays.get("checkpoint_sha256")
         if best is not None and recorded is not None and str(recorded) != checkpoint_digest(best):
-            raise UserError(
+            raise MetricUnavailable(
                 f"{path} evaluated an earlier best.pt of {run}; run `pyskick evaluate {run}` again"
             )
         rows.append(torch.from_numpy(arrays["per_sample"].astype(np.float64)))
         digests.add(str(arrays["samples_sha256"]))
     if len(digests) != 1 or len({row.numel() for row in rows}) != 1:
-        raise UserError(f"the seeds of {label} were evaluated on different test samples")
+        raise MetricUnavailable(f"the seeds of {label} were evaluated on different test samples")
     return ErrorSet(label, metric, torch.stack(rows), digests.pop())
 
 
 def _from_file(label: str, path: Path, metric: str) -> ErrorSet:
     npz = path.with_suffix(".npz") if path.suffix == ".json" else path
     if not npz.is_file():
-        raise UserError(f"{label}: no evaluation file {npz}")
+        raise MetricUnavailable(f"{label}: no evaluation file {npz}")
     return _stack(label, metric, [npz])
 
 
@@ -115,7 +126,7 @@ def _from_run(label: str, run: Path, metric: str) -> list[ErrorSet]:
         )
     found = sorted((run / "eval").glob(f"*-{metric}-*.npz"))
     if not found:
-        raise UserError(
+        raise MetricUnavailable(
             f"{label} has no {metric} evaluation: run `pyskick evaluate {run} --metric {metric}`"
         )
     return [_stack(label, metric, [path], run=run) for path in found]
@@ -134,7 +145,9 @@ def _from_reproduce(label: str, folder: Path, method: str, metric: str) -> Error
             }
         )
         listed = ", ".join(names) if names else "none"
-        raise UserError(f"{folder} has no {metric} evaluation of {method} (methods: {listed})")
+        raise MetricUnavailable(
+            f"{folder} has no {metric} evaluation of {method} (methods: {listed})"
+        )
     return _stack(label, metric, paths)
 
 
@@ -179,12 +192,12 @@ def paired_sets(a: list[ErrorSet], b: list[ErrorSet]) -> tuple[ErrorSet, ErrorSe
     """
     common = [(x, y) for x in a for y in b if x.samples_sha256 == y.samples_sha256]
     if not common:
-        raise UserError(
+        raise MetricUnavailable(
             f"{a[0].label} and {b[0].label} were evaluated on different test samples "
             "(evaluate both on the same split of the same dataset)"
         )
     if len(common) > 1:
-        raise UserError(
+        raise MetricUnavailable(
             f"{a[0].label} and {b[0].label} share several evaluated test sets; name the "
             "evaluation files (RUN/eval/*.npz) instead"
         )

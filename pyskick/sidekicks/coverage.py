@@ -56,7 +56,8 @@ def one_view_coverage(
         ``v = n * M + m`` in the absolute frame.
 
     Raises:
-        TypeError, ValueError: grids that do not fit the model, or a bad ``batch_size``.
+        TypeError, ValueError: grids that do not fit the model, a bad ``batch_size``, or no
+            ``channel_mean`` (None or zeros) for a model trained with mean subtraction.
         FileNotFoundError: no such run or checkpoint.
     """
     if batch_size != "auto" and (

@@ -153,7 +153,7 @@ def build_task_reward(
         task.check_grids(
             tuple(env.grids.shape),
             batched.known_azimuth,
-            batched.channel_mean is not None and bool(batched.channel_mean.any()),
+            mean_subtracted=batched.channel_mean is not None and bool(batched.channel_mean.any()),
         )
         return task
     if reward_model is None:

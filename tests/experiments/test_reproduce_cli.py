@@ -166,7 +166,8 @@ def test_demo_refuses_another_size_before_generating(
     # The same scenes at another view size are another dataset: refused the same way.
     code, _, err = run(["demo", "--out", str(out), "--num", "800"], capsys)
     assert code == 2
-    assert "not on 800 scenes of 16-pixel views" in err
+    assert "not on 800 scenes of 16-pixel views (a demo from before 16-pixel views: " in err
+    assert "--view-size 32 --epochs 10 --seeds 4 continues it)" in err
     code, _, err = run(["demo", "--out", str(out), "--view-size", "20"], capsys)
     assert code == 2
     assert "20 is not a multiple of 8" in err

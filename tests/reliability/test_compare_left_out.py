@@ -82,3 +82,16 @@ def test_nothing_is_said_when_every_metric_is_compared(
     assert code == 0, err
     assert err == ""
     assert json.loads(out)["left_out"] == {}
+
+
+def test_a_damaged_evaluation_file_stops_compare_all(
+    runs: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Left out means not evaluated comparably; a damaged file is an error (exit 2)."""
+    a, b = runs
+    (damaged,) = (b / "eval").glob("test-adv-*.npz")
+    damaged.write_bytes(b"not an npz")
+    code, out, err = run_cli(["compare", a, b], capsys)
+    assert code == 2
+    assert out == ""
+    assert f"{damaged} is not a readable evaluation file" in err

@@ -77,6 +77,40 @@ def test_two_links_to_one_folder_and_a_linked_image_are_found_once(tmp_path: Pat
     assert sorted(str(p.relative_to(folder)) for p, _ in problems) == ["sub_link", "z_alias.png"]
 
 
+def test_the_real_path_is_kept_whichever_sorts_first(tmp_path: Path) -> None:
+    folder = _folder(tmp_path / "p", count=2)
+    (folder / "z").mkdir()
+    Image.fromarray(_panorama(5)).save(folder / "z" / "real.png")
+    (folder / "a_alias.png").symlink_to(folder / "z" / "real.png")
+    (folder / "a_dir").symlink_to(folder / "z")
+    sources, problems = find_panoramas(folder)
+    assert [str(s.path.relative_to(folder)) for s in sources] == [
+        "p0.png",
+        "p1.png",
+        str(Path("z", "real.png")),
+    ]
+    assert sorted(str(p.relative_to(folder)) for p, _ in problems) == ["a_alias.png", "a_dir"]
+    reasons = dict(problems)
+    assert reasons[folder / "a_alias.png"] == (
+        f"the same image as {folder / 'z' / 'real.png'} (a link); converted once"
+    )
+
+
+def test_a_cubemap_of_linked_faces_is_found_once(tmp_path: Path) -> None:
+    from pyskick.data.projection import CUBE_FACES
+
+    folder = tmp_path / "p"
+    real, linked = folder / "b_cube", folder / "a_cube"
+    real.mkdir(parents=True)
+    linked.mkdir()
+    for k, face in enumerate(CUBE_FACES):
+        Image.fromarray(np.full((16, 16, 3), 40 * k, np.uint8)).save(real / f"{face}.png")
+        (linked / f"{face}.png").symlink_to(real / f"{face}.png")
+    sources, problems = find_panoramas(folder)
+    assert [(s.path, s.kind) for s in sources] == [(real, "cubemap")]
+    assert problems == [(linked, f"the same cubemap as {real} (a link); converted once")]
+
+
 def test_no_panorama_reaches_two_splits_and_strict_fails_on_a_link(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -133,6 +167,32 @@ def test_exif_orientation_is_applied(tmp_path: Path, fmt: str, orientation: int,
         )
         raw = viewgrid(PanoramaSource(tmp_path / f"raw{suffix}", "equirect")).float()
         assert (raw - want).abs().mean() > 10
+
+
+@pytest.mark.parametrize("orientation", [0, 9])
+def test_an_orientation_that_is_not_one_is_read_as_stored(tmp_path: Path, orientation) -> None:
+    upright = _panorama(2)
+    Image.fromarray(upright).save(tmp_path / "a.png")
+    exif = Image.Exif()
+    exif[ORIENTATION] = orientation
+    Image.fromarray(upright).save(tmp_path / "b.png", exif=exif)
+    a = viewgrid(PanoramaSource(tmp_path / "a.png", "equirect"))
+    assert torch.equal(a, viewgrid(PanoramaSource(tmp_path / "b.png", "equirect")))
+
+
+def test_exif_that_cannot_be_parsed_counts_as_no_tag(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A broken EXIF block (truncated) must neither stop the conversion nor turn the image."""
+    upright = _panorama(4)
+    Image.fromarray(upright).save(tmp_path / "a.png")
+    Image.fromarray(upright).save(
+        tmp_path / "b.png", exif=b"Exif\x00\x00MM\x00*\x00\x00\x00\x08\x00\x05"
+    )
+    a = viewgrid(PanoramaSource(tmp_path / "a.png", "equirect"))
+    with caplog.at_level("WARNING", logger="pyskick"):
+        assert torch.equal(a, viewgrid(PanoramaSource(tmp_path / "b.png", "equirect")))
+    assert f"{tmp_path / 'b.png'}: EXIF ignored (Corrupt EXIF data" in caplog.text
 
 
 def test_an_untagged_image_is_read_as_stored(tmp_path: Path) -> None:

@@ -41,7 +41,7 @@ def compare(reference: str, candidate: str, metric: str, as_json: bool) -> None:
     with one seed they are across test samples only, and the output says so.
     """
     from pyskick.evaluation.compare import compare_errors
-    from pyskick.experiments.errors import load_errors, paired_sets
+    from pyskick.experiments.errors import MetricUnavailable, load_errors, paired_sets
 
     metrics = tuple(METRICS) if metric == "all" else (metric,)
     results = {}
@@ -50,7 +50,7 @@ def compare(reference: str, candidate: str, metric: str, as_json: bool) -> None:
     for name in metrics:
         try:
             a, b = paired_sets(load_errors(reference, name), load_errors(candidate, name))
-        except ValueError as exc:
+        except MetricUnavailable as exc:
             # --metric all compares the metrics both sides were evaluated on, and says which
             # it left out and why.
             first_error = first_error or exc

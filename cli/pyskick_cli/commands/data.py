@@ -57,7 +57,9 @@ def make(
 
     check_builtin_name(name)
     if view_size is not None and name != "synthetic-scenes":
-        raise click.BadParameter(f"only synthetic-scenes takes a view size, not {name}")
+        raise click.BadParameter(
+            f"only synthetic-scenes takes a view size, not {name}", param_hint="--view-size"
+        )
     check_outputs([out], overwrite=overwrite)
     start = time.perf_counter()
     path = make_builtin(name, out, num, seed, view_size)
