@@ -15,7 +15,9 @@ import math
 import os
 import struct
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -230,17 +232,73 @@ def image_to_rgb(image: Image.Image, rawmode: str = "") -> np.ndarray:
     return np.asarray(image.convert("RGB"))
 
 
-def _read_rgb(path: Path) -> Image.Image:
-    """An image file as an 8-bit RGB Pillow image (see :func:`image_to_rgb`).
+DEFAULT_MAX_PIXELS = 600_000_000
+"""The largest image the converters read, in pixels: a 32768 x 16384 stitched panorama (537
+Mpixel, 1.6 GB decoded) fits. Pillow's own limit (89 Mpixel, a warning; 179, an error) is
+meant for images from untrusted sources, and refused real panoramas as "unreadable"."""
+
+_MAX_PIXELS: ContextVar[int] = ContextVar("pyskick_max_pixels", default=DEFAULT_MAX_PIXELS)
+
+
+@contextmanager
+def max_pixels(limit: int) -> Iterator[None]:
+    """Read images of up to ``limit`` pixels inside the block (``--max-pixels``).
 
     Raises:
-        ValueError: unreadable, or an unsupported mode.
+        ValueError: ``limit`` is not a positive int.
     """
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+        raise UserError(f"max_pixels must be a positive int, got {limit!r}")
+    token = _MAX_PIXELS.set(limit)
+    try:
+        yield
+    finally:
+        _MAX_PIXELS.reset(token)
+
+
+def _open(path: Path) -> Image.Image:
+    """``Image.open`` with Pillow's decompression-bomb limit lifted: :func:`_read_rgb` applies
+    the converters' own limit to the size, before decoding."""
+    saved = Image.MAX_IMAGE_PIXELS
+    Image.MAX_IMAGE_PIXELS = None
+    try:
+        return Image.open(path)
+    finally:
+        Image.MAX_IMAGE_PIXELS = saved
+
+
+def _read_rgb(path: Path) -> Image.Image:
+    """An image file as an 8-bit RGB Pillow image (see :func:`image_to_rgb`), if it has at
+    most the pixels :func:`max_pixels` allows (checked before it is decoded). Pillow's
+    warnings are logged as warnings naming ``path``, not printed raw.
+
+    Raises:
+        ValueError: unreadable, too large, or an unsupported mode.
+    """
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            return _decode(path)
+        finally:
+            for warning in caught:
+                _LOG.warning("%s: %s", path, warning.message)
+
+
+def _decode(path: Path) -> Image.Image:
+    """:func:`_read_rgb`'s work."""
     unreadable = (UnidentifiedImageError, OSError, SyntaxError, ValueError, DecompressionBombError)
     try:
-        image = Image.open(path)
+        image = _open(path)
     except unreadable as exc:
         raise ValueError(f"unreadable image ({type(exc).__name__}: {exc})") from None
+    limit = _MAX_PIXELS.get()
+    width, height = image.size
+    if width * height > limit:
+        image.close()
+        raise ValueError(
+            f"{width}x{height} is {width * height:,} pixels, more than --max-pixels {limit:,} "
+            "allows (each pixel takes 3 bytes once decoded): raise --max-pixels to convert it"
+        )
     with image:
         try:
             # The raw layout is only known before decoding (it tells how a tRNS key was kept).
@@ -446,6 +504,7 @@ def convert_panoramas(
     strict: bool = False,
     augment: int = 0,
     report: Reporter = _log_skipped,
+    max_pixels_per_image: int = DEFAULT_MAX_PIXELS,
 ) -> Path:
     """Convert every panorama under ``folder`` into a viewgrid file.
 
@@ -459,6 +518,8 @@ def convert_panoramas(
         augment: augmented copies added per training panorama (:func:`augmentation_draws`);
             validation and test panoramas are never augmented.
         report: called with ``(path, reason)`` for every skipped source.
+        max_pixels_per_image: the largest image read, in pixels (``--max-pixels``); a larger
+            one is a bad source, refused before it is decoded.
 
     Returns:
         The written path.
@@ -466,6 +527,25 @@ def convert_panoramas(
     Raises:
         ValueError: a bad source under ``strict``, or fewer than three readable panoramas.
     """
+    with max_pixels(max_pixels_per_image):
+        return _convert(
+            folder, out, spec=spec, split=split, seed=seed, strict=strict, augment=augment,
+            report=report,
+        )  # fmt: skip
+
+
+def _convert(
+    folder: str | os.PathLike,
+    out: str | os.PathLike,
+    *,
+    spec: GridSpec,
+    split: Sequence[float],
+    seed: int,
+    strict: bool,
+    augment: int,
+    report: Reporter,
+) -> Path:
+    """The body of :func:`convert_panoramas`, with its pixel limit in effect."""
     if spec.channels != 3:
         raise ValueError(f"panoramas are RGB: spec needs 3 channels, got {spec.channels}")
     if augment < 0:

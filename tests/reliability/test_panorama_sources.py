@@ -4,6 +4,9 @@
   twice, and copies landed in two splits (train and test): leakage, with exit 0 even under
   ``--strict``. Folders and image files are now searched once by their resolved path; a link
   to something found already is reported (and fails ``--strict``).
+- **Large panoramas** (item 9): Pillow's decompression-bomb limit (89 Mpixel a warning printed
+  raw, 179 an error) refused 200-Mpixel panoramas as "unreadable". The converters apply their
+  own ``--max-pixels`` (default 600 Mpixel) to the size before decoding, and say so.
 - **EXIF orientation** (item 7): a JPEG tagged "rotate 180°" was converted upside down, and one
   tagged 6 (a portrait stored sideways, shown 2:1) was refused as "not 2:1". Images are now
   turned upright as the tag says before anything else.
@@ -212,3 +215,64 @@ def test_convert_uses_the_upright_images(tmp_path: Path) -> None:
         )
     f = ViewgridFile(convert_panoramas(folder, tmp_path / "out.h5", strict=True))
     assert sum(f.num_samples(s) for s in f.splits) == 3
+
+
+def test_pillows_bomb_limit_does_not_refuse_a_panorama_and_is_restored(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, recwarn: pytest.WarningsRecorder
+) -> None:
+    """Pillow's limit set below the image (as 200 Mpixel is above the real one) is lifted for
+    the converter's read only, with no warning of Pillow's printed."""
+    Image.fromarray(_panorama(1)).save(tmp_path / "a.png")
+    monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", 1000)  # 128 x 64 = 8192: > 2x, an error
+    with pytest.raises(Image.DecompressionBombError):
+        Image.open(tmp_path / "a.png")
+    got = viewgrid(PanoramaSource(tmp_path / "a.png", "equirect"))
+    assert got.shape == (4, 8, 3, 32, 32)
+    assert Image.MAX_IMAGE_PIXELS == 1000
+    assert not [w for w in recwarn if issubclass(w.category, Image.DecompressionBombWarning)]
+
+
+def test_max_pixels_refuses_a_larger_image_by_name_before_decoding(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = _folder(tmp_path / "p", count=3)
+    out = tmp_path / "out.h5"
+    args = ["data", "from-panoramas", str(folder), "--out", str(out)]
+    code, err = _run([*args, "--strict", "--max-pixels", "8000"], capsys)
+    assert code == 2
+    assert (
+        f"{folder / 'p0.png'}: 128x64 is 8,192 pixels, more than --max-pixels 8,000 allows"
+    ) in err
+    assert "(and 2 more)" in err
+    assert not out.exists()
+    code, err = _run([*args, "--strict", "--max-pixels", "8192"], capsys)
+    assert code == 0, err
+    code, err = _run(
+        [
+            "data",
+            "from-panoramas",
+            str(folder),
+            "--out",
+            str(tmp_path / "o.h5"),
+            "--max-pixels",
+            "0",
+        ],
+        capsys,
+    )
+    assert code == 2
+    assert "--max-pixels" in err
+
+
+def test_the_limit_holds_only_inside_its_block(tmp_path: Path) -> None:
+    from pyskick.data.panoramas import max_pixels
+
+    Image.fromarray(_panorama(1)).save(tmp_path / "a.png")
+    with max_pixels(100), pytest.raises(ValueError, match="more than --max-pixels 100 allows"):
+        viewgrid(PanoramaSource(tmp_path / "a.png", "equirect"))
+    assert viewgrid(PanoramaSource(tmp_path / "a.png", "equirect")).shape == (4, 8, 3, 32, 32)
+    for bad in (0, -1, True, 1.5):
+        with (
+            pytest.raises(ValueError, match="max_pixels must be a positive int"),
+            max_pixels(bad),  # type: ignore[arg-type]
+        ):
+            pass

@@ -135,8 +135,22 @@ def _augment_option(help: str) -> Callable[[F], F]:
     "Add K augmented viewgrids per training panorama (random continuous yaw, pitch and roll "
     "within 5 degrees, mirrored half the time); val and test are never augmented."
 )
+@click.option(
+    "--max-pixels",
+    type=click.IntRange(min=1),
+    default=None,
+    help="The largest image to read, in pixels (default 600,000,000: a 32768x16384 stitched "
+    "panorama fits); a larger one is skipped, or refused with --strict, before it is decoded.",
+)
 def from_panoramas(
-    folder: Path, out: Path, split_text: str, seed: int, strict: bool, overwrite: bool, augment: int
+    folder: Path,
+    out: Path,
+    split_text: str,
+    seed: int,
+    strict: bool,
+    overwrite: bool,
+    augment: int,
+    max_pixels: int | None,
 ) -> None:
     """Convert equirectangular JPG/PNG files and cubemap folders under FOLDER into viewgrids.
 
@@ -145,12 +159,20 @@ def from_panoramas(
     them with transparency (composited over black). Other modes (e.g. CMYK) are skipped, or
     refused with --strict.
     """
-    from pyskick.data.panoramas import convert_panoramas, parse_split
+    from pyskick.data.panoramas import DEFAULT_MAX_PIXELS, convert_panoramas, parse_split
 
     fractions = parse_split(split_text)
     check_outputs([out], overwrite=overwrite)
     _report_written(
-        convert_panoramas(folder, out, split=fractions, seed=seed, strict=strict, augment=augment)
+        convert_panoramas(
+            folder,
+            out,
+            split=fractions,
+            seed=seed,
+            strict=strict,
+            augment=augment,
+            max_pixels_per_image=DEFAULT_MAX_PIXELS if max_pixels is None else max_pixels,
+        )
     )
 
 
