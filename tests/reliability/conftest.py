@@ -87,6 +87,31 @@ class Refuse:
         return line
 
 
+def save_evaluation(
+    path: Path, errors: list[float], *, metric: str = "avg", samples_sha256: str = "ab" * 32
+) -> Path:
+    """Write ``path``, an evaluation ``.npz`` as ``pyskick evaluate`` saves it, of these
+    per-sample ``errors`` (two starts each, both with the sample's error)."""
+    import torch
+
+    from pyskick.evaluation.evaluate import EvalResult
+    from pyskick.evaluation.stats import summarize
+
+    per_sample = torch.tensor(errors, dtype=torch.float64)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    EvalResult(
+        metric=metric,
+        actor="learned",
+        T=4,
+        starts=torch.arange(2),
+        per_start=per_sample[:, None].repeat(1, 2),
+        per_sample=per_sample,
+        summary=summarize(per_sample),
+        samples_sha256=samples_sha256,
+    ).save(path)
+    return path
+
+
 def _describe_change(before: Snapshot, after: Snapshot) -> str:
     changed = sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k))
     return "the refusal changed the disk: " + ", ".join(

@@ -10,27 +10,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import torch
 
-from pyskick.evaluation.evaluate import EvalResult
-from pyskick.evaluation.stats import summarize
-
-from .conftest import Refuse
-
-
-def _evaluation(path: Path, errors: list[float]) -> Path:
-    per_sample = torch.tensor(errors, dtype=torch.float64)
-    EvalResult(
-        metric="avg",
-        actor="learned",
-        T=4,
-        starts=torch.arange(2),
-        per_start=per_sample[:, None].repeat(1, 2),
-        per_sample=per_sample,
-        summary=summarize(per_sample),
-        samples_sha256="ab" * 32,
-    ).save(path)
-    return path
+from .conftest import Refuse, save_evaluation
 
 
 def _with_per_sample(good: Path, bad: Path, per_sample: np.ndarray) -> Path:
@@ -54,7 +35,7 @@ def _with_per_sample(good: Path, bad: Path, per_sample: np.ndarray) -> Path:
 def test_an_evaluation_file_whose_errors_are_not_numbers_is_refused(
     refuse: Refuse, tmp_path: Path, per_sample: np.ndarray, why: str
 ) -> None:
-    good = _evaluation(tmp_path / "a.npz", [0.01, 0.02, 0.03])
+    good = save_evaluation(tmp_path / "a.npz", [0.01, 0.02, 0.03])
     bad = _with_per_sample(good, tmp_path / "b.npz", per_sample)
     refuse(
         ["compare", good, bad],

@@ -11,29 +11,17 @@ import json
 from pathlib import Path
 
 import pytest
-import torch
 
-from pyskick.evaluation.evaluate import EvalResult
-from pyskick.evaluation.stats import summarize
 from pyskick.experiments.errors import run_eval_file
 
-from .conftest import run_cli
+from .conftest import run_cli, save_evaluation
 
 
 def _evaluate(run: Path, metric: str, digest: str, errors: list[float]) -> None:
-    per_sample = torch.tensor(errors, dtype=torch.float64)
-    path = run_eval_file(run, "test", metric, digest)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    EvalResult(
-        metric=metric,
-        actor="learned",
-        T=4,
-        starts=torch.arange(2),
-        per_start=per_sample[:, None].repeat(1, 2),
-        per_sample=per_sample,
-        summary=summarize(per_sample),
-        samples_sha256=digest,
-    ).save(path)
+    """``run``'s evaluation of ``metric`` on the test set ``digest``, where evaluate puts it."""
+    save_evaluation(
+        run_eval_file(run, "test", metric, digest), errors, metric=metric, samples_sha256=digest
+    )
 
 
 @pytest.fixture
