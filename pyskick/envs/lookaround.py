@@ -218,9 +218,11 @@ class LookAroundEnv:
             if self.start_zeroing == "neighbourhood":
                 reward_map.masked_fill_(self._near(N, M, device)[starts], 0.0)
             elif self.start_zeroing == "view":
-                reward_map[torch.arange(B, device=device), starts] = 0.0
+                reward_map.scatter_(1, starts[:, None], 0.0)
+        # scatter_, not visited[rows, starts] = True: a number written at tensor indices is
+        # copied from the host, which a CUDA-graph capture forbids (pyskick.training.syncs).
         visited = torch.zeros(B, V, dtype=torch.bool, device=device)
-        visited[torch.arange(B, device=device), starts] = True
+        visited.scatter_(1, starts[:, None], True)
         views = torch.zeros(B, self.T, dtype=torch.int64, device=device)
         views[:, 0] = starts
         self._episode = _Episode(
@@ -268,7 +270,7 @@ class LookAroundEnv:
         else:
             reward = ep.reward_map.gather(1, positions[:, None]).squeeze(1)
             ep.reward_map.masked_fill_(self._near(N, M, ep.grid.device)[positions], 0.0)
-        ep.visited[torch.arange(B, device=positions.device), positions] = True
+        ep.visited.scatter_(1, positions[:, None], True)
         ep.t += 1
         ep.views[:, ep.t] = positions
         ep.actions[:, ep.t - 1] = actions

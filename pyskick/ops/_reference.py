@@ -126,7 +126,7 @@ def greedy_coverage(
     current = starts.reshape(-1).clone()
     covered = U[sample, current]  # [B*S, V]: running sum of utilities of the chosen views
     chosen = torch.zeros(B * S, V, dtype=torch.bool, device=device)
-    chosen[rows, current] = True
+    chosen.scatter_(1, current[:, None], True)
     actions = torch.zeros(B * S, steps, dtype=torch.int64, device=device)
     views = torch.zeros(B * S, steps + 1, dtype=torch.int64, device=device)
     views[:, 0] = current
@@ -146,7 +146,7 @@ def greedy_coverage(
         view = torch.stack(candidates, dim=1)[rows, best]
         is_new = ~chosen[rows, view]
         covered = covered + torch.where(is_new[:, None], U[sample, view], 0.0)
-        chosen[rows, view] = True
+        chosen.scatter_(1, view[:, None], True)
         actions[:, k] = best
         views[:, k + 1] = view
         current = view

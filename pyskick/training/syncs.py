@@ -16,12 +16,16 @@ What counts (the call and the caller's file and line are named in the error):
   ``unique``, ``unique_consecutive``, ``bincount``, ``repeat_interleave`` with tensor repeats
   and no ``output_size``, and indexing with a boolean tensor (read or write);
 - **transfers** requested by code outside torch itself: ``cpu()``, ``cuda()``, ``to()`` or
-  ``copy_()`` between two devices, ``pin_memory()``, and tensors built from Python data
-  (``torch.tensor``, ``as_tensor``, ``new_tensor``), which a GPU receives by a blocking copy.
+  ``copy_()`` between two devices, ``pin_memory()``, tensors built from Python data
+  (``torch.tensor``, ``as_tensor``, ``new_tensor``), which a GPU receives by a blocking copy,
+  and a Python number written at tensor indices (``x[rows, cols] = True``: torch makes the
+  number a host tensor and copies it, which also fails inside a CUDA-graph capture; write
+  ``x.index_put_(..., torch.ones((), device=...))`` or use ``scatter_``/``masked_fill_``).
 
 Exempt: value reads made by ``torch.optim`` (its step counters stay on the host unless
 ``capturable``: host bookkeeping, no device wait). On the CPU a transfer between two devices
-cannot happen, so only the first two kinds are exercised there; on a GPU all three are.
+cannot happen, so of the transfers only numbers written at tensor indices are caught there;
+on a GPU all of them are.
 """
 
 from __future__ import annotations
@@ -142,6 +146,18 @@ def _has_bool_index(value: object) -> bool:
     return False
 
 
+def _has_tensor_index(value: object) -> bool:
+    """Whether an index is advanced (a tensor or a list), which makes ``x[index] = v`` an
+    ``index_put_`` whose value tensor a GPU receives from the host when ``v`` is a number."""
+    if isinstance(value, torch.Tensor | list):
+        return True
+    return isinstance(value, tuple) and any(_has_tensor_index(item) for item in value)
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, bool | int | float | complex)
+
+
 def _target_device(args: tuple[Any, ...], kwargs: dict[str, Any]) -> torch.device | None:
     """The device a ``Tensor.to``/``cuda``/``copy_`` call moves to, when it names one."""
     candidates = [kwargs.get("device"), *args[1:]]
@@ -185,6 +201,8 @@ class _Guard(TorchFunctionMode):
             _has_bool_index(args[1:2]) or _has_bool_index(kwargs.get("indices"))
         ):
             return "indexing with a boolean mask (its shape depends on the values)"
+        if func is _T.__setitem__ and _is_number(args[2]) and _has_tensor_index(args[1]):
+            return "a Python number written at tensor indices (a GPU copies it from the host)"
         if func in _REPEATS and isinstance(
             args[1] if len(args) > 1 else kwargs.get("repeats"), torch.Tensor
         ):

@@ -128,3 +128,31 @@ def test_native_bindings_reject_bad_arguments(index: int) -> None:
     name, args, match = binding_calls()[index]
     with pytest.raises(ValueError, match=match):
         getattr(native, name)(*args)
+
+
+@pytest.mark.parametrize(
+    ("name", "args", "message"),
+    [
+        ("set_num_threads", (0,), "set_num_threads: n must be >= 1, got 0"),
+        ("nms_rewards_cpu", "sizes", "nms_rewards: sizes must be non-negative, got -1099511627776"),
+        ("render_mesh_views_cpu", "fov", "render_mesh_views: bad fov_deg 12.5 or distance -3.25"),
+        ("render_mesh_views_cpu", "image", "render_mesh_views: bad image_size 0 or supersample 2"),
+    ],
+)
+def test_binding_messages_print_their_numbers(name: str, args: object, message: str) -> None:
+    """Numbers in the bindings' messages, exactly: they are formatted without iostreams, whose
+    number formatting crashed the process on one GPU image (docs/kernels.md, "On a GPU")."""
+    if not ops.has_native():
+        pytest.fail("pyskick._C is missing: run `make setup`")
+    p = _BUFFER.data_ptr()
+    render = (p, p, p, p, p, p, 1, 1, 1, 1, 1)
+    material = (0.4, 0.9, 0.7, 15.0, 0.6)
+    calls = {
+        "sizes": (p, p, 1, 1, 1, -(2**40), 1),
+        "fov": (*render, 8, 1, *material, 12.5, -3.25, 1.0),
+        "image": (*render, 0, 2, *material, 40.0, 3.0, 1.0),
+    }
+    native = importlib.import_module("pyskick._C")
+    with pytest.raises(ValueError) as raised:
+        getattr(native, name)(*calls.get(args, args))
+    assert str(raised.value) == message

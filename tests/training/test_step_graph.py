@@ -12,6 +12,7 @@ import torch
 
 from pyskick.config import TrainConfig
 from pyskick.errors import UserError
+from pyskick.sidekicks.reward import RewardSidekick
 from pyskick.training.graphs import STEP_WARMUP, StepGraph
 from pyskick.training.pack import PackMember, PackTrainer
 from pyskick.training.setup import adam
@@ -89,11 +90,17 @@ def test_a_step_graph_replays_in_place_updates_and_fresh_random_draws():
 def test_a_captured_run_trains_as_the_eager_one(
     tmp_path, pretrained, tiny_config, tiny_data, sidekick
 ):
-    config = tiny_config.replace(device="cuda", batch_size=4, epochs=2, sidekick=sidekick)
-    eager = train(config, tmp_path / "eager", tiny_data, init=pretrained)
+    config = tiny_config.replace(device="cuda", batch_size=4, epochs=2)
+
+    def helper() -> RewardSidekick | None:  # tiny_data has no GridSpec: the mean given here
+        if sidekick == "none":
+            return None
+        return RewardSidekick(pretrained, channel_mean=tiny_data.channel_mean, decay_every=1)
+
+    eager = train(config, tmp_path / "eager", tiny_data, init=pretrained, sidekick=helper())
     trainer = Trainer(
         config.replace(cuda_graph=True), tmp_path / "graph", tiny_data, stage="train",
-        init=pretrained,
+        init=pretrained, sidekick=helper(),
     )  # fmt: skip
     graphed = trainer.fit()
     # One capture per epoch (the sidekick's schedule values are the epoch's), after the eager
@@ -102,7 +109,18 @@ def test_a_captured_run_trains_as_the_eager_one(
     assert trainer._step_graph.eager_steps == STEP_WARMUP
     assert len(graphed.history) == len(eager.history) == 2
     for got, expected in zip(graphed.history, eager.history, strict=True):
-        assert got == pytest.approx(expected, rel=1e-4)
+        assert_same_epoch(got, expected)
+
+
+def assert_same_epoch(got: dict, expected: dict) -> None:
+    """One epoch's record of a captured run against the eager run's. Training metrics average
+    the same sampled episodes: equal to float rounding. Validation takes the argmax motion,
+    where a near tie that rounding breaks the other way changes one episode's views: on the
+    H100 (2026-11-27) one such epoch differed by 0.6 % while its training metrics agreed to
+    1e-4, so the validation error is held to 2 %."""
+    assert got.keys() == expected.keys()
+    for key, value in expected.items():
+        assert got[key] == pytest.approx(value, rel=2e-2 if key == "val_error" else 1e-4), key
 
 
 @pytest.mark.cuda
@@ -124,4 +142,4 @@ def test_a_captured_pack_trains_as_the_eager_one(tmp_path, pretrained, tiny_conf
     assert pack._step_graph.captures == 2
     for got_run, expected_run in zip(graphed, eager, strict=True):
         for got, expected in zip(got_run.history, expected_run.history, strict=True):
-            assert got == pytest.approx(expected, rel=1e-4)
+            assert_same_epoch(got, expected)

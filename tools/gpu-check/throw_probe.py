@@ -1,11 +1,13 @@
 """Does a native binding's ValueError reach Python? Each case in its own process.
 
-On the H100 image (2026-11-27) three pytest-xdist workers died of a segmentation fault in
-tests where a binding of ``pyskick._C`` throws ``std::invalid_argument`` (a ValueError for
-Python), tests that pass on every CPU machine. This probe narrows it down: the same bad call in
-a fresh process, after ``import torch``, after CUDA started, after a CUDA kernel of pyskick
-ran, and with the GPU hidden; a case that crashes is rerun under gdb when the machine has it,
-for the native backtrace.
+On the H100 image (2026-11-27) pytest-xdist workers died of a segmentation fault in tests where
+a binding of ``pyskick._C`` throws ``std::invalid_argument`` (a ValueError for Python), tests
+that pass on every CPU machine. The second run found the pattern: every message that held a
+number crashed (then built with ``std::ostringstream``), every message of text alone did not;
+the messages are built without iostreams since (csrc/common/checks.h). This probe narrows it
+down: the same bad call in a fresh process, after ``import torch``, after CUDA started, after a
+CUDA kernel of pyskick ran, and with a number in its message; a case that crashes is rerun
+under gdb when the machine has it, for the native backtrace.
 
     python3 throw_probe.py            # one line per case, then any backtraces
 """
@@ -31,6 +33,19 @@ CASES = {
         "import torch\nfrom pyskick.ops import nms_rewards\n"
         "nms_rewards(torch.rand(2, 4, 8, device='cuda'), k=2, radius=1)\n"
         "torch.cuda.synchronize()\n" + BAD_CALL
+    ),
+    # The second run (2026-11-27) crashed exactly the messages that held a number (formatted by
+    # std::ostringstream then; by std::to_string/snprintf since): one such message each way.
+    "a message with a number": (
+        "import torch\nimport pyskick._C as C\n"
+        "try:\n    C.set_num_threads(0)\n"
+        "except ValueError as exc:\n    print('ValueError:', str(exc)[:60])\n"
+    ),
+    "a number after torch's CUDA": (
+        "import torch\nimport pyskick._C as C\ntorch.zeros(1, device='cuda')\n"
+        "p = torch.zeros(8).data_ptr()\n"
+        "try:\n    C.nms_rewards_cpu(p, p, 1, 1, 1, -1, 1)\n"
+        "except ValueError as exc:\n    print('ValueError:', str(exc)[:60])\n"
     ),
     "a CUDA binding's own check": (
         "import torch\nimport pyskick._C as C\ntorch.zeros(1, device='cuda')\n"
