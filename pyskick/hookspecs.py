@@ -72,12 +72,16 @@ def pyskick_register_sidekicks(register: Register) -> None:
     """Register sidekicks: objects that turn full observability at training time into reward
     bonuses or demonstrations (``--sidekick NAME``).
 
-    The factory is called as ``factory(*, one_view: Path, spec: GridSpec, config: TrainConfig,
-    options: dict) -> pyskick.sidekicks.Sidekick``: the one-view run the policy starts from
-    (the model that scores views), the dataset's geometry, the run's config, and the options
-    declared at registration, resolved (every declared key present, checked, defaults filled
-    in). Build sidekicks with :func:`pyskick.sidekicks.make_sidekick`, which checks the result
-    and stamps the registered name and the options on it.
+    The factory is called as ``factory(*, one_view: Path | None, spec: GridSpec | None,
+    channel_mean: tuple[float, ...] | None, config: TrainConfig, options: dict, **_) ->
+    pyskick.sidekicks.Sidekick``: the one-view run the policy starts from (the model that
+    scores views; None when there is none), the dataset's geometry (None for viewgrids built
+    in memory), its channel mean (always given by the trainer), the run's config, and the
+    options declared at registration, resolved (every declared key present, checked, defaults
+    filled in). A factory that needs the one-view run or the mean refuses their absence in one
+    line with :func:`pyskick.sidekicks.scoring_inputs`. Build sidekicks with
+    :func:`pyskick.sidekicks.make_sidekick`, which checks the result and stamps the registered
+    name and the options on it.
 
     :param register: ``register(name, factory, *, aliases=(), options=())``; ``options`` is a
         list of :class:`~pyskick.options.SidekickOption`.

@@ -358,6 +358,21 @@ def checkpoint_file(run_or_checkpoint: str | os.PathLike[str]) -> Path:
     return path / BEST if path.is_dir() else path
 
 
+def checkpoint_digest(run_or_checkpoint: str | os.PathLike[str]) -> str:
+    """SHA-256 of the checkpoint a run folder, export folder or checkpoint path names
+    (:func:`checkpoint_file`): the model's identity in score cache keys and evaluation records.
+
+    Raises:
+        UserFileNotFoundError: no such checkpoint.
+    """
+    from pyskick.files import file_digest
+
+    path = checkpoint_file(run_or_checkpoint)
+    if not path.is_file():
+        raise UserFileNotFoundError(f"model checkpoint {path} does not exist")
+    return file_digest(path)
+
+
 @dataclass(frozen=True)
 class SavedPolicy:
     """A policy loaded from a run folder, an export folder or a checkpoint, and how that run

@@ -6,6 +6,7 @@ observability); the sidekick uses them only in training, the actor at test time 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -14,19 +15,25 @@ from pyskick.sidekicks.defaults import HYBRID_OPTION
 
 if TYPE_CHECKING:
     from pyskick.config import TrainConfig
-    from pyskick.data.spec import GridSpec
 
 
 def demo_sidekick(
-    *, one_view: Path, spec: GridSpec, config: TrainConfig, options: dict[str, Any], **_: object
+    *,
+    one_view: Path | None,
+    channel_mean: Sequence[float] | None,
+    config: TrainConfig,
+    options: dict[str, Any],
+    **_: object,
 ) -> object:
     """Greedy coverage demonstrations for the first T_sup steps, annealed (ours(demo)).
     Scores in batches of the config's ``eval_batch_size`` episodes."""
     from pyskick.sidekicks.demo import DemoSidekick
+    from pyskick.sidekicks.factory import scoring_inputs
 
+    one_view, channel_mean = scoring_inputs("demo", one_view, channel_mean)
     return DemoSidekick(
         one_view,
-        channel_mean=spec.channel_mean,
+        channel_mean=channel_mean,
         hybrid_schedule=options["hybrid_schedule"],
         batch_size=config.eval_batch_size,
     )

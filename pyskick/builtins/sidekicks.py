@@ -1,13 +1,15 @@
 """Built-in sidekicks: none (ltla) and rew (ours(rew)).
 
-A sidekick factory is called as ``factory(one_view=PATH, spec=GridSpec, config=TrainConfig,
-options=dict)`` with the one-view run the policy starts from, the dataset's geometry, the run's
-config and the sidekick's resolved options (:mod:`pyskick.options`), and returns a
+A sidekick factory is called as ``factory(one_view=PATH, spec=GridSpec, channel_mean=tuple,
+config=TrainConfig, options=dict)`` with the one-view run the policy starts from, the dataset's
+geometry (None for viewgrids built in memory), its channel mean, the run's config and the
+sidekick's resolved options (:mod:`pyskick.options`), and returns a
 :class:`pyskick.sidekicks.Sidekick`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -16,7 +18,6 @@ from pyskick.sidekicks.defaults import REWARD_OPTIONS
 
 if TYPE_CHECKING:
     from pyskick.config import TrainConfig
-    from pyskick.data.spec import GridSpec
 
 
 def no_sidekick(**_: object) -> object:
@@ -27,15 +28,22 @@ def no_sidekick(**_: object) -> object:
 
 
 def reward_sidekick(
-    *, one_view: Path, spec: GridSpec, config: TrainConfig, options: dict[str, Any], **_: object
+    *,
+    one_view: Path | None,
+    channel_mean: Sequence[float] | None,
+    config: TrainConfig,
+    options: dict[str, Any],
+    **_: object,
 ) -> object:
     """Reward shaping from one-view scores after NMS (ours(rew)); needs full observability.
     Scores in batches of the config's ``eval_batch_size`` episodes."""
+    from pyskick.sidekicks.factory import scoring_inputs
     from pyskick.sidekicks.reward import RewardSidekick
 
+    one_view, channel_mean = scoring_inputs("rew", one_view, channel_mean)
     return RewardSidekick(
         one_view,
-        channel_mean=spec.channel_mean,
+        channel_mean=channel_mean,
         batch_size=config.eval_batch_size,
         **options,
     )

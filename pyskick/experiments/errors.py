@@ -87,7 +87,7 @@ def _load(path: Path) -> dict[str, np.ndarray]:
 def _stack(label: str, metric: str, paths: list[Path], *, run: Path | None = None) -> ErrorSet:
     """The evaluations ``paths`` (one per seed) as one set; with ``run``, each must be of the
     run's current ``best.pt``."""
-    from pyskick.sidekicks.base import checkpoint_digest
+    from pyskick.run_dir import checkpoint_digest
 
     best = None if run is None or not (run / "best.pt").is_file() else run / "best.pt"
     rows, digests = [], set()

@@ -798,7 +798,7 @@ def _cached_figures(
 ) -> list[Path] | str:
     """``draw(folder)``'s files, redrawn only when ``run``'s ``best.pt`` changed; or why there
     are none (a ValueError of the drawing, e.g. an actor the figures cannot replay)."""
-    from pyskick.sidekicks.base import checkpoint_digest
+    from pyskick.run_dir import checkpoint_digest
 
     record = folder / "figures.json"
     digest = checkpoint_digest(run)

@@ -644,7 +644,7 @@ def _evaluate(
 ) -> bool:
     """Evaluate one run with one metric; False when its evaluation is current already."""
     from pyskick.evaluation import evaluate
-    from pyskick.sidekicks.base import checkpoint_digest
+    from pyskick.run_dir import checkpoint_digest
 
     run = run_dir(out, method, k)
     target = eval_path(out, method, k, metric)

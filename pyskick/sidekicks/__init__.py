@@ -2,7 +2,8 @@
 
 The public API for sidekicks and the plugins that add them: the contract
 (:class:`Sidekick`, :func:`has_scores`), the bases of the two kinds of help
-(:class:`RewardMaps`, :class:`HybridSupervision`), building by name (:func:`make_sidekick`)
+(:class:`RewardMaps`, :class:`HybridSupervision`), building by name (:func:`make_sidekick`, and
+:func:`scoring_inputs` for a factory's one-line refusals)
 and the declarations of the built-in options (:data:`REWARD_OPTIONS`, :data:`HYBRID_OPTION`,
 :data:`NMS_PRESETS`, :func:`nms_preset`).
 
@@ -18,15 +19,15 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from pyskick.options import SidekickOption
+    from pyskick.run_dir import checkpoint_digest
     from pyskick.sidekicks.base import (
         Demonstrations,
         NoSidekick,
         Sidekick,
-        checkpoint_digest,
         has_scores,
     )
     from pyskick.sidekicks.defaults import HYBRID_OPTION, NMS_PRESETS, REWARD_OPTIONS, nms_preset
-    from pyskick.sidekicks.factory import make_sidekick, run_options
+    from pyskick.sidekicks.factory import make_sidekick, run_options, scoring_inputs
     from pyskick.sidekicks.hybrid import HybridSupervision
     from pyskick.sidekicks.reward_maps import RewardMaps
 
@@ -34,7 +35,7 @@ _EXPORTS = {
     "Demonstrations": "pyskick.sidekicks.base",
     "NoSidekick": "pyskick.sidekicks.base",
     "Sidekick": "pyskick.sidekicks.base",
-    "checkpoint_digest": "pyskick.sidekicks.base",
+    "checkpoint_digest": "pyskick.run_dir",
     "has_scores": "pyskick.sidekicks.base",
     "HYBRID_OPTION": "pyskick.sidekicks.defaults",
     "NMS_PRESETS": "pyskick.sidekicks.defaults",
@@ -45,6 +46,7 @@ _EXPORTS = {
     "SidekickOption": "pyskick.options",
     "make_sidekick": "pyskick.sidekicks.factory",
     "run_options": "pyskick.sidekicks.factory",
+    "scoring_inputs": "pyskick.sidekicks.factory",
 }
 
 __all__ = [
@@ -62,6 +64,7 @@ __all__ = [
     "make_sidekick",
     "nms_preset",
     "run_options",
+    "scoring_inputs",
 ]
 
 

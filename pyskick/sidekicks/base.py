@@ -34,7 +34,6 @@ object again.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from pathlib import Path
 from types import MappingProxyType
@@ -43,7 +42,8 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from pyskick.errors import UserError, UserFileNotFoundError
+from pyskick.errors import UserError
+from pyskick.run_dir import checkpoint_digest  # noqa: F401 - its old home, still importable
 from pyskick.sidekicks.scores import (
     cached_scores,
     class_path,
@@ -54,22 +54,6 @@ from pyskick.sidekicks.scores import (
 
 Demonstrations = tuple[Tensor, Tensor]
 """``(actions [T-1, B] int64, mask [T-1, B] bool)``: where mask is True the action is forced."""
-
-
-def checkpoint_digest(run_or_checkpoint: str | os.PathLike[str]) -> str:
-    """SHA-256 of a run's ``best.pt`` (or of a checkpoint file): the model's identity in
-    score cache keys.
-
-    Raises:
-        FileNotFoundError: no such checkpoint.
-    """
-    from pyskick.files import file_digest
-    from pyskick.run_dir import checkpoint_file
-
-    path = checkpoint_file(run_or_checkpoint)
-    if not path.is_file():
-        raise UserFileNotFoundError(f"model checkpoint {path} does not exist")
-    return file_digest(path)
 
 
 class Sidekick:

@@ -13,11 +13,11 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import TYPE_CHECKING
 
-from pyskick.options import SidekickOption
+from pyskick.options import OptionValue, SidekickOption
 
 if TYPE_CHECKING:
     from pyskick.config import TrainConfig
@@ -113,3 +113,12 @@ HYBRID_OPTION = SidekickOption(
     minimum=1,
 )
 """The option of every demonstrating sidekick (ours(demo), expert-clone)."""
+
+
+def hand_built_default(declared: Sequence[SidekickOption], name: str) -> OptionValue:
+    """The default of option ``name`` for a sidekick built by hand, with no dataset or run: the
+    ``custom`` preset's NMS and the paper's 1,000 epochs for the schedules. The declared options
+    are the one source of defaults: a constructor's None means this, so that a sidekick built
+    by hand runs what ``make_sidekick`` would build for a 1,000-epoch run."""
+    (option,) = [option for option in declared if option.name == name]
+    return option.default_for(None, None)

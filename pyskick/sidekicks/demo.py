@@ -23,7 +23,7 @@ from torch import Tensor
 
 from pyskick.envs.actions import ActionGrid
 from pyskick.ops import greedy_coverage
-from pyskick.sidekicks.base import checkpoint_digest
+from pyskick.run_dir import checkpoint_digest
 from pyskick.sidekicks.hybrid import HybridSupervision
 
 
@@ -34,7 +34,8 @@ class DemoSidekick(HybridSupervision):
         one_view: the one-view run (folder with ``best.pt``) or checkpoint whose
             reconstructions define the coverage.
         channel_mean: the dataset's per-channel mean (0–255).
-        hybrid_schedule: ``T_sup`` drops by one every this many epochs.
+        hybrid_schedule: ``T_sup`` drops by one every this many epochs (None: the declared
+            option's default for a 1,000-epoch run, 50).
         action_grid: ``(dN, dM)`` of the environment's moves.
         wrap_azimuth: the environment's azimuth moves wrap (else clip).
         wrap_elevation: the environment's elevation moves wrap (else clip).
@@ -46,7 +47,7 @@ class DemoSidekick(HybridSupervision):
         one_view: str | os.PathLike[str],
         *,
         channel_mean: tuple[float, ...],
-        hybrid_schedule: int = 50,
+        hybrid_schedule: int | None = None,
         action_grid: ActionGrid | tuple[int, int] = (3, 5),
         wrap_azimuth: bool = True,
         wrap_elevation: bool = False,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -71,21 +71,25 @@ def make_sidekick(
     config: TrainConfig | None,
     options: Mapping[str, Any] | None = None,
     field: str | None = None,
+    channel_mean: Sequence[float] | None = None,
 ) -> Sidekick:
     """Call the registered factory of sidekick ``name`` with resolved options.
 
-    The factory gets ``one_view=``, ``spec=``, ``config=`` and ``options=`` (every declared
-    option, checked, defaults filled in from ``spec`` and ``config``). The result must be a
-    :class:`Sidekick`; its ``name`` is set to the registered name and its ``options`` to the
-    resolved options (what runs record and score caches are keyed by). It is not prepared.
+    The factory gets ``one_view=``, ``spec=``, ``channel_mean=``, ``config=`` and ``options=``
+    (every declared option, checked, defaults filled in from ``spec`` and ``config``). The
+    result must be a :class:`Sidekick`; its ``name`` is set to the registered name and its
+    ``options`` to the resolved options (what runs record and score caches are keyed by). It
+    is not prepared.
 
     Args:
         name: a registered sidekick name or alias.
         one_view: the one-view run (or checkpoint) that scores views.
-        spec: the dataset's geometry.
+        spec: the dataset's geometry; None for viewgrids built in memory.
         config: the run's config.
         options: what the user set (strings from the command line are parsed).
         field: what held the name, named in the error (e.g. ``"TrainConfig.sidekick"``).
+        channel_mean: the dataset's per-channel mean (0-255), what the views are normalised
+            by; default ``spec.channel_mean`` (None without a spec).
 
     Raises:
         UnknownNameError: (a ValueError) no such sidekick; lists the valid names.
@@ -96,9 +100,12 @@ def make_sidekick(
     resolved = resolve_options(
         entry.options, options or {}, owner=f"sidekick {entry.name!r}", spec=spec, config=config
     )
+    if channel_mean is None and spec is not None:
+        channel_mean = spec.channel_mean
     sidekick = entry.factory(
         one_view=None if one_view is None else Path(one_view),
         spec=spec,
+        channel_mean=None if channel_mean is None else tuple(float(m) for m in channel_mean),
         config=config,
         options=dict(resolved),
     )
@@ -110,3 +117,27 @@ def make_sidekick(
     sidekick.name = entry.name
     sidekick.options = dict(resolved)  # a dict: sidekicks are deep-copied (actors)
     return sidekick
+
+
+def scoring_inputs(
+    name: str, one_view: Path | None, channel_mean: Sequence[float] | None
+) -> tuple[Path, tuple[float, ...]]:
+    """What a sidekick that scores views with the one-view model needs, from its factory's
+    ``one_view`` and ``channel_mean``, or a one-line refusal naming the sidekick and what is
+    missing (for plugins' factories too).
+
+    Raises:
+        UserError: no one-view run, or no channel mean (viewgrids without a spec and no
+            ``channel_mean=`` given to :func:`make_sidekick`).
+    """
+    if one_view is None:
+        raise UserError(
+            f"sidekick {name!r} needs the one-view run that scores the views: train from a "
+            "one-view model (--init, or init= in Python)"
+        )
+    if channel_mean is None:
+        raise UserError(
+            f"sidekick {name!r} needs the dataset's channel mean: pass spec= or channel_mean= "
+            "to make_sidekick"
+        )
+    return one_view, tuple(channel_mean)

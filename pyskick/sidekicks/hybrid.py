@@ -18,16 +18,20 @@ import torch
 from torch import Tensor
 
 from pyskick.sidekicks.base import Demonstrations, Sidekick
+from pyskick.sidekicks.defaults import HYBRID_OPTION
 
 
 class HybridSupervision(Sidekick, ABC):
     """A sidekick whose trajectories are forced for the first ``T_sup`` steps, annealed.
 
     Args:
-        hybrid_schedule: ``T_sup`` drops by one every this many epochs (>= 1).
+        hybrid_schedule: ``T_sup`` drops by one every this many epochs (>= 1); None: the
+            declared option's default for a 1,000-epoch run (50).
     """
 
-    def __init__(self, *, hybrid_schedule: int = 50) -> None:
+    def __init__(self, *, hybrid_schedule: int | None = None) -> None:
+        if hybrid_schedule is None:  # the declared option's default (the paper's 50 epochs)
+            hybrid_schedule = int(HYBRID_OPTION.default_for(None, None))
         if isinstance(hybrid_schedule, bool) or not isinstance(hybrid_schedule, int):
             raise TypeError(f"hybrid_schedule must be an int, got {hybrid_schedule!r}")
         if hybrid_schedule < 1:

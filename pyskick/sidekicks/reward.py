@@ -21,7 +21,8 @@ import torch
 from torch import Tensor
 
 from pyskick.ops import nms_rewards
-from pyskick.sidekicks.base import checkpoint_digest
+from pyskick.run_dir import checkpoint_digest
+from pyskick.sidekicks.defaults import REWARD_OPTIONS, hand_built_default
 from pyskick.sidekicks.reward_maps import RewardMaps
 
 __all__ = ["RewardSidekick", "one_view_scores"]
@@ -54,6 +55,9 @@ class RewardSidekick(RewardMaps):
         scale: initial multiplier of the collected rewards.
         decay_every: divide the scale every this many epochs.
         decay_factor: by this factor.
+        (Options left None take the declared defaults for a 1,000-epoch run on a ``custom``
+        grid: k 4, radius 1, scale 255e-4, decay every 500 epochs by 2;
+        ``make_sidekick("rew", ...)`` resolves them for the run and its dataset.)
         batch_size: episodes per forward pass while scoring.
     """
 
@@ -64,13 +68,16 @@ class RewardSidekick(RewardMaps):
         one_view: str | os.PathLike[str],
         *,
         channel_mean: tuple[float, ...],
-        k: int = 4,
-        radius: int = 1,
-        scale: float = 255e-4,
-        decay_every: int = 1000,
-        decay_factor: float = 10.0,
+        k: int | None = None,
+        radius: int | None = None,
+        scale: float | None = None,
+        decay_every: int | None = None,
+        decay_factor: float | None = None,
         batch_size: int | Literal["auto"] = 256,
     ) -> None:
+        # None: the declared option's default (the custom preset's NMS, the paper's schedule).
+        k = int(hand_built_default(REWARD_OPTIONS, "k")) if k is None else k
+        radius = int(hand_built_default(REWARD_OPTIONS, "radius")) if radius is None else radius
         if k < 1:
             raise ValueError(f"reward sidekick needs k >= 1 NMS peaks, got k={k}")
         super().__init__(

@@ -21,7 +21,13 @@ from typing import Any, ClassVar
 import torch
 from torch import Tensor
 
+from pyskick.options import OptionValue
 from pyskick.sidekicks.base import Sidekick
+from pyskick.sidekicks.defaults import REWARD_OPTIONS, hand_built_default
+
+
+def _default(name: str) -> OptionValue:
+    return hand_built_default(REWARD_OPTIONS, name)
 
 
 class RewardMaps(Sidekick, ABC):
@@ -33,6 +39,10 @@ class RewardMaps(Sidekick, ABC):
         scale: initial multiplier of the collected rewards (>= 0).
         decay_every: divide the scale every this many epochs (>= 1).
         decay_factor: by this factor (> 0; 1 never decays).
+
+    ``scale``, ``decay_every`` and ``decay_factor`` default (None) to the declared options'
+    defaults for a 1,000-epoch run (:func:`~pyskick.sidekicks.defaults.hand_built_default`):
+    ``make_sidekick`` passes every option, resolved for the run.
     """
 
     maps_score: ClassVar[str] = "maps"
@@ -42,10 +52,14 @@ class RewardMaps(Sidekick, ABC):
         self,
         *,
         radius: int,
-        scale: float = 255e-4,
-        decay_every: int = 1000,
-        decay_factor: float = 10.0,
+        scale: float | None = None,
+        decay_every: int | None = None,
+        decay_factor: float | None = None,
     ) -> None:
+        # None: the declared option's default (pyskick.sidekicks.defaults.REWARD_OPTIONS).
+        scale = _default("scale") if scale is None else scale
+        decay_every = _default("decay_every") if decay_every is None else decay_every
+        decay_factor = _default("decay_factor") if decay_factor is None else decay_factor
         if radius < 0 or scale < 0 or decay_every < 1 or decay_factor <= 0:
             raise ValueError(
                 f"{type(self).__name__} needs radius >= 0, scale >= 0, decay_every >= 1 and "

@@ -181,6 +181,7 @@ class TrainerSetup:
                 config=self.config,
                 options=self.config.sidekick_options,
                 field="TrainConfig.sidekick",
+                channel_mean=self.data.channel_mean,  # grids built in memory have no spec
             )
             self.config = self.config.replace(sidekick_options=dict(sidekick.options))
             if sidekick.reward_radius is not None:

@@ -12,7 +12,6 @@ import torch
 
 from pyskick.config import TrainConfig
 from pyskick.errors import UserError
-from pyskick.sidekicks.reward import RewardSidekick
 from pyskick.training.graphs import STEP_WARMUP, StepGraph
 from pyskick.training.pack import PackMember, PackTrainer
 from pyskick.training.setup import adam
@@ -90,17 +89,11 @@ def test_a_step_graph_replays_in_place_updates_and_fresh_random_draws():
 def test_a_captured_run_trains_as_the_eager_one(
     tmp_path, pretrained, tiny_config, tiny_data, sidekick
 ):
-    config = tiny_config.replace(device="cuda", batch_size=4, epochs=2)
-
-    def helper() -> RewardSidekick | None:  # tiny_data has no GridSpec: the mean given here
-        if sidekick == "none":
-            return None
-        return RewardSidekick(pretrained, channel_mean=tiny_data.channel_mean, decay_every=1)
-
-    eager = train(config, tmp_path / "eager", tiny_data, init=pretrained, sidekick=helper())
+    config = tiny_config.replace(device="cuda", batch_size=4, epochs=2, sidekick=sidekick)
+    eager = train(config, tmp_path / "eager", tiny_data, init=pretrained)
     trainer = Trainer(
         config.replace(cuda_graph=True), tmp_path / "graph", tiny_data, stage="train",
-        init=pretrained, sidekick=helper(),
+        init=pretrained,
     )  # fmt: skip
     graphed = trainer.fit()
     # One capture per epoch (the sidekick's schedule values are the epoch's), after the eager

@@ -11,8 +11,8 @@ from pyskick_expert_clone.sidekick import ExpertCloneSidekick
 from pyskick_expert_clone.training import ExpertSettings
 
 from pyskick.data import ViewgridFile
+from pyskick.run_dir import checkpoint_digest
 from pyskick.sidekicks import make_sidekick
-from pyskick.sidekicks.base import checkpoint_digest
 from pyskick.training import TrainConfig, TrainData
 
 T = 3

@@ -35,23 +35,25 @@ OPTIONS = (HYBRID_OPTION, EXPERT_EPOCHS)
 
 
 def expert_clone_sidekick(
-    *, one_view: Any, spec: Any, config: Any, options: dict[str, Any], **_: Any
+    *, one_view: Any, channel_mean: Any, config: Any, options: dict[str, Any], **_: Any
 ) -> Any:
     """Behaviour cloning of an expert trained with full observability (expert-clone).
 
     Args:
         one_view: the one-view run or checkpoint the agent starts from.
-        spec: the dataset's :class:`pyskick.data.GridSpec` (its channel mean is used).
+        channel_mean: the dataset's per-channel mean (0-255).
         config: the run's :class:`pyskick.training.TrainConfig`: the expert gets its batch
             size, optimiser settings, entropy weight and seed.
         options: ``hybrid_schedule`` (as ours(demo)) and ``expert_epochs``, resolved.
     """
+    from pyskick.sidekicks import scoring_inputs
     from pyskick_expert_clone.sidekick import ExpertCloneSidekick
     from pyskick_expert_clone.training import ExpertSettings
 
+    one_view, channel_mean = scoring_inputs("expert-clone", one_view, channel_mean)
     return ExpertCloneSidekick(
         one_view,
-        channel_mean=spec.channel_mean,
+        channel_mean=channel_mean,
         settings=ExpertSettings.from_config(config, epochs=options["expert_epochs"]),
         hybrid_schedule=options["hybrid_schedule"],
         batch_size=config.eval_batch_size,

@@ -70,7 +70,7 @@ class ExpertCloneSidekick(HybridSupervision):
         *,
         channel_mean: tuple[float, ...],
         settings: ExpertSettings,
-        hybrid_schedule: int = 50,
+        hybrid_schedule: int | None = None,
         batch_size: int = 256,
     ) -> None:
         super().__init__(hybrid_schedule=hybrid_schedule)
@@ -80,7 +80,9 @@ class ExpertCloneSidekick(HybridSupervision):
         self.channel_mean = tuple(float(x) for x in channel_mean)
         self.settings = settings
         self.batch_size = batch_size
-        self.options = dict({"hybrid_schedule": hybrid_schedule, "expert_epochs": settings.epochs})
+        self.options = dict(
+            {"hybrid_schedule": self.hybrid_schedule, "expert_epochs": settings.epochs}
+        )
         self.history: list[ExpertEpoch] = []
         """The expert's training curve, when this process trained it (not from a cache)."""
         self.expert_trajectories: Tensor | None = None
