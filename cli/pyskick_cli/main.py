@@ -20,6 +20,14 @@ from pyskick_cli.memory import keep_freed_memory
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
 DEBUG_ENV = "PYSKICK_DEBUG"
+MAX_MESSAGE = 1000
+OUT_OF_MEMORY_WORDS = (
+    "can't allocate memory",  # torch's CPU allocator
+    "out of memory",  # CUDA, and torch.OutOfMemoryError
+    "could not create a primitive",  # oneDNN, when its workspace cannot be allocated
+)
+"""What libraries say when memory ran out without raising MemoryError."""
+"""The longest error line printed (a longer one is cut, its length named)."""
 
 # Set by the root --debug option of the running call (reset by every main()).
 _state = {"debug": False}
@@ -97,8 +105,12 @@ def _debug_requested() -> bool:
 
 
 def _one_line(text: str) -> str:
-    """An error message on one line (the contract of every refusal)."""
-    return " ".join(text.split())
+    """An error message on one line (the contract of every refusal), at most
+    :data:`MAX_MESSAGE` characters: a library's message can hold a whole array's repr."""
+    line = " ".join(text.split())
+    if len(line) <= MAX_MESSAGE:
+        return line
+    return f"{line[: MAX_MESSAGE - 25]} ... ({len(line)} chars)"
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -135,6 +147,11 @@ def main(argv: list[str] | None = None) -> None:
         # The machine or the installation (a full disk, a missing extra) vs pyskick's own bug.
         runtime = isinstance(exc, OSError | MemoryError | ImportError)
         kind = "runtime failure" if runtime else "internal error"
+        if isinstance(exc, MemoryError) or any(words in str(exc) for words in OUT_OF_MEMORY_WORDS):
+            kind = (
+                "out of memory: a smaller --batch-size, --eval-batch-size or --num, or fewer "
+                "runs at once; runtime failure"
+            )
         click.echo(
             f"Error: {type(exc).__name__}: {_one_line(str(exc))} ({kind}; run `pyskick --debug "
             "...` for the traceback)",

@@ -1,7 +1,9 @@
 """CLI output files: an existing one is replaced only when asked (``--overwrite``).
 
 Commands that write files check their outputs with :func:`check_outputs` before any work, so a
-refusal (exit 2, one line naming the file) leaves the disk as it was.
+refusal (exit 2, one line naming the file) leaves the disk as it was. Without ``--overwrite``
+the outputs are also declared new (:func:`pyskick._io.declare_outputs`): if another process writes
+one while this one works, this one's is not published over it (exit 2, one line).
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from typing import Any, TypeVar
 
 import click
 
-from pyskick._io import check_writable_folder
+from pyskick._io import check_writable_folder, declare_outputs
 from pyskick.errors import UserError
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -37,6 +39,7 @@ def check_outputs(paths: Iterable[Path], *, overwrite: bool) -> None:
             lies under a folder that cannot be made or written (a file, a dangling link, a
             read-only folder: see :func:`pyskick._io.check_writable_folder`).
     """
+    paths = [Path(path) for path in paths]
     for path in paths:
         path = Path(path)
         if path.is_dir():
@@ -47,3 +50,4 @@ def check_outputs(paths: Iterable[Path], *, overwrite: bool) -> None:
             check_writable_folder(path.parent)
         except ValueError as exc:
             raise UserError(f"cannot write {path}: {exc}") from None
+    declare_outputs(paths, new=not overwrite)

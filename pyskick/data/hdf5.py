@@ -8,9 +8,9 @@ are recognised by their shape.
 
 from __future__ import annotations
 
+import io
 import math
 import os
-import re
 import sys
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -21,6 +21,7 @@ import h5py
 import numpy as np
 import torch
 
+from pyskick._io import atomic_path
 from pyskick.data.spec import PRESET_SPECS, GridSpec
 from pyskick.errors import UserError, UserFileNotFoundError
 
@@ -194,6 +195,21 @@ def _available_memory(cgroup: Path = _CGROUP_ROOT) -> int:
             return sys.maxsize
     left = _cgroup_available(cgroup)
     return available if left is None else min(available, left)
+
+
+def check_memory(need: int, what: str, hint: str) -> None:
+    """Refuse work that would need ``need`` bytes of memory at once when less is available,
+    before anything is allocated or written.
+
+    Raises:
+        UserError: one line: ``what`` needs about N GiB, M GiB are available; ``hint``.
+    """
+    available = _available_memory()
+    if need > available:
+        raise UserError(
+            f"{what} needs about {need / 2**30:.1f} GiB of memory, {available / 2**30:.1f} GiB "
+            f"are available; {hint}"
+        )
 
 
 def read_limit() -> int:
@@ -645,38 +661,6 @@ class ViewgridSplit(torch.utils.data.Dataset):
             yield torch.from_numpy(block)
 
 
-def temporary_path(path: Path) -> Path:
-    """Where this process writes ``path`` before renaming it: ``.NAME.tmp-PID`` beside it."""
-    return path.with_name(f".{path.name}.tmp-{os.getpid()}")
-
-
-def _alive(pid: int) -> bool:
-    """Whether a process ``pid`` exists (one we may not signal exists too)."""
-    if pid == os.getpid():
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except (PermissionError, OverflowError):
-        return True
-    return True
-
-
-def remove_stale_temporaries(path: Path) -> list[Path]:
-    """Remove the :func:`temporary_path` files of ``path`` whose writer is gone (killed before
-    its rename); a live writer's file is left alone. Returns what was removed."""
-    pattern = re.compile(rf"\.{re.escape(path.name)}\.tmp-(\d+)")
-    removed = []
-    if path.parent.is_dir():
-        for entry in sorted(path.parent.iterdir()):
-            match = pattern.fullmatch(entry.name)
-            if match and entry.is_file() and not _alive(int(match.group(1))):
-                entry.unlink(missing_ok=True)
-                removed.append(entry)
-    return removed
-
-
 def _check_attr(key: str, value: Any) -> None:
     """Refuse an attribute HDF5 cannot store as given: a non-finite number, or an integer that
     does not fit in 64 bits (h5py fails only once the file is being written)."""
@@ -769,32 +753,31 @@ def write_viewgrids(
                 raise ValueError(
                     f"sample_data[{group!r}][{name!r}] must have one row per sample of the split"
                 )
-    path.parent.mkdir(parents=True, exist_ok=True)
-    remove_stale_temporaries(path)
-    tmp = temporary_path(path)
-    try:
-        with h5py.File(tmp, "w") as f:
-            for name, array in arrays.items():
-                f.create_dataset(
-                    name, data=array, chunks=(1, *array.shape[1:]), compression=compression
-                )
-            for name, names in (sample_names or {}).items():
-                f.create_dataset(
-                    f"{NAMES_GROUP}/{name}", data=list(names), dtype=h5py.string_dtype()
-                )
-            for group, per_split in (sample_data or {}).items():
-                for name, values in per_split.items():
-                    f.create_dataset(f"{group}/{name}", data=np.asarray(values))
-            for key, value in attrs.items():
-                if isinstance(value, list | tuple) and all(isinstance(v, str) for v in value):
-                    f.attrs.create(key, list(value), dtype=h5py.string_dtype())
-                else:
-                    f.attrs[key] = value
+    # Assembled in memory and written to disk with plain file I/O: HDF5 never sees a failed
+    # write, after which its library crashed the process at exit (a full disk: exit 139).
+    image = io.BytesIO()
+    with h5py.File(image, "w") as f:
+        for name, array in arrays.items():
+            f.create_dataset(
+                name, data=array, chunks=(1, *array.shape[1:]), compression=compression
+            )
+        for name, names in (sample_names or {}).items():
+            f.create_dataset(f"{NAMES_GROUP}/{name}", data=list(names), dtype=h5py.string_dtype())
+        for group, per_split in (sample_data or {}).items():
+            for name, values in per_split.items():
+                f.create_dataset(f"{group}/{name}", data=np.asarray(values))
+        for key, value in attrs.items():
+            if isinstance(value, list | tuple) and all(isinstance(v, str) for v in value):
+                f.attrs.create(key, list(value), dtype=h5py.string_dtype())
+            else:
+                f.attrs[key] = value
+    # Published without replacing a file another writer made meanwhile (declare_outputs).
+    with atomic_path(path) as tmp:
+        with tmp.open("wb") as handle:
+            handle.write(image.getbuffer())
+        del image
         try:
             ViewgridFile(tmp)  # what we hand out must open
         except ViewgridFileError as exc:
             raise ViewgridFileError(str(exc).replace(str(tmp), str(path))) from None
-        tmp.replace(path)
-    finally:
-        tmp.unlink(missing_ok=True)
     return path

@@ -9,7 +9,8 @@ import numpy as np
 import torch
 from PIL import Image
 
-from pyskick.data.hdf5 import ViewgridFile, remove_stale_temporaries, temporary_path
+from pyskick._io import atomic_path
+from pyskick.data.hdf5 import ViewgridFile
 from pyskick.errors import UserError
 
 VIEW_GAP = 2
@@ -86,12 +87,6 @@ def render_preview(
     data = ViewgridFile(path).split(split)
     grids = data.load(range(min(num, len(data))))
     image = contact_sheet(grids, scale=scale)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    remove_stale_temporaries(out)
-    tmp = temporary_path(out)
-    try:
+    with atomic_path(out) as tmp:
         image.save(tmp, format="PNG")
-        tmp.replace(out)
-    finally:
-        tmp.unlink(missing_ok=True)
     return out

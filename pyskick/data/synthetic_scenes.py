@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
+import math
 import multiprocessing
 import os
 from pathlib import Path
@@ -23,7 +24,7 @@ import numpy as np
 import torch
 
 from pyskick import progress
-from pyskick.data.hdf5 import write_viewgrids
+from pyskick.data.hdf5 import check_memory, write_viewgrids
 from pyskick.data.projection import equirect_to_viewgrid
 from pyskick.data.spec import SUN360, GridSpec
 
@@ -308,11 +309,15 @@ def render_panorama(seed: int, index: int, width: int = PANORAMA_WIDTH) -> np.nd
     return np.clip(np.rint(canvas.image), 0, 255).astype(np.uint8)
 
 
-def _render_batch(seed: int, indices: list[int], width: int, spec: GridSpec) -> torch.Tensor:
-    """Viewgrids of scenes ``indices``, uint8 ``[n, N, M, C, H, W]`` (a worker's task)."""
+def _render_batch(seed: int, indices: list[int], width: int, spec: GridSpec) -> np.ndarray:
+    """Viewgrids of scenes ``indices``, uint8 ``[n, N, M, C, H, W]`` (a worker's task).
+
+    A numpy array, not a tensor: it travels back through the pool's pipe by value, where a
+    tensor would go through a shared-memory file (torch's pickling), which fails in a small
+    ``/dev/shm`` (Docker's default is 64 MB) or under a file-size limit."""
     panoramas = np.stack([render_panorama(seed, i, width) for i in indices])
     images = torch.from_numpy(panoramas).permute(0, 3, 1, 2)
-    return equirect_to_viewgrid(images, spec, supersample=2)
+    return equirect_to_viewgrid(images, spec, supersample=2).numpy()
 
 
 def _one_thread() -> None:
@@ -360,7 +365,7 @@ def render_viewgrids(
         )
         start = 0
         for grids in rendered:
-            out[start : start + len(grids)] = grids
+            out[start : start + len(grids)] = torch.from_numpy(grids)
             start += len(grids)
             bar.advance(len(grids))
     return out
@@ -411,6 +416,12 @@ def generate_synthetic_scenes(
         raise ValueError(f"seed must be a non-negative int, got {seed!r}")
     check_view_size(view_size)
     spec = dataclasses.replace(SUN360, view_size=view_size)
+    # The viewgrids and the file assembled in memory (compressed: no larger) at once.
+    check_memory(
+        2 * num * math.prod(spec.view_shape),
+        f"synthetic-scenes --num {num}",
+        "make fewer scenes (--num), or several files",
+    )
     bounds = np.cumsum((0, *split_sizes(num))).tolist()
     splits = {
         name: render_viewgrids(seed, range(bounds[k], bounds[k + 1]), spec)

@@ -29,7 +29,13 @@ from typing import Any
 import numpy as np
 
 from pyskick import __version__
-from pyskick._io import check_writable_folder
+from pyskick._io import (
+    check_writable_folder,
+    disk_full_error,
+    publish,
+    remove_stale_temporaries,
+    temporary_path,
+)
 from pyskick.checkpoint import (
     EXPORT_FORMAT,
     EXPORT_MARKER,
@@ -121,8 +127,8 @@ def export_run(
             "spec": dataclasses.asdict(spec),
         },
     }
-    tmp = out.parent / f".{out.name}.export-{os.getpid()}"
-    shutil.rmtree(tmp, ignore_errors=True)
+    remove_stale_temporaries(out)  # of exports killed before they finished
+    tmp = temporary_path(out)
     tmp.mkdir(parents=True)
     try:
         save_weights(tmp / EXPORT_WEIGHTS, state["model"])
@@ -146,9 +152,13 @@ def export_run(
             (tmp / name).write_text(_json_text(payload))
         card = model_card(files[EXPORT_MARKER], files["config.json"], files["dataset.json"])
         (tmp / CARD).write_text(card)
-        _move_into_place(tmp, out)
-    except BaseException:
+        # Without --overwrite, never over an export another process finished meanwhile.
+        publish(tmp, out, exclusive=not overwrite)
+    except BaseException as exc:
+        full = disk_full_error(exc, out, tmp)
         shutil.rmtree(tmp, ignore_errors=True)
+        if full is not None:
+            raise full from exc
         raise
     return out
 
@@ -189,17 +199,6 @@ def _training_data(run: Path, dataset: str | os.PathLike[str] | None) -> tuple[P
     if file_digest(path) != record["sha256"]:
         raise UserError(f"{path} is not the data {run} was trained on (SHA-256 {record['sha256']})")
     return path, record["sha256"]
-
-
-def _move_into_place(tmp: Path, out: Path) -> None:
-    """Rename the finished folder ``tmp`` to ``out``, replacing a previous export there."""
-    if not out.exists():
-        tmp.rename(out)
-        return
-    old = out.parent / f".{out.name}.old-{os.getpid()}"
-    out.rename(old)
-    tmp.rename(out)
-    shutil.rmtree(old, ignore_errors=True)
 
 
 def method_name(stage: str, config: TrainConfig) -> str:

@@ -25,6 +25,7 @@ import contextlib
 import hashlib
 import importlib.metadata
 import inspect
+import io
 import json
 import logging
 import os
@@ -318,7 +319,10 @@ def write_scores(
                 + ", ".join(f"{name} {n}" for name, n in lengths.items())
             )
         checked[split] = _check_scores(scores, next(iter(lengths.values()), 0), f"split {split!r}")
-    with atomic_path(path) as tmp, h5py.File(tmp, "w") as f:
+    # Assembled in memory, then written with plain file I/O: HDF5 never sees a failed write
+    # (after one its library crashes the process at exit), and a full disk is one line.
+    image = io.BytesIO()
+    with h5py.File(image, "w") as f:
         f.attrs["pyskick_scores"] = SCORES_FORMAT_VERSION
         f.attrs["pyskick_version"] = __version__
         f.attrs["sidekick"] = meta.sidekick
@@ -329,6 +333,8 @@ def write_scores(
             group.attrs["key"] = meta.split_keys[split]
             for name, value in scores.items():
                 group.create_dataset(name, data=value.numpy())
+    with atomic_path(path) as tmp, tmp.open("wb") as handle:
+        handle.write(image.getbuffer())
     return path
 
 

@@ -39,6 +39,7 @@ from pyskick.checkpoint import save_checkpoint
 from pyskick.config import TrainConfig
 from pyskick.distributed import all_reduce_sum
 from pyskick.envs.rollout import Rollout
+from pyskick.errors import UserError
 from pyskick.evaluation.evaluate import evaluate_policy
 from pyskick.models.critics import ValueHead
 from pyskick.run_dir import RunDir
@@ -294,6 +295,13 @@ class Trainer(TrainerSetup):
             return
         with self.run.locked():
             if self.start_epoch == 0:
+                # Decided again under the lock: another process may have trained into the
+                # folder since set-up looked (setup scores the sidekick's data first).
+                if self.run.latest.exists():
+                    raise UserError(
+                        f"{self.run_dir} holds a run now (another process trained into it "
+                        "while this one set up); nothing changed"
+                    )
                 self.run.reset()  # the log and best.pt of an abandoned attempt
             self.run.record_start(
                 self.stage,

@@ -4,9 +4,10 @@ figure writing."""
 from __future__ import annotations
 
 import os
-import threading
 from pathlib import Path
 from typing import Any
+
+from pyskick._io import atomic_path
 
 INSTALL_HINT = "pyskick.viz needs matplotlib: pip install 'pyskick[viz]'"
 
@@ -50,14 +51,9 @@ def save_figure(fig: Any, out: Path, *, dpi: int = 100) -> Path:
     """Write ``fig`` to ``out`` atomically (temporary file in the same folder, then rename) and
     close it."""
     plt = pyplot()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    # A plain open (not mkstemp, which makes the file 0600): the figure gets the usual mode.
-    tmp = out.with_name(f".{out.name}.{os.getpid()}-{threading.get_ident()}.tmp")
     try:
-        with tmp.open("wb") as handle:
+        with atomic_path(out) as tmp, tmp.open("wb") as handle:
             fig.savefig(handle, format=out.suffix.lower()[1:], dpi=dpi, bbox_inches="tight")
-        tmp.replace(out)
     finally:
-        tmp.unlink(missing_ok=True)
         plt.close(fig)
     return out

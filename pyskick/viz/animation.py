@@ -4,8 +4,6 @@ the optional ``imageio-ffmpeg``)."""
 
 from __future__ import annotations
 
-import os
-import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -13,6 +11,7 @@ from typing import Any
 import numpy as np
 from torch import Tensor
 
+from pyskick._io import atomic_path
 from pyskick.viz._mpl import pyplot
 from pyskick.viz.episodes import Episodes
 from pyskick.viz.layout import GridLayout, mosaic, to_uint8
@@ -170,13 +169,8 @@ def _render(fig: Any) -> np.ndarray:
 
 def _atomic(out: Path, write: Callable[[Path], None]) -> Path:
     """Run ``write`` on a temporary file next to ``out`` (same suffix), then rename it."""
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{out.stem}.{os.getpid()}-{threading.get_ident()}.tmp{out.suffix}")
-    try:
+    with atomic_path(out) as tmp:  # the temporary keeps the suffix: writers choose by it
         write(tmp)
-        tmp.replace(out)
-    finally:
-        tmp.unlink(missing_ok=True)
     return out
 
 

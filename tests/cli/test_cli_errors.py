@@ -168,3 +168,37 @@ def test_a_multi_line_message_is_printed_on_one_line(
     code, _, err = run_main(["boom"], capsys)
     assert code == 2
     assert err.splitlines() == ["Error: first part second part"]
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        MemoryError(),
+        RuntimeError("DefaultCPUAllocator: can't allocate memory: you tried to allocate 78 GB"),
+        RuntimeError("could not create a primitive"),
+    ],
+    ids=["MemoryError", "allocator", "oneDNN"],
+)
+def test_out_of_memory_says_so_and_what_to_lower(
+    raising_command: Callable[[BaseException], None],
+    capsys: pytest.CaptureFixture[str],
+    error: BaseException,
+) -> None:
+    raising_command(error)
+    code, _, err = run_main(["boom"], capsys)
+    assert code == 1
+    (line,) = err.splitlines()
+    assert "(out of memory: a smaller --batch-size" in line
+    assert "internal error" not in line
+
+
+def test_a_library_message_of_a_whole_array_is_cut_to_one_short_line(
+    raising_command: Callable[[BaseException], None], capsys: pytest.CaptureFixture[str]
+) -> None:
+    raising_command(RuntimeError("Error sending result: 'tensor([" + "1, " * 50_000 + "])'"))
+    code, _, err = run_main(["boom"], capsys)
+    assert code == 1
+    (line,) = err.splitlines()
+    assert len(line) < 1200
+    assert "chars)" in line
+    assert HINT in line

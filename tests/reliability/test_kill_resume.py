@@ -124,8 +124,8 @@ def assert_same_run(run: Path, reference: Path) -> None:
         ("logged:0", set(), "--resume"),
         ("logged:0", set(), None),
         # Mid-write of the first checkpoint, and of a later one (F8: its temporary is removed).
-        ("writing:0", {".latest.pt.*.tmp"}, "--resume"),
-        ("writing:1", {"latest.pt", "best.pt", ".latest.pt.*.tmp"}, "--resume"),
+        ("writing:0", {".latest.pt.tmp-*"}, "--resume"),
+        ("writing:1", {"latest.pt", "best.pt", ".latest.pt.tmp-*"}, "--resume"),
         # Between epochs.
         ("start:2", {"latest.pt", "best.pt"}, "--resume"),
     ],
@@ -142,9 +142,9 @@ def test_killed_run_resumes_to_the_uninterrupted_result(
     args = [*ARGS, "--dataset", scenes, "--epochs", EPOCHS, "--out", run]
     kill(start_and_stop(moment, args, tmp_path))
     left = {p.name for p in run.iterdir()}
-    temporaries = {name for name in left if name.endswith(".tmp")}
+    temporaries = {name for name in left if name.startswith(".latest.pt.tmp-")}
     assert len(temporaries) == (1 if moment.startswith("writing") else 0), left
-    seen = (left - temporaries) | ({".latest.pt.*.tmp"} if temporaries else set())
+    seen = (left - temporaries) | ({".latest.pt.tmp-*"} if temporaries else set())
     assert seen == {".lock", "config.json", "dataset.json", "metrics.jsonl"} | left_behind
     assert pyskick([*args, *([again] if again else [])]) == 0
     assert_same_run(run, uninterrupted)

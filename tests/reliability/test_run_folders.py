@@ -393,11 +393,22 @@ def test_only_the_runs_own_stale_temporaries_are_removed_when_it_is_locked(
 ) -> None:
     run = RunDir(tmp_path / "run")
     run.path.mkdir()
-    stale = [run.path / ".latest.pt.k3_x9a0q.tmp", run.path / ".metrics.jsonl.abcdefgh.tmp"]
-    foreign = [run.path / ".notes.txt.abcdefgh.tmp", run.path / "latest.pt.tmp", run.path / "x"]
+    # Today's names (.NAME.tmp-PID-RANDOM.SUFFIX, here of this live process: under the lock no
+    # one else writes the run's files) and earlier versions' mkstemp names.
+    stale = [
+        run.path / ".latest.pt.k3_x9a0q.tmp",
+        run.path / f".latest.pt.tmp-{os.getpid()}-0123abcd.pt",
+        run.path / ".metrics.jsonl.abcdefgh.tmp",
+    ]
+    foreign = [
+        run.path / ".notes.txt.abcdefgh.tmp",
+        run.path / "latest.pt.tmp",
+        run.path / ".latest.pt.tmp-12-0123abcd.json",
+        run.path / "x",
+    ]
     for path in stale + foreign:
         path.write_text("left by a killed writer")
-    assert temporaries(run.latest) == [stale[0]]
+    assert temporaries(run.latest) == sorted(stale[:2])
     with run.locked():
         assert run.is_locked_here()
         assert sorted(p.name for p in run.path.iterdir()) == sorted(

@@ -1,0 +1,25 @@
+"""Issue 25, item 8: sizes decided before allocating. ``data make --num 1000000`` (the CLI's
+documented maximum) tried to allocate 78 GB at once and failed as an "internal error"; it is
+now refused before any work with the memory it needs and the memory available (exit 2,
+nothing written)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pyskick_cli.main import main
+
+
+def test_a_data_file_that_cannot_fit_in_memory_is_refused_up_front(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "huge.h5"
+    with pytest.raises(SystemExit) as exited:
+        main(["data", "make", "synthetic-scenes", "--num", "1000000", "--out", str(out)])
+    assert exited.value.code == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith("Error: synthetic-scenes --num 1000000 needs about 183.1 GiB")
+    assert "are available; make fewer scenes (--num)" in line
+    assert list(tmp_path.iterdir()) == []
