@@ -1,7 +1,7 @@
 """Atomic file writes: every file pyskick produces appears whole or not at all.
 
 A writer fills a temporary in the destination's folder (:func:`temporary_path`:
-``.NAME.tmp-PID-RANDOM.SUFFIX``, a file or a folder), which is then published
+``.NAME.tmp-HOST-PID-RANDOM.SUFFIX``, a file or a folder), which is then published
 (:func:`publish`): renamed over the destination, or, for an output that must be new, linked
 into place without replacing anything, so that of two writers of one new file exactly one
 succeeds. An interrupted or failing writer leaves the old file (or none) and no temporary; a
@@ -18,6 +18,7 @@ import re
 import resource
 import secrets
 import shutil
+import socket
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -28,6 +29,7 @@ from pyskick.errors import UserError
 # mkstemp's names, the scheme of earlier versions: their temporaries are still recognised.
 _OLD_RANDOM = "[a-z0-9_]{8}"
 _NEW_ONLY: set[Path] = set()
+_PID_GROUPS = ("pid", "datapid", "exportpid", "figurepid")
 
 
 _DISK_FULL = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
@@ -58,7 +60,10 @@ def disk_full_error(
                 cause.errno, f"cannot write {path}: {os.strerror(cause.errno)}{_free_note(path)}"
             )
         cause = cause.__cause__ or cause.__context__
-    if not isinstance(exc, OSError | RuntimeError):
+    # A guess only for errors that lost their errno: never for bad input or a known errno.
+    if isinstance(exc, UserError) or not (
+        isinstance(exc, RuntimeError) or (isinstance(exc, OSError) and exc.errno is None)
+    ):
         return None
     limit = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
     if limit != resource.RLIM_INFINITY and _largest_file(written) >= limit:
@@ -111,20 +116,29 @@ class OutputExistsError(UserError):
     finished first); nothing was replaced."""
 
 
+def _host() -> str:
+    """This machine's name as it appears in temporaries' names (letters, digits, hyphens)."""
+    return re.sub(r"[^A-Za-z0-9-]", "-", socket.gethostname().split(".")[0]) or "host"
+
+
 def temporary_path(path: str | os.PathLike[str]) -> Path:
-    """Where this process writes ``path`` before publishing it: ``.NAME.tmp-PID-RANDOM`` and
-    the destination's suffix (writers that pick a format by the suffix see the right one),
-    beside it. Not created."""
+    """Where this process writes ``path`` before publishing it: ``.NAME.tmp-HOST-PID-RANDOM``
+    and the destination's suffix (writers that pick a format by the suffix see the right
+    one), beside it. Not created. The host and pid tell whether its writer is gone."""
     path = Path(path)
-    return path.with_name(f".{path.name}.tmp-{os.getpid()}-{secrets.token_hex(4)}{path.suffix}")
+    token = f"{_host()}-{os.getpid()}-{secrets.token_hex(4)}"
+    return path.with_name(f".{path.name}.tmp-{token}{path.suffix}")
 
 
 def _temporary_pattern(path: Path) -> re.Pattern[str]:
     name = re.escape(path.name)
     return re.compile(
-        rf"\.{name}\.tmp-(?P<pid>\d+)-[0-9a-f]{{8}}{re.escape(path.suffix)}"
+        rf"\.{name}\.tmp-(?P<host>[A-Za-z0-9-]+)-(?P<pid>\d+)-[0-9a-f]{{8}}{re.escape(path.suffix)}"
+        # Earlier versions' names: mkstemp's, data files', exports' and figures'.
         rf"|\.{name}\.{_OLD_RANDOM}\.tmp"
-        rf"|\.{name}\.tmp-(?P<oldpid>\d+)"  # data files of earlier versions
+        rf"|\.{name}\.tmp-(?P<datapid>\d+)"
+        rf"|\.{name}\.export-(?P<exportpid>\d+)"
+        rf"|\.{name}\.(?P<figurepid>\d+)-\d+\.tmp"
     )
 
 
@@ -134,7 +148,10 @@ def temporaries(path: str | os.PathLike[str]) -> list[Path]:
     if not path.parent.is_dir():
         return []
     pattern = _temporary_pattern(path)
-    return sorted(p for p in path.parent.iterdir() if pattern.fullmatch(p.name))
+    try:
+        return sorted(p for p in path.parent.iterdir() if pattern.fullmatch(p.name))
+    except OSError:  # a folder that cannot be listed (write-only): nothing to clean
+        return []
 
 
 def _alive(pid: int) -> bool:
@@ -158,17 +175,20 @@ def _remove(entry: Path) -> None:
 
 
 def remove_stale_temporaries(path: str | os.PathLike[str]) -> list[Path]:
-    """Remove the temporaries of ``path`` whose writer is gone (killed before it published);
-    a live writer's are left alone, as are those whose writer cannot be told (mkstemp names
-    of earlier versions: :func:`remove_temporaries` under a lock takes those). Returns what was
-    removed."""
+    """Remove the temporaries of ``path`` whose writer is gone (killed before it published):
+    written on this machine by a process that no longer exists. A live writer's are left
+    alone, as are another machine's (a shared folder) and those whose writer cannot be told
+    (mkstemp names of earlier versions: :func:`remove_temporaries` under a lock takes those).
+    Returns what was removed."""
     path = Path(path)
     pattern = _temporary_pattern(path)
     removed = []
     for entry in temporaries(path):
         match = pattern.fullmatch(entry.name)
         assert match is not None
-        pid = match.group("pid") or match.group("oldpid")
+        if match.group("host") not in (None, _host()):
+            continue  # another machine's writer (a shared folder): not ours to judge
+        pid = next((match.group(g) for g in _PID_GROUPS if match.group(g)), None)
         if pid is not None and not _alive(int(pid)):
             _remove(entry)
             removed.append(entry)
@@ -190,7 +210,13 @@ def declare_outputs(paths: Iterable[str | os.PathLike[str]], *, new: bool) -> No
     replaces one, even when another writer created it after the command checked that it did
     not exist; otherwise (``--overwrite``) they are replaced as usual."""
     for path in paths:
-        (_NEW_ONLY.add if new else _NEW_ONLY.discard)(Path(path).absolute())
+        (_NEW_ONLY.add if new else _NEW_ONLY.discard)(_key(path))
+
+
+def _key(path: str | os.PathLike[str]) -> Path:
+    """One name per file however it is spelled (links in its folder, ``..``)."""
+    path = Path(path)
+    return Path(os.path.realpath(path.parent)) / path.name
 
 
 def publish(tmp: Path, path: Path, *, exclusive: bool | None = None) -> None:
@@ -209,7 +235,7 @@ def publish(tmp: Path, path: Path, *, exclusive: bool | None = None) -> None:
             remove).
     """
     if exclusive is None:
-        exclusive = path.absolute() in _NEW_ONLY
+        exclusive = _key(path) in _NEW_ONLY
     exists = f"{path} was created by another writer while this one wrote it; nothing replaced"
     if tmp.is_dir():
         if path.exists() or path.is_symlink():
@@ -217,7 +243,11 @@ def publish(tmp: Path, path: Path, *, exclusive: bool | None = None) -> None:
                 raise OutputExistsError(exists)
             old = temporary_path(path)
             path.rename(old)
-            tmp.rename(path)
+            try:
+                tmp.rename(path)
+            except OSError:
+                old.rename(path)  # the previous folder back in place, not left to be reaped
+                raise
             _remove(old)
             return
         try:
@@ -226,6 +256,7 @@ def publish(tmp: Path, path: Path, *, exclusive: bool | None = None) -> None:
             if exc.errno in (errno.EEXIST, errno.ENOTEMPTY, errno.ENOTDIR, errno.EISDIR):
                 raise OutputExistsError(exists) from None
             raise
+        _NEW_ONLY.discard(_key(path))  # this process's own now: its later writes replace it
         return
     if not exclusive:
         tmp.replace(path)
@@ -241,13 +272,15 @@ def publish(tmp: Path, path: Path, *, exclusive: bool | None = None) -> None:
             errno.EOPNOTSUPP,
             errno.EMLINK,
             errno.EXDEV,
+            errno.ENOSYS,
         ):
             raise
         if path.exists() or path.is_symlink():
             raise OutputExistsError(exists) from None
         tmp.rename(path)
-        return
-    tmp.unlink()
+    else:
+        tmp.unlink()
+    _NEW_ONLY.discard(_key(path))  # this process's own now: its later writes replace it
 
 
 @contextmanager

@@ -7,7 +7,9 @@ Exit codes: 0 success, 1 runtime failure (or a bug), 2 bad usage or bad input
 
 from __future__ import annotations
 
+import errno
 import os
+import re
 import sys
 import traceback
 
@@ -21,13 +23,13 @@ from pyskick_cli.memory import keep_freed_memory
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
 DEBUG_ENV = "PYSKICK_DEBUG"
 MAX_MESSAGE = 1000
-OUT_OF_MEMORY_WORDS = (
-    "can't allocate memory",  # torch's CPU allocator
-    "out of memory",  # CUDA, and torch.OutOfMemoryError
-    "could not create a primitive",  # oneDNN, when its workspace cannot be allocated
-)
-"""What libraries say when memory ran out without raising MemoryError."""
 """The longest error line printed (a longer one is cut, its length named)."""
+OUT_OF_MEMORY = re.compile(
+    r"can't allocate memory"  # torch's CPU allocator
+    r"|out of memory"  # CUDA, and torch.OutOfMemoryError
+    r"|could not create a primitive(?! descriptor)"  # oneDNN's workspace (a descriptor is not)
+)
+"""What libraries say when memory ran out without raising MemoryError (or ENOMEM)."""
 
 # Set by the root --debug option of the running call (reset by every main()).
 _state = {"debug": False}
@@ -147,7 +149,11 @@ def main(argv: list[str] | None = None) -> None:
         # The machine or the installation (a full disk, a missing extra) vs pyskick's own bug.
         runtime = isinstance(exc, OSError | MemoryError | ImportError)
         kind = "runtime failure" if runtime else "internal error"
-        if isinstance(exc, MemoryError) or any(words in str(exc) for words in OUT_OF_MEMORY_WORDS):
+        if (
+            isinstance(exc, MemoryError)
+            or (isinstance(exc, OSError) and exc.errno == errno.ENOMEM)
+            or OUT_OF_MEMORY.search(str(exc)) is not None
+        ):
             kind = (
                 "out of memory: a smaller --batch-size, --eval-batch-size or --num, or fewer "
                 "runs at once; runtime failure"

@@ -754,7 +754,13 @@ def write_viewgrids(
                     f"sample_data[{group!r}][{name!r}] must have one row per sample of the split"
                 )
     # Assembled in memory and written to disk with plain file I/O: HDF5 never sees a failed
-    # write, after which its library crashed the process at exit (a full disk: exit 139).
+    # write, after which its library crashed the process at exit (a full disk: exit 139). The
+    # image (compressed: at most the arrays' size) must fit beside the arrays.
+    check_memory(
+        sum(array.nbytes for array in arrays.values()),
+        f"writing {path}",
+        "write fewer viewgrids per file",
+    )
     image = io.BytesIO()
     with h5py.File(image, "w") as f:
         for name, array in arrays.items():

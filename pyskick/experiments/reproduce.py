@@ -160,6 +160,7 @@ def reproduce(
     from pyskick.data import ViewgridFile
     from pyskick.files import file_digest
     from pyskick.plugins import get_registries
+    from pyskick.run_dir import RunDir
     from pyskick.sidekicks import nms_preset
     from pyskick.training import TrainData, load_config
     from pyskick.training.loggers import make_loggers
@@ -248,73 +249,78 @@ def reproduce(
         },
     }
     check_settings(out, settings)
-    # Every run of a sidekick in this folder uses the options resolved for its first run, so
-    # that seeds or methods added later (or with more --epochs) share one schedule.
-    previous = out / SETTINGS_FILE
-    resolved: dict[str, dict[str, Any]] = (
-        json.loads(previous.read_text()).get("resolved_sidekick_options", {})
-        if previous.is_file()
-        else {}
-    )
-    settings["resolved_sidekick_options"] = resolved
-    out.mkdir(parents=True, exist_ok=True)
-    write_json(out / SETTINGS_FILE, settings)
-
-    data = TrainData.from_file(path)
-    test = source.split(eval_split).load(list(range(n_test)))
-    one_view = run_dir(out, ONE_VIEW, 0)
-    trained = [m for m in chosen if m.trained]
-    evaluations = [(m.name, k) for m in chosen for k in (indices if m.trained else range(1))]
-    # Every run, evaluation and the table (with the report) is one step; a step finished by an
-    # earlier call is skipped (counted, not in the rate that the time left is estimated from).
-    steps = 1 + len(trained) * seeds + len(evaluations) * len(METRICS) + 1
-    with progress.stage("reproduce", total=steps, unit="step", lines="each") as overall:
-        worked = _pretrain(train_config, one_view, data, out, say, loggers)
-        overall.advance(label=_step(f"pretrain {ONE_VIEW}", worked), skipped=not worked)
-        # A pack killed while committing its checkpoints is finished (or undone) before any
-        # run's epoch is read, so that its runs are found at one epoch, together.
-        recover_recorded([run_dir(out, m.name, k) for m in trained for k in indices])
-        jobs: list[TrainJob] = []
-        for method in trained:
-            fixed = method_sidekick_options(method, registries)
-            for k in indices:
-                job = _plan_train(
-                    method, k, train_config, one_view, spec, out, given_options, settings,
-                    fixed, loggers,
-                )  # fmt: skip
-                if job is None:
-                    overall.advance(label=_step(f"train {method.name} seed {k}", False),
-                                    skipped=True)  # fmt: skip
-                else:
-                    jobs.append(job)
-        for group in group_jobs(jobs, pack):
-            _train_group(group, data, out, say)
-            for job in group:
-                overall.advance(label=f"train {job.method.name} seed {job.k}")
-
-        for name, k in evaluations:
-            for metric in METRICS:
-                worked = _evaluate(name, k, metric, train_config, test, spec, out, say)
-                overall.advance(label=_step(f"evaluate {name} seed {k} {metric}", worked),
-                                skipped=not worked)  # fmt: skip
-
-        table = build_table(
-            out,
-            [m.name for m in chosen],
-            seeds=indices,
-            settings=settings,
-            roles={m.name: m.role for m in chosen},
+    # One reproduce per folder at a time: a second call is refused (exit 2, naming the
+    # holder's pid) before it writes or trains anything, and the settings are checked again
+    # under the lock (the first call may have changed them meanwhile).
+    with RunDir(out).locked():
+        check_settings(out, settings)
+        # Every run of a sidekick in this folder uses the options resolved for its first run, so
+        # that seeds or methods added later (or with more --epochs) share one schedule.
+        previous = out / SETTINGS_FILE
+        resolved: dict[str, dict[str, Any]] = (
+            json.loads(previous.read_text()).get("resolved_sidekick_options", {})
+            if previous.is_file()
+            else {}
         )
-        write_table(out, table)
-        index = None
-        if report:
-            say("reproduce: drawing the report")
-            index = write_report(
-                out, table, test, channel_mean=spec.channel_mean, nms=nms_preset(spec.preset),
-                device=train_config.device, spec=spec, log=say,
-            )  # fmt: skip
-        overall.advance(label="report" if report else "table")
-    return ReproduceResult(out, table, index, time.perf_counter() - start)
+        settings["resolved_sidekick_options"] = resolved
+        out.mkdir(parents=True, exist_ok=True)
+        write_json(out / SETTINGS_FILE, settings)
+
+        data = TrainData.from_file(path)
+        test = source.split(eval_split).load(list(range(n_test)))
+        one_view = run_dir(out, ONE_VIEW, 0)
+        trained = [m for m in chosen if m.trained]
+        evaluations = [(m.name, k) for m in chosen for k in (indices if m.trained else range(1))]
+        # Every run, evaluation and the table (with the report) is one step; a step finished by an
+        # earlier call is skipped (counted, not in the rate that the time left is estimated from).
+        steps = 1 + len(trained) * seeds + len(evaluations) * len(METRICS) + 1
+        with progress.stage("reproduce", total=steps, unit="step", lines="each") as overall:
+            worked = _pretrain(train_config, one_view, data, out, say, loggers)
+            overall.advance(label=_step(f"pretrain {ONE_VIEW}", worked), skipped=not worked)
+            # A pack killed while committing its checkpoints is finished (or undone) before any
+            # run's epoch is read, so that its runs are found at one epoch, together.
+            recover_recorded([run_dir(out, m.name, k) for m in trained for k in indices])
+            jobs: list[TrainJob] = []
+            for method in trained:
+                fixed = method_sidekick_options(method, registries)
+                for k in indices:
+                    job = _plan_train(
+                        method, k, train_config, one_view, spec, out, given_options, settings,
+                        fixed, loggers,
+                    )  # fmt: skip
+                    if job is None:
+                        overall.advance(label=_step(f"train {method.name} seed {k}", False),
+                                        skipped=True)  # fmt: skip
+                    else:
+                        jobs.append(job)
+            for group in group_jobs(jobs, pack):
+                _train_group(group, data, out, say)
+                for job in group:
+                    overall.advance(label=f"train {job.method.name} seed {job.k}")
+
+            for name, k in evaluations:
+                for metric in METRICS:
+                    worked = _evaluate(name, k, metric, train_config, test, spec, out, say)
+                    overall.advance(label=_step(f"evaluate {name} seed {k} {metric}", worked),
+                                    skipped=not worked)  # fmt: skip
+
+            table = build_table(
+                out,
+                [m.name for m in chosen],
+                seeds=indices,
+                settings=settings,
+                roles={m.name: m.role for m in chosen},
+            )
+            write_table(out, table)
+            index = None
+            if report:
+                say("reproduce: drawing the report")
+                index = write_report(
+                    out, table, test, channel_mean=spec.channel_mean, nms=nms_preset(spec.preset),
+                    device=train_config.device, spec=spec, log=say,
+                )  # fmt: skip
+            overall.advance(label="report" if report else "table")
+        return ReproduceResult(out, table, index, time.perf_counter() - start)
 
 
 def _step(label: str, worked: bool) -> str:

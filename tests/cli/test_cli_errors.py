@@ -176,8 +176,9 @@ def test_a_multi_line_message_is_printed_on_one_line(
         MemoryError(),
         RuntimeError("DefaultCPUAllocator: can't allocate memory: you tried to allocate 78 GB"),
         RuntimeError("could not create a primitive"),
+        OSError(12, "Cannot allocate memory"),
     ],
-    ids=["MemoryError", "allocator", "oneDNN"],
+    ids=["MemoryError", "allocator", "oneDNN", "ENOMEM"],
 )
 def test_out_of_memory_says_so_and_what_to_lower(
     raising_command: Callable[[BaseException], None],
@@ -202,3 +203,12 @@ def test_a_library_message_of_a_whole_array_is_cut_to_one_short_line(
     assert len(line) < 1200
     assert "chars)" in line
     assert HINT in line
+
+
+def test_a_onednn_descriptor_error_is_not_called_out_of_memory(
+    raising_command: Callable[[BaseException], None], capsys: pytest.CaptureFixture[str]
+) -> None:
+    raising_command(RuntimeError("could not create a primitive descriptor for the reorder"))
+    _, _, err = run_main(["boom"], capsys)
+    assert "out of memory" not in err
+    assert "(internal error; " in err

@@ -43,7 +43,8 @@ def _close(packed: torch.Tensor, solo: torch.Tensor, scale: float, tol: float = 
     """Equal up to float32 rounding: ``tol`` relative, and ``tol`` of the tensor's (or the
     model's) largest magnitude ``scale`` absolute. Measured over 40 random cases: outputs
     within 7e-6 of their largest value, gradients within 3.1e-5 of the largest gradient
-    (three glimpses of LSTM and BatchNorm sum in another order): tolerances 1e-5 and 1e-4."""
+    (three glimpses of LSTM and BatchNorm sum in another order): tolerances 1e-5 and 1e-4; a
+    later drawn case put the logits at 2.5e-5, so they are held to 1e-4 too."""
     torch.testing.assert_close(packed, solo, rtol=tol, atol=tol * max(scale, 1e-12))
 
 
@@ -92,7 +93,11 @@ def test_a_packed_policy_steps_as_its_runs_do(case: dict) -> None:
         state = out.state
         for name in ("logits", "decoded", "hidden"):
             expected = _interleave([getattr(o, name) for o in outs])
-            _close(getattr(out, name), expected, float(expected.detach().abs().max()))
+            # The logits, a product of the last layers in another order, were within 2.5e-5
+            # of their largest value in one drawn case (runs 2, batch 7, 3x4x3 views of 24):
+            # 1e-4 for them, 1e-5 for the rest.
+            tol = 1e-4 if name == "logits" else 1e-5
+            _close(getattr(out, name), expected, float(expected.detach().abs().max()), tol=tol)
         solo_loss = solo_loss + sum(
             o.decoded.square().mean() + o.logits.square().mean() for o in outs
         )

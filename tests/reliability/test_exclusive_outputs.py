@@ -1,7 +1,7 @@
 """Issue 25, items 6 and 14: two writers of one new output cannot both succeed, and a killed
 writer's temporary (a file or an export's folder) is removed by the next writer.
 
-One temporary scheme for every writer (``pyskick._io``): ``.NAME.tmp-PID-RANDOM.SUFFIX``
+One temporary scheme for every writer (``pyskick._io``): ``.NAME.tmp-HOST-PID-RANDOM.SUFFIX``
 beside the destination, published by a rename, or, for an output a command declared new (no
 ``--overwrite``), by a link that never replaces a file another writer made meanwhile.
 Before, ``data make --seed 1`` and ``--seed 2`` to one new path both printed "wrote" and the
@@ -102,15 +102,28 @@ def test_two_data_makes_of_one_new_file_do_not_both_succeed(tmp_path: Path) -> N
     assert temporaries(out) == []
 
 
+def _written_by(path: Path, pid: int, host: str | None = None) -> Path:
+    """The name a writer ``pid`` (on ``host``; default this one) gives ``path``'s temporary."""
+    name = temporary_path(path).name.replace(f"-{os.getpid()}-", f"-{pid}-")
+    if host is not None:
+        name = name.replace(name.split(".tmp-")[1].rsplit("-", 2)[0], host, 1)
+    return path.with_name(name)
+
+
 def test_a_dead_writers_temporary_is_removed_and_a_live_ones_kept(tmp_path: Path) -> None:
     out = tmp_path / "grids.h5"
-    dead = tmp_path / f".grids.h5.tmp-{_dead_pid()}-0123abcd.h5"
-    live = tmp_path / f".grids.h5.tmp-{os.getpid()}-0123abcd.h5"
-    for path in (dead, live):
+    dead = _written_by(out, _dead_pid())
+    live = _written_by(out, os.getpid())
+    elsewhere = _written_by(out, _dead_pid(), host="another-machine")  # a shared folder
+    earlier = tmp_path / f".grids.h5.tmp-{_dead_pid()}"  # an earlier version's data writer
+    for path in (dead, live, elsewhere, earlier):
         path.write_text("half a file")
+    assert temporaries(out) == sorted([dead, live, elsewhere, earlier])
     make_builtin("synthetic-scenes", out, 12, 1)
     assert not dead.exists()
+    assert not earlier.exists()
     assert live.exists()
+    assert elsewhere.exists()
 
 
 @pytest.fixture(scope="module")
@@ -128,7 +141,8 @@ def test_a_killed_exports_folder_is_removed_by_the_next_export(
     tmp_path: Path, one_view_run: Path
 ) -> None:
     out = tmp_path / "exp"
-    killed = [tmp_path / f".exp.tmp-{_dead_pid()}-{k:08x}" for k in range(3)]
+    killed = [_written_by(out, _dead_pid() + k) for k in range(2)]
+    killed.append(tmp_path / f".exp.export-{_dead_pid()}")  # an earlier version's name
     for folder in killed:
         folder.mkdir()
         (folder / "model.safetensors").write_bytes(b"half")
@@ -138,3 +152,23 @@ def test_a_killed_exports_folder_is_removed_by_the_next_export(
         export_run(one_view_run, out)
     export_run(one_view_run, out, overwrite=True)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["exp"]
+
+
+def test_a_new_output_is_one_file_however_spelled_and_this_processs_once_written(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "a").mkdir()
+    out = tmp_path / "x.txt"
+    declare_outputs([tmp_path / "a" / ".." / "x.txt"], new=True)
+    out.write_text("another writer's")
+    with pytest.raises(OutputExistsError):
+        publish_text(out, "mine")
+    out.unlink()
+    publish_text(out, "mine")
+    publish_text(out, "mine again")  # written by this process: replaced as usual
+    assert out.read_text() == "mine again"
+
+
+def publish_text(out: Path, text: str) -> None:
+    with atomic_path(out) as tmp:
+        tmp.write_text(text)

@@ -1,7 +1,8 @@
 """Issue 25, item 8: sizes decided before allocating. ``data make --num 1000000`` (the CLI's
 documented maximum) tried to allocate 78 GB at once and failed as an "internal error"; it is
 now refused before any work with the memory it needs and the memory available (exit 2,
-nothing written)."""
+nothing written). ``write_viewgrids``, which every converter uses, checks the same before it
+assembles the file in memory."""
 
 from __future__ import annotations
 
@@ -9,17 +10,20 @@ from pathlib import Path
 
 import pytest
 
+from pyskick.data import hdf5
 from pyskick_cli.main import main
 
 
 def test_a_data_file_that_cannot_fit_in_memory_is_refused_up_front(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # What the machine has is pinned, so that the refusal does not depend on the test host.
+    monkeypatch.setattr(hdf5, "_available_memory", lambda: 24 << 30)
     out = tmp_path / "huge.h5"
     with pytest.raises(SystemExit) as exited:
         main(["data", "make", "synthetic-scenes", "--num", "1000000", "--out", str(out)])
     assert exited.value.code == 2
     (line,) = capsys.readouterr().err.splitlines()
     assert line.startswith("Error: synthetic-scenes --num 1000000 needs about 183.1 GiB")
-    assert "are available; make fewer scenes (--num)" in line
+    assert "24.0 GiB are available; make fewer scenes (--num)" in line
     assert list(tmp_path.iterdir()) == []

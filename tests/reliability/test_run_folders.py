@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 import torch
 
-from pyskick._io import temporaries
+from pyskick._io import temporaries, temporary_path
 from pyskick.checkpoint import load_checkpoint
 from pyskick.data.builtin import make_builtin
 from pyskick.run_dir import RunDir, RunLockedError, trim_log
@@ -393,11 +393,11 @@ def test_only_the_runs_own_stale_temporaries_are_removed_when_it_is_locked(
 ) -> None:
     run = RunDir(tmp_path / "run")
     run.path.mkdir()
-    # Today's names (.NAME.tmp-PID-RANDOM.SUFFIX, here of this live process: under the lock no
-    # one else writes the run's files) and earlier versions' mkstemp names.
+    # Today's names (.NAME.tmp-HOST-PID-RANDOM.SUFFIX, here of this live process: under the
+    # lock no one else writes the run's files) and earlier versions' mkstemp names.
     stale = [
         run.path / ".latest.pt.k3_x9a0q.tmp",
-        run.path / f".latest.pt.tmp-{os.getpid()}-0123abcd.pt",
+        temporary_path(run.latest),
         run.path / ".metrics.jsonl.abcdefgh.tmp",
     ]
     foreign = [
