@@ -19,6 +19,7 @@ only the observation cannot see it.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,6 +39,7 @@ from pyskick.envs.lookaround import LookAroundEnv, Observation, StartZeroing
 from pyskick.envs.render import HumanWindow, episode_frame
 from pyskick.envs.task_rewards import MapsReward, TaskReward
 from pyskick.envs.views import channel_mean_for, denormalize_views, parse_channel_mean
+from pyskick.errors import UserError
 
 ObsDtype = Literal["float32", "uint8"]
 OBS_DTYPES: tuple[str, ...] = ("float32", "uint8")
@@ -133,6 +135,30 @@ def _as_indices(name: str, value: object, count: int, upper: int) -> np.ndarray:
     return array.astype(np.int64)
 
 
+def _check_episode_memory(source: _Source, T: int, agents: int, device: torch.device) -> None:
+    """Refuse episodes whose state cannot fit where they run, before anything is allocated: per
+    agent the viewgrid in float32 twice (the grid and the target) and eight int64 or float32
+    entries per time step (views, actions, rewards, ...).
+
+    Raises:
+        UserError: one line naming what was asked and the memory it needs and has.
+    """
+    from pyskick.data.hdf5 import check_memory
+
+    grid_bytes = 4 * math.prod(source.grids.shape[1:])
+    need = agents * (2 * grid_bytes + 8 * 8 * T)
+    what = f"{agents} look-around episode(s) of T = {T}"
+    if device.type == "cuda" and torch.cuda.is_available():
+        free = torch.cuda.mem_get_info(device)[0]
+        if need > free:
+            raise UserError(
+                f"{what} need about {need / 2**30:.1f} GiB on {device}, {free / 2**30:.1f} GiB "
+                "are free; fewer environments (num_envs) or a smaller T"
+            )
+        return
+    check_memory(need, what, "fewer environments (num_envs) or a smaller T")
+
+
 class _Episodes:
     """Draws viewgrids and starts from a source and runs them in a batched env."""
 
@@ -154,9 +180,12 @@ class _Episodes:
         device: torch.device | str,
         T: int,
         obs_dtype: ObsDtype,
+        *,
+        agents: int = 1,
         **settings: Any,
     ) -> _Episodes:
-        """A batched env with ``settings`` and the source's channel mean, for Gymnasium (T >= 2)."""
+        """A batched env with ``settings`` and the source's channel mean, for Gymnasium (T >= 2),
+        for ``agents`` episodes at once: refused up front when their memory cannot fit."""
         if obs_dtype not in OBS_DTYPES:
             raise ValueError(f"obs_dtype must be one of {', '.join(OBS_DTYPES)}, got {obs_dtype!r}")
         if isinstance(T, int) and not isinstance(T, bool) and T < 2:
@@ -165,6 +194,8 @@ class _Episodes:
                 "use LookAroundEnv for one-glimpse episodes"
             )
         env = LookAroundEnv(T, channel_mean=source.channel_mean, **settings)
+        if isinstance(T, int) and not isinstance(T, bool):
+            _check_episode_memory(source, T, agents, torch.device(device))
         return cls(source, env, torch.device(device), obs_dtype)
 
     def spaces(self) -> tuple[spaces.Dict, spaces.Discrete]:
@@ -489,6 +520,7 @@ class LookAroundVectorEnv(_EpisodesAccess, VectorEnv):
             device,
             T,
             obs_dtype,
+            agents=num_envs,
             action_grid=action_grid,
             wrap_azimuth=wrap_azimuth,
             wrap_elevation=wrap_elevation,
