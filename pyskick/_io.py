@@ -34,6 +34,7 @@ _PID_GROUPS = ("pid", "datapid", "exportpid", "figurepid")
 
 _DISK_FULL = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
 _NEARLY_FULL_BYTES = 1 << 20
+_OS_ERROR_IN_TEXT = re.compile(r"\(os error (\d+)\)")
 
 
 class DiskFullError(OSError):
@@ -46,7 +47,8 @@ def disk_full_error(
 ) -> DiskFullError | None:
     """``exc``, raised while writing ``path`` (through the temporary ``written``), as a
     :class:`DiskFullError` when its cause is a lack of space: an OSError with
-    ENOSPC/EDQUOT/EFBIG anywhere in its chain, or a library's error that lost the errno
+    ENOSPC/EDQUOT/EFBIG anywhere in its chain (or such an errno named in a library's text, as
+    safetensors' "(os error 28)"), or a library's error that lost the errno
     (torch's zip writer, safetensors) while the device of ``path`` is nearly full (under 1 MiB
     free) or ``written`` reached the process's file-size limit (``ulimit -f``); None
     otherwise."""
@@ -59,6 +61,12 @@ def disk_full_error(
             return _disk_full(
                 cause.errno, f"cannot write {path}: {os.strerror(cause.errno)}{_free_note(path)}"
             )
+        # A library in another language that names the errno in its text (safetensors' Rust
+        # I/O: "File too large (os error 27)").
+        named = _OS_ERROR_IN_TEXT.search(str(cause))
+        if named is not None and int(named.group(1)) in _DISK_FULL:
+            code = int(named.group(1))
+            return _disk_full(code, f"cannot write {path}: {os.strerror(code)}{_free_note(path)}")
         cause = cause.__cause__ or cause.__context__
     # A guess only for errors that lost their errno: never for bad input or a known errno.
     if isinstance(exc, UserError) or not (

@@ -69,3 +69,21 @@ def test_a_checkpoint_that_does_not_fit_is_one_line_naming_it(tmp_path: Path) ->
     )
     _assert_one_line_naming(result, run / "latest.pt")
     assert not [p for p in run.iterdir() if ".tmp-" in p.name]
+
+
+@pytest.mark.timeout(300)
+def test_an_export_that_does_not_fit_is_one_line_and_leaves_no_folder(tmp_path: Path) -> None:
+    data = make_builtin("synthetic-scenes", tmp_path / "s.h5", 48, 1)
+    run = tmp_path / "run"
+    pretrained = subprocess.run(
+        [sys.executable, "-m", "pyskick", "pretrain", "--dataset", str(data), "--preset",
+         "cpu-demo", "--epochs", "1", "--out", str(run)],
+        capture_output=True, text=True, env={**os.environ, "PYSKICK_PROGRESS": "off"},
+        timeout=240, check=False,
+    )  # fmt: skip
+    assert pretrained.returncode == 0, pretrained.stderr
+    assert (run / "best.pt").stat().st_size > LIMIT  # the weights cannot fit under the limit
+    out = tmp_path / "exported"
+    _assert_one_line_naming(_pyskick("export", run, "--out", out), out)
+    assert not out.exists()
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".exported.")]
