@@ -60,7 +60,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("training", ("pyskick.training",)),
     ("figures and built-in plugins", ("pyskick.viz", "pyskick.builtins")),
     ("experiments", ("pyskick.experiments",)),
-    ("applications", ("pyskick_cli", "pyskick.__main__", *PLUGIN_PACKAGES)),
+    ("applications", ("pyskick_cli", "pyskick.__main__", "pyskick.testing", *PLUGIN_PACKAGES)),
 )
 """The layers, bottom first: a package may import its own layer's packages and lower ones."""
 

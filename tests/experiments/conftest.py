@@ -22,12 +22,8 @@ METHODS = ["rnd-actions", "ltla", "ours(rew)"]
 
 
 @pytest.fixture(autouse=True)
-def _one_thread():
-    """Keep the shared 2-core machine responsive and timings stable."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+def _one_thread(one_thread: None) -> None:
+    """Every test here on one thread (``one_thread``, pyskick.testing)."""
 
 
 @pytest.fixture(scope="session")

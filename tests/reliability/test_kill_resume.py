@@ -13,7 +13,6 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -32,12 +31,8 @@ RUN_FILES = {".lock", "config.json", "dataset.json", "latest.pt", "best.pt", "me
 
 
 @pytest.fixture(autouse=True)
-def _one_thread() -> Iterator[None]:
-    """As in the killed processes (kill_entry.py): results then compare bit for bit."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+def _one_thread(one_thread: None) -> None:
+    """On one thread, as the killed processes are (``one_thread``, pyskick.testing)."""
 
 
 @pytest.fixture(scope="module")

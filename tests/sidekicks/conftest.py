@@ -52,12 +52,8 @@ def save_one_view(path: Path, *, known_azimuth: bool = False, seed: int = 0) -> 
 
 
 @pytest.fixture(autouse=True)
-def _one_thread():
-    """Keep the shared 2-core machine responsive and timings stable."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+def _one_thread(one_thread: None) -> None:
+    """Every test here on one thread (``one_thread``, pyskick.testing)."""
 
 
 @pytest.fixture(scope="session")

@@ -21,12 +21,8 @@ def smooth_grids(n: int, *, N: int = 3, M: int = 4, C: int = 1, H: int = 16, see
 
 
 @pytest.fixture(autouse=True)
-def _one_thread():
-    """Keep the shared 2-core machine responsive and timings stable."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+def _one_thread(one_thread: None) -> None:
+    """Every test here on one thread (``one_thread``, pyskick.testing)."""
 
 
 @pytest.fixture

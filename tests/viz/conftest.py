@@ -62,12 +62,8 @@ class TinyRuns(NamedTuple):
 
 
 @pytest.fixture(autouse=True)
-def _one_thread():
-    """Keep the shared 2-core machine responsive."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+def _one_thread(one_thread: None) -> None:
+    """Every test here on one thread (``one_thread``, pyskick.testing)."""
 
 
 @pytest.fixture(scope="session")

@@ -34,11 +34,11 @@ def test_plugins_lists_the_distribution_and_its_sidekick(
 
 
 def test_train_with_expert_clone_supervises_the_first_epoch(
-    scenes_file: Path, one_view: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tiny_scenes: Path, one_view: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     out_dir = tmp_path / "expert-clone"
     code, _, err = run(
-        ["train", "--dataset", str(scenes_file), "--preset", "cpu-demo", "--epochs", "1",
+        ["train", "--dataset", str(tiny_scenes), "--preset", "cpu-demo", "--epochs", "1",
          "--batch-size", "8", "--device", "cpu", "--init", str(one_view),
          "--sidekick", "expert-clone", "--out", str(out_dir)],
         capsys,

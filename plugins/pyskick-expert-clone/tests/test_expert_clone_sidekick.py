@@ -150,9 +150,9 @@ def test_bad_scores_and_use_before_prepare(
 
 
 def test_factory_takes_the_run_settings(
-    one_view: Path, scenes_file: Path, config: TrainConfig
+    one_view: Path, tiny_scenes: Path, config: TrainConfig
 ) -> None:
-    spec = ViewgridFile(scenes_file).spec
+    spec = ViewgridFile(tiny_scenes).spec
     sidekick = make_sidekick("expert-clone", one_view=one_view, spec=spec, config=config)
     assert sidekick.name == "expert-clone"
     # Not config.epochs: a resumed run may raise it, and the expert must stay the same.

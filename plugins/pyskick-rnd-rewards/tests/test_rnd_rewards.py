@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -173,15 +172,6 @@ def test_installed_and_listed_by_pyskick_plugins() -> None:
     (plugin,) = [p for p in report["plugins"] if p["distribution"] == "pyskick-rnd-rewards"]
     assert plugin["registered"] == {"method": ["rnd-rewards"], "sidekick": ["rnd-rewards"]}
     assert "pyskick-rnd-rewards" not in report["failures"]
-
-
-@pytest.fixture
-def one_thread() -> Iterator[None]:
-    """Tiny models: more threads only contend on a shared machine."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 @pytest.mark.usefixtures("one_thread")

@@ -1,0 +1,130 @@
+"""A test kit for pyskick and for plugin packages: a pytest plugin.
+
+Installing pyskick registers this module with pytest (the ``pytest11`` entry point, as datasette
+ships one), so its fixtures are available in any test session without an import:
+
+- ``one_thread``: torch on one thread for the test (tiny models only contend for more cores,
+  and timings and results stay stable on a shared machine);
+- ``tiny_scenes`` (session): the path of an HDF5 file of 40 synthetic scenes (SUN360's 4 x 8
+  RGB views of 32 pixels; 32 train, 4 val, 4 test grids), seed 1;
+- ``tiny_objects`` (session): the same for synthetic objects (ModelNet Hard's 5 x 9 gray
+  views; the generator's ``--num 40``, split by object class: 23 / 3 / 6);
+- ``tiny_config``: the ``cpu-demo`` TrainConfig at test size (batch 8, 2 pretraining epochs,
+  1 policy epoch);
+- ``tiny_one_view`` (session): a one-view run folder pretrained on ``tiny_scenes`` with
+  ``tiny_config`` (what ``--init``, sidekicks and actors start from);
+- ``cli_runner``: ``run(*args) -> (exit code, stdout, stderr)`` of the ``pyskick`` command,
+  in-process, with the documented exit codes.
+
+A plugin's whole test of a tiny run then reads (docs/plugins.md, "Tests")::
+
+    def test_my_sidekick_trains(tmp_path, tiny_scenes, tiny_one_view, cli_runner, one_thread):
+        code, _, err = cli_runner("train", "--dataset", tiny_scenes, "--init", tiny_one_view,
+                                  "--preset", "cpu-demo", "--batch-size", "8", "--epochs", "1",
+                                  "--sidekick", "my-sidekick", "--out", tmp_path / "run")
+        assert code == 0, err
+
+Nothing heavy is imported when pytest loads the plugin: torch and the data generators load
+when a fixture is first used.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+if TYPE_CHECKING:
+    from pyskick.config import TrainConfig
+
+TINY_SCENES = 40
+"""Grids in :func:`tiny_scenes` (32 train, 4 val, 4 test) and :func:`tiny_objects`."""
+TINY_SEED = 1
+
+CliRunner = Callable[..., tuple[int, str, str]]
+
+
+@contextlib.contextmanager
+def single_thread() -> Iterator[None]:
+    """torch on one thread inside the block (the previous count restored after)."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
+
+
+@pytest.fixture
+def one_thread() -> Iterator[None]:
+    """torch on one thread for the test: request it, or make it autouse in a conftest."""
+    with single_thread():
+        yield
+
+
+def _builtin(name: str, factory: pytest.TempPathFactory) -> Path:
+    from pyskick.data.builtin import make_builtin
+
+    return make_builtin(name, factory.mktemp(name) / f"{name}.h5", TINY_SCENES, TINY_SEED)
+
+
+@pytest.fixture(scope="session")
+def tiny_scenes(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An HDF5 file of 40 synthetic scenes (32 train, 4 val, 4 test), seed 1."""
+    return _builtin("synthetic-scenes", tmp_path_factory)
+
+
+@pytest.fixture(scope="session")
+def tiny_objects(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An HDF5 file of synthetic objects (``--num 40``, seed 1: 32 objects split by class into
+    23 train, 3 val, 6 test)."""
+    return _builtin("synthetic-objects", tmp_path_factory)
+
+
+def tiny_train_config() -> TrainConfig:
+    """``cpu-demo`` at test size: batch 8, 2 pretraining epochs, 1 policy epoch."""
+    from pyskick.config import train_preset
+
+    return train_preset("cpu-demo").replace(batch_size=8, pretrain_epochs=2, epochs=1)
+
+
+@pytest.fixture
+def tiny_config() -> TrainConfig:
+    """:func:`tiny_train_config` (a fresh one per test)."""
+    return tiny_train_config()
+
+
+@pytest.fixture(scope="session")
+def tiny_one_view(tmp_path_factory: pytest.TempPathFactory, tiny_scenes: Path) -> Path:
+    """A one-view run folder pretrained on :func:`tiny_scenes` with :func:`tiny_config`."""
+    from pyskick.training import TrainData, pretrain
+
+    with single_thread():
+        data = TrainData.from_file(tiny_scenes)
+        return pretrain(tiny_train_config(), tmp_path_factory.mktemp("one-view"), data).run_dir
+
+
+@pytest.fixture
+def cli_runner() -> CliRunner:
+    """``run(*args) -> (code, stdout, stderr)``: the ``pyskick`` command in this process,
+    arguments converted with ``str`` (paths welcome)."""
+    from pyskick_cli.main import main
+
+    def run(*args: object) -> tuple[int, str, str]:
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                main([str(a) for a in args])
+            except SystemExit as exc:
+                code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+            else:  # pragma: no cover - main always exits
+                code = 0
+        return code, out.getvalue(), err.getvalue()
+
+    return run
