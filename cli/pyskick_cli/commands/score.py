@@ -174,4 +174,8 @@ def score(
     if ctx.is_main:
         click.echo(f"wrote {sidekick} scores of {', '.join(names)} to {out}")
     if dist.is_initialized():
+        # Every rank past its last collective before any tears the group down: a rank that
+        # destroyed (or exited) while its peer's gloo threads still held work aborted once in
+        # a loaded test run ("terminate called without an active exception"; pytorch#190489).
+        dist.barrier()
         dist.destroy_process_group()
