@@ -8,6 +8,7 @@ facing +Z. That is the convention of most CAD exports (and of the sample meshes 
 
 from __future__ import annotations
 
+import logging
 import re
 from pathlib import Path
 
@@ -29,6 +30,7 @@ MATERIAL = {"ambient": 0.4, "diffuse": 0.9, "specular": 0.7, "shininess": 15.0, 
 FOV_DEG = 40.0
 DISTANCE = 3.0
 _OFF_HEADER = re.compile(r"^(?:ST)?C?N?OFF(\d*)$")
+logger = logging.getLogger(__name__)
 
 
 def _parse_index(token: str, n_vertices: int, where: str) -> int:
@@ -52,10 +54,26 @@ def _fan(polygon: list[int]) -> list[tuple[int, int, int]]:
     return [(polygon[0], polygon[k], polygon[k + 1]) for k in range(1, len(polygon) - 1)]
 
 
-def _load_obj(path: Path, text: str) -> tuple[list[list[float]], list[tuple[int, int, int]]]:
+def _triangles(polygon: list[int]) -> tuple[list[tuple[int, int, int]], int]:
+    """The polygon's fan triangles with three distinct corners, and how many it had without:
+    a face of fewer than 3 corners counts as one, a fan triangle that repeats a corner as one
+    (real CAD exports hold such faces; trimesh and Blender drop them and keep the mesh)."""
+    if len(polygon) < 3:
+        return [], 1
+    fan = _fan(polygon)
+    kept = [t for t in fan if len(set(t)) == 3]
+    return kept, len(fan) - len(kept)
+
+
+Loaded = tuple[list[list[float]], list[tuple[int, int, int]], int]
+"""Vertices, fan-triangulated faces, and the count of degenerate faces dropped."""
+
+
+def _load_obj(path: Path, text: str) -> Loaded:
     """Vertices and fan-triangulated faces of an OBJ text (indices must refer back)."""
     vertices: list[list[float]] = []
     faces: list[tuple[int, int, int]] = []
+    dropped = 0
     for lineno, line in enumerate(text.splitlines(), start=1):
         parts = line.split()
         if not parts:
@@ -71,15 +89,15 @@ def _load_obj(path: Path, text: str) -> tuple[list[list[float]], list[tuple[int,
                 raise ValueError(f"{where}: a vertex needs 3 coordinates, got {line.strip()!r}")
         elif parts[0] == "f":
             polygon = [_parse_index(t, len(vertices), where) for t in parts[1:]]
-            if len(polygon) < 3:
-                raise ValueError(f"{where}: a face needs at least 3 vertices, got {len(polygon)}")
-            faces.extend(_fan(polygon))
+            triangles, degenerate = _triangles(polygon)
+            faces.extend(triangles)
+            dropped += degenerate
         # o/g (parts, merged into one mesh), vt/vn (unused: normals come from the geometry),
         # usemtl/mtllib/s/l/p and comments carry nothing the renderer uses.
-    return vertices, faces
+    return vertices, faces, dropped
 
 
-def _load_off(path: Path, text: str) -> tuple[list[list[float]], list[tuple[int, int, int]]]:
+def _load_off(path: Path, text: str) -> Loaded:
     """Vertices and fan-triangulated faces of an OFF text."""
     # Tokens per line without comments. The header may carry colour/normal prefixes (COFF, NOFF,
     # STOFF: the extra vertex values are ignored) and may share its line with the counts, even
@@ -119,20 +137,23 @@ def _load_off(path: Path, text: str) -> tuple[list[list[float]], list[tuple[int,
         if len(vertices[-1]) != 3:
             raise ValueError(f"{path}:{lineno}: a vertex needs 3 coordinates")
     faces: list[tuple[int, int, int]] = []
+    dropped = 0
     for lineno, tokens in rest[n_vertices : n_vertices + n_faces]:
         try:
             k = int(tokens[0])
             polygon = [int(t) for t in tokens[1 : 1 + k]]  # optional colour values follow
         except ValueError:
             raise ValueError(f"{path}:{lineno}: bad face {' '.join(tokens)!r}") from None
-        if k < 3 or len(polygon) != k:
-            raise ValueError(f"{path}:{lineno}: a face needs k >= 3 and k indices")
-        if min(polygon) < 0 or max(polygon) >= n_vertices:
+        if k < 0 or len(polygon) != k:
+            raise ValueError(f"{path}:{lineno}: a face needs k >= 0 and k indices")
+        if polygon and (min(polygon) < 0 or max(polygon) >= n_vertices):
             raise ValueError(
                 f"{path}:{lineno}: face index out of range [0, {n_vertices}): {polygon}"
             )
-        faces.extend(_fan(polygon))
-    return vertices, faces
+        triangles, degenerate = _triangles(polygon)
+        faces.extend(triangles)
+        dropped += degenerate
+    return vertices, faces, dropped
 
 
 def load_mesh(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
@@ -143,6 +164,8 @@ def load_mesh(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
     texture coordinates, normals and materials are ignored. OFF: the ``OFF`` header, the counts
     line, vertices, then polygons ``k i1 .. ik``. Polygons are fan-triangulated around their
     first corner, so ``F`` equals the count of trimesh and of the sample meshes' MANIFEST.csv.
+    Degenerate faces (fewer than 3 distinct corners, as real CAD exports hold) are dropped with
+    one warning per mesh; a mesh is refused only when none is left.
 
     Args:
         path: an ``.obj`` or ``.off`` file.
@@ -153,7 +176,7 @@ def load_mesh(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
     Raises:
         FileNotFoundError: no such file.
         ValueError: unknown suffix, malformed content (with ``path:line``), non-finite
-            coordinates, or a file without faces.
+            coordinates, or a file without a renderable face.
     """
     path = Path(path)
     if not path.is_file():
@@ -162,9 +185,15 @@ def load_mesh(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
     if suffix not in (".obj", ".off"):
         raise ValueError(f"{path}: unsupported mesh format {path.suffix!r} (use .obj or .off)")
     text = path.read_text(encoding="utf-8", errors="replace")
-    vertices, faces = (_load_obj if suffix == ".obj" else _load_off)(path, text)
+    vertices, faces, dropped = (_load_obj if suffix == ".obj" else _load_off)(path, text)
     if not faces:
-        raise ValueError(f"{path}: the mesh has no faces")
+        left = f" (all {dropped} were degenerate)" if dropped else ""
+        raise ValueError(f"{path}: the mesh has no renderable faces{left}")
+    if dropped:
+        logger.warning(
+            "%s: dropped %d degenerate face(s) (fewer than 3 distinct vertices); kept %d",
+            path, dropped, len(faces),
+        )  # fmt: skip
     v = np.asarray(vertices, dtype=np.float64)
     if not np.isfinite(v).all() or np.abs(v).max() > np.finfo(np.float32).max:
         raise ValueError(f"{path}: vertex coordinates must be finite float32 values")
