@@ -57,15 +57,11 @@ def disk_full_error(
     seen: set[int] = set()
     while cause is not None and id(cause) not in seen:
         seen.add(id(cause))
-        if isinstance(cause, OSError) and cause.errno in _DISK_FULL:
-            return _disk_full(
-                cause.errno, f"cannot write {path}: {os.strerror(cause.errno)}{_free_note(path)}"
-            )
-        # A library in another language that names the errno in its text (safetensors' Rust
-        # I/O: "File too large (os error 27)").
-        named = _OS_ERROR_IN_TEXT.search(str(cause))
-        if named is not None and int(named.group(1)) in _DISK_FULL:
-            code = int(named.group(1))
+        code = cause.errno if isinstance(cause, OSError) else None
+        if code is None:  # a library in another language may name the errno in its text
+            named = _OS_ERROR_IN_TEXT.search(str(cause))  # safetensors: "(os error 27)"
+            code = int(named.group(1)) if named is not None else None
+        if code in _DISK_FULL:
             return _disk_full(code, f"cannot write {path}: {os.strerror(code)}{_free_note(path)}")
         cause = cause.__cause__ or cause.__context__
     # A guess only for errors that lost their errno: never for bad input or a known errno.
