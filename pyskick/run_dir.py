@@ -12,9 +12,11 @@ One process writes a run folder at a time: the writer holds an exclusive ``flock
 however it ends, so a lock left by a killed process never blocks; the pid in the file only
 names the holder in the refusal.
 
-Every refusal is decided before a run folder is locked (:meth:`RunDir.check_free` looks
-without writing); once locked, stale temporaries of the folder's own files (left by a killed
-atomic write, see :mod:`pyskick._io`) are removed.
+A command locks its run folder before any check or work (:meth:`RunDir.claimed`) and, when
+it is refused, undoes what the lock changed (a folder it created is removed again), so a
+refused command leaves the disk as it was; :meth:`RunDir.check_free` looks without writing.
+Once locked, stale temporaries of the folder's own files (left by a killed atomic write, see
+:mod:`pyskick._io`) are removed.
 
 :func:`load_policy` is the one way to get the policy of a run folder (its ``best.pt``), of an
 export folder (``pyskick export``: safetensors weights) or of a checkpoint file, with how that
@@ -280,23 +282,77 @@ class RunDir:
             fd, depth = _HELD[key]
             _HELD[key] = (fd, depth + 1)
             return
-        self.path.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.lock_file, os.O_RDWR | os.O_CREAT, 0o644)
-        # A process merely looking (check_free) holds a shared lock for microseconds.
-        for attempt in range(20):
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        for _ in range(20):
+            self.path.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.lock_file, os.O_RDWR | os.O_CREAT, 0o644)
+            # A process merely looking (check_free) holds a shared lock for microseconds.
+            for attempt in range(20):
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if attempt == 19:
+                        pid = _read_pid(fd)
+                        os.close(fd)
+                        raise RunLockedError(self.path, pid) from None
+                    time.sleep(0.01)
+            if _same_file(fd, self.lock_file):
                 break
-            except BlockingIOError:
-                if attempt == 19:
-                    pid = _read_pid(fd)
-                    os.close(fd)
-                    raise RunLockedError(self.path, pid) from None
-                time.sleep(0.01)
+            # The holder was refused and removed the folder it had created (claimed()): this
+            # lock is of a deleted file; take the new one.
+            os.close(fd)
+        else:  # pragma: no cover - a folder created and removed 20 times in a row
+            raise RunLockedError(self.path, None)
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
         _HELD[key] = (fd, 1)
         self.clean()
+
+    @contextmanager
+    def claimed(self) -> Iterator[RunDir]:
+        """Lock the folder for a whole command, before any check or work: another writer is
+        refused at once, naming this process. If the block raises, what this call created is
+        removed again (the lock file, and the folder and its parents when they hold nothing
+        else), so that a refused command leaves the disk as it was.
+
+        Raises:
+            RunLockedError: another process holds the lock.
+        """
+        if self._key() in _HELD:
+            with self.locked():
+                yield self
+            return
+        created = _missing_ancestors(self.path)
+        try:  # a lock file left by an earlier writer: its pid and times, restored on refusal
+            before = self.lock_file.stat(), self.lock_file.read_bytes()
+        except OSError:
+            before = None
+        self.acquire()
+        try:
+            yield self
+        except BaseException:
+            self._unclaim(created, before)
+            raise
+        finally:
+            self.release()
+
+    def _unclaim(self, created: list[Path], before: tuple[os.stat_result, bytes] | None) -> None:
+        """Undo what :meth:`claimed` changed (lock held): the lock file as it was (its earlier
+        writer's pid and times), or removed with the folders ``created`` that hold nothing
+        else."""
+        if before is not None:
+            stat, pid = before
+            fd, _ = _HELD[self._key()]
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, pid, 0)
+            os.utime(self.lock_file, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+            return
+        self.lock_file.unlink(missing_ok=True)
+        for folder in created:  # the deepest first
+            try:
+                folder.rmdir()
+            except OSError:  # not empty (or not ours to remove): keep it and its parents
+                return
 
     def release(self) -> None:
         """Give the lock back (the last of nested :meth:`acquire` calls releases it)."""
@@ -506,6 +562,25 @@ def _step(line: str) -> int | None:
         return int(json.loads(line)["step"])
     except (ValueError, KeyError, TypeError):
         return None
+
+
+def _same_file(fd: int, path: Path) -> bool:
+    """Whether the open ``fd`` is the file at ``path`` now (not one unlinked meanwhile)."""
+    try:
+        on_disk = path.stat()
+    except FileNotFoundError:
+        return False
+    held = os.fstat(fd)
+    return (held.st_dev, held.st_ino) == (on_disk.st_dev, on_disk.st_ino)
+
+
+def _missing_ancestors(path: Path) -> list[Path]:
+    """``path`` and its parents that do not exist yet, the deepest first."""
+    missing: list[Path] = []
+    while not path.exists() and not path.is_symlink() and path != path.parent:
+        missing.append(path)
+        path = path.parent
+    return missing
 
 
 def _read_pid(fd: int) -> int | None:

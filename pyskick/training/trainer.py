@@ -25,7 +25,7 @@ from __future__ import annotations
 import copy
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -37,7 +37,7 @@ from pyskick import progress
 from pyskick.actors import Actor
 from pyskick.checkpoint import save_checkpoint
 from pyskick.config import TrainConfig
-from pyskick.distributed import all_reduce_sum
+from pyskick.distributed import all_reduce_sum, is_main
 from pyskick.envs.rollout import Rollout
 from pyskick.errors import UserError
 from pyskick.evaluation.evaluate import evaluate_policy
@@ -165,10 +165,13 @@ class Trainer(TrainerSetup):
     8. :meth:`_restore`: a resumed run's checkpoint (weights, optimizer, RNGs, epoch);
     9. :meth:`_wrap_ddp`: DDP wrappers under ``torchrun``.
 
-    Every refusal comes from these steps, before anything is written. :meth:`fit` then
-    :meth:`_open_run` (locks the run folder, drops the log and ``best.pt`` of an abandoned
-    attempt when starting from scratch, records ``config.json``), :meth:`_make_logger` and
-    trains the remaining epochs, reporting them to :mod:`pyskick.progress`.
+    Every refusal comes from these steps, before anything is written. :meth:`fit` locks the
+    run folder first (:meth:`RunDir.claimed`: a second writer is refused before any work, and a
+    refused fit removes the folder it created), sets up, then :meth:`_open_run` (decides again
+    under the lock whether the folder holds a run, drops the log and ``best.pt`` of an
+    abandoned attempt when starting from scratch, records ``config.json``),
+    :meth:`_make_logger` and trains the remaining epochs, reporting them to
+    :mod:`pyskick.progress`.
 
     Args:
         config: the run's config.
@@ -268,15 +271,18 @@ class Trainer(TrainerSetup):
         Raises:
             RunLockedError: another process writes the run folder.
         """
-        self.setup()
-        with self._open_run():
-            # The log keeps exactly the records of the epochs the checkpoint covers (none for
-            # a run that starts from scratch).
-            logger = self._make_logger()
-            try:
-                self._train_epochs(logger)
-            finally:
-                logger.close()
+        with ExitStack() as stack:
+            if is_main():  # the lock first: a second writer is refused before any work
+                stack.enter_context(self.run.claimed())
+            self.setup()
+            with self._open_run():
+                # The log keeps exactly the records of the epochs the checkpoint covers (none
+                # for a run that starts from scratch).
+                logger = self._make_logger()
+                try:
+                    self._train_epochs(logger)
+                finally:
+                    logger.close()
         return TrainResult(
             run_dir=self.run_dir,
             stage=self.stage,

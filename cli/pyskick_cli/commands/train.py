@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from contextlib import ExitStack
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -26,11 +27,11 @@ from pyskick_cli.options import (
 )
 
 if TYPE_CHECKING:
-    from pyskick.training import TrainConfig, TrainData, TrainResult
-    from pyskick.training.trainer import Trainer
+    from pyskick.training import TrainConfig, TrainData
 
-# The whole request is checked before the run folder is created or changed: a refused command
-# leaves --out as it was. Then the folder is locked (one writer at a time) and recorded.
+# --out is locked first, before any check or work (one writer at a time: a second start is
+# refused at once, naming the first); a refused command leaves --out as it was (the lock file,
+# and the folder when this command created it, are removed again).
 
 
 def _config(
@@ -48,10 +49,11 @@ def _config(
     return config
 
 
-def _prepare(dataset: str, out_dir: Path, resume: bool, stage: str) -> tuple[Path, str]:
-    """Resolve the dataset and check --out/--resume before anything is trained or written."""
+@contextmanager
+def _claimed(out_dir: Path) -> Iterator[None]:
+    """Hold --out's lock for the whole command (rank 0 of a torchrun launch: the other ranks
+    never write it); a path that cannot become a folder is refused first."""
     from pyskick._io import check_writable_folder
-    from pyskick.data import ViewgridFile
     from pyskick.distributed import is_main
     from pyskick.run_dir import RunDir
 
@@ -59,13 +61,22 @@ def _prepare(dataset: str, out_dir: Path, resume: bool, stage: str) -> tuple[Pat
         check_writable_folder(out_dir)
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--out") from None
+    if not is_main():
+        yield
+        return
+    with RunDir(out_dir).claimed():
+        yield
+
+
+def _prepare(dataset: str, out_dir: Path, resume: bool, stage: str) -> tuple[Path, str]:
+    """Resolve the dataset and check --out/--resume before anything is trained or written."""
+    from pyskick.data import ViewgridFile
+    from pyskick.run_dir import RunDir
+
     path = resolve_dataset_path(dataset)
-    run = RunDir(out_dir)
-    if is_main():  # the other ranks of a torchrun launch never lock
-        run.check_free()
     check_run_dataset(out_dir, path, resume=resume)
     if resume:
-        run.check_resumable(stage)
+        RunDir(out_dir).check_resumable(stage)
     return path, ViewgridFile(path).spec.preset
 
 
@@ -77,20 +88,6 @@ def _load_data(path: Path, config: TrainConfig) -> TrainData:
     data = TrainData.from_file(path)
     check_request(config, data)
     return data
-
-
-def _fit(trainer: Trainer) -> TrainResult:
-    """Set the trainer up (every refusal, and the sidekick's scoring), then lock the run
-    folder and train (the trainer records the config, the data file and the one-view run in
-    the folder)."""
-    from pyskick.distributed import is_main
-    from pyskick.run_dir import RunDir
-
-    trainer.setup()
-    with ExitStack() as stack:
-        if is_main():
-            stack.enter_context(RunDir(trainer.run_dir).locked())
-        return trainer.fit()
 
 
 def _resumed_init(out_dir: Path, given: Path | None) -> Path | None:
@@ -157,17 +154,18 @@ def pretrain(
     """Train the one-view model (T = 1): every module learns to reconstruct from one glimpse."""
     from pyskick.training.trainer import Trainer
 
-    loggers = resolve_loggers(logger, out_dir if resume else None)
-    path, spec_preset = _prepare(dataset, out_dir, resume, "pretrain")
-    config = _config(
-        preset, config_path, spec_preset, pretrain_epochs=epochs, batch_size=batch_size, lr=lr,
-        seed=seed, device=device, data_on_device=data_on_device, precision=precision,
-        cuda_graph=cuda_graph, eval_batch_size=eval_batch_size,
-        save_every=save_every,
-    )  # fmt: skip
-    data = _load_data(path, config)
-    trainer = Trainer(config, out_dir, data, stage="pretrain", resume=resume, loggers=loggers)
-    _report(_fit(trainer))
+    with _claimed(out_dir):
+        loggers = resolve_loggers(logger, out_dir if resume else None)
+        path, spec_preset = _prepare(dataset, out_dir, resume, "pretrain")
+        config = _config(
+            preset, config_path, spec_preset, pretrain_epochs=epochs, batch_size=batch_size,
+            lr=lr, seed=seed, device=device, data_on_device=data_on_device,
+            precision=precision, cuda_graph=cuda_graph, eval_batch_size=eval_batch_size,
+            save_every=save_every,
+        )  # fmt: skip
+        data = _load_data(path, config)
+        trainer = Trainer(config, out_dir, data, stage="pretrain", resume=resume, loggers=loggers)
+        _report(trainer.fit())
 
 
 @click.command()
@@ -242,43 +240,44 @@ def train(
     from pyskick.training.setup import check_init
     from pyskick.training.trainer import Trainer
 
-    loggers = resolve_loggers(logger, out_dir if resume else None)
-    path, spec_preset = _prepare(dataset, out_dir, resume, "train")
-    config = _config(
-        preset, config_path, spec_preset, epochs=epochs, batch_size=batch_size, lr=lr, seed=seed,
-        device=device, data_on_device=data_on_device, precision=precision,
-        cuda_graph=cuda_graph, eval_batch_size=eval_batch_size,
-        save_every=save_every, T=T, critic=critic, actor=actor, sidekick=sidekick,
-        sidekick_options=parse_sidekick_options(sidekick_option),
-    )  # fmt: skip
-    if resume and sidekick is None and config.sidekick == "none":
-        # Not given again: a resumed run continues with its own sidekick.
-        config = config.replace(sidekick=recorded_sidekick(out_dir) or "none")
-    # A config file's names, before any work (the command line's are checked when parsed).
-    _check_names(config.critic, config.actor)
-    registered("sidekick", config.sidekick, "--sidekick")
-    spec = ViewgridFile(path).spec
-    options = resolve_run_options(config, spec, out_dir if resume else None, config_path)
-    config = config.replace(sidekick_options=options)
-    data = _load_data(path, config)
-    if resume:
-        init = _resumed_init(out_dir, init)
-    elif init is not None:
-        check_init(init, config, data)
-    if init is None:
-        # Last: pretraining a one-view model is the one long step before training.
-        init = cached_one_view(path, config, data)
-    helper = make_sidekick(
-        config.sidekick, one_view=init, spec=spec, config=config, options=options
-    )
-    if scores_file is not None:
-        load_scores_file(helper, data.train, scores_file, T=config.T)
-        helper.scores_file = scores_file
-    trainer = Trainer(
-        config, out_dir, data, stage="train", init=init, resume=resume, sidekick=helper,
-        loggers=loggers,
-    )  # fmt: skip
-    _report(_fit(trainer))
+    with _claimed(out_dir):
+        loggers = resolve_loggers(logger, out_dir if resume else None)
+        path, spec_preset = _prepare(dataset, out_dir, resume, "train")
+        config = _config(
+            preset, config_path, spec_preset, epochs=epochs, batch_size=batch_size, lr=lr,
+            seed=seed, device=device, data_on_device=data_on_device, precision=precision,
+            cuda_graph=cuda_graph, eval_batch_size=eval_batch_size,
+            save_every=save_every, T=T, critic=critic, actor=actor, sidekick=sidekick,
+            sidekick_options=parse_sidekick_options(sidekick_option),
+        )  # fmt: skip
+        if resume and sidekick is None and config.sidekick == "none":
+            # Not given again: a resumed run continues with its own sidekick.
+            config = config.replace(sidekick=recorded_sidekick(out_dir) or "none")
+        # A config file's names, before any work (the command line's are checked when parsed).
+        _check_names(config.critic, config.actor)
+        registered("sidekick", config.sidekick, "--sidekick")
+        spec = ViewgridFile(path).spec
+        options = resolve_run_options(config, spec, out_dir if resume else None, config_path)
+        config = config.replace(sidekick_options=options)
+        data = _load_data(path, config)
+        if resume:
+            init = _resumed_init(out_dir, init)
+        elif init is not None:
+            check_init(init, config, data)
+        if init is None:
+            # Last: pretraining a one-view model is the one long step before training.
+            init = cached_one_view(path, config, data)
+        helper = make_sidekick(
+            config.sidekick, one_view=init, spec=spec, config=config, options=options
+        )
+        if scores_file is not None:
+            load_scores_file(helper, data.train, scores_file, T=config.T)
+            helper.scores_file = scores_file
+        trainer = Trainer(
+            config, out_dir, data, stage="train", init=init, resume=resume, sidekick=helper,
+            loggers=loggers,
+        )  # fmt: skip
+        _report(trainer.fit())
 
 
 def _checkpoint_of(run: Path | None) -> Path | None:
