@@ -293,15 +293,23 @@ TRAIN_PRESETS: Mapping[str, TrainConfig] = MappingProxyType(
             pretrain_epochs=3,
             lr=1e-3,
             eval_batch_size=64,
-            device="cpu",
         ),
     }
 )
-"""Named training configs (read-only). ``cpu-demo`` raises the learning rate to 1e-3 so a
-few epochs visibly learn and evaluates 64 episodes per pass: their tensors stay under glibc's
-largest mmap threshold (32 MB), which made evaluation 1.6x faster on 2 cores than 256 (same
-results). The sidekicks' schedules scale with the run's epochs
+"""Named training configs (read-only). Every preset runs on ``device="auto"`` (CUDA when
+there is one, else the CPU; a run records what it used in ``config.json`` as ``device_used``),
+so the README's flow uses a GPU where there is one. ``cpu-demo`` raises the learning rate to
+1e-3 so a few epochs visibly learn and evaluates 64 episodes per pass: their tensors stay
+under glibc's largest mmap threshold (32 MB), which made evaluation 1.6x faster on 2 cores than
+256 (same results). The sidekicks' schedules scale with the run's epochs
 (:mod:`pyskick.sidekicks.defaults`)."""
+
+
+def paper_preset(grid_preset: str) -> str:
+    """The paper's training preset for data of grid preset ``grid_preset``:
+    ``paper-modelnet`` for ``modelnet-hard``, ``paper-sun360`` for any other (the default
+    preset of ``train``, ``score`` and ``reproduce`` on that data)."""
+    return "paper-modelnet" if grid_preset == "modelnet-hard" else "paper-sun360"
 
 
 def train_preset(name: str) -> TrainConfig:

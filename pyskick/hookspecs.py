@@ -162,7 +162,8 @@ def pyskick_register_methods(register: RegisterMethod) -> None:
     adds the row ``name`` that trains the registered ``actor``, ``critic`` and ``sidekick``
     (with ``sidekick_options`` fixed; options given to ``reproduce`` win) from the one-view
     model. ``label`` is one line saying what the row is; ``role`` is how the report compares
-    it (``"sidekick"``: a proposed method, checked to beat rnd-actions and ltla;
+    it (``"sidekick"``: a proposed method, checked to beat rnd-actions and ltla, with the
+    paper's claims; ``"reference"``: a row every other row is compared with, paired;
     ``"baseline"``: any other row); rows are tabulated by ``(position, name)`` (the paper's
     rows use their Table 1 index 0 to 10). The names a row uses may come from other plugins:
     a row whose names are not all registered is refused when selected. See

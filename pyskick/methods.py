@@ -22,15 +22,20 @@ from typing import Literal, get_args
 ONE_VIEW = "one-view"
 """The pretrained one-view model's row: every other row trains from it and is compared with it."""
 
-Role = Literal["one-view", "sidekick", "baseline"]
+Role = Literal["one-view", "reference", "sidekick", "baseline"]
 ROLES: tuple[str, ...] = get_args(Role)
-"""How the report treats a row:
+"""How the report treats a row (:mod:`pyskick.experiments.table`,
+:mod:`pyskick.experiments.claims`):
 
-- ``"one-view"``: the pretrained model itself (only the ``one-view`` row);
-- ``"sidekick"``: a method the paper proposes (``ours(...)``): the report checks that it beats
-  rnd-actions and ltla (paired 95 % intervals);
-- ``"baseline"``: any other row (ltla, rnd-actions, asymm-ac, ...): compared with the
-  references, no claim checked beyond beating one-view.
+- ``"one-view"``: the pretrained model itself (only the ``one-view`` row); every row is
+  compared with it, paired;
+- ``"reference"``: a row every other row is compared with, paired (ltla, rnd-actions): the
+  paper's claims rest on ltla's and rnd-actions' comparisons;
+- ``"sidekick"``: a method the paper proposes (``ours(...)``, or a plugin's row that says so):
+  the report checks that it beats rnd-actions and ltla and states the claims "<row> beats
+  ltla" and "<row> learns faster than ltla" with their verdicts;
+- ``"baseline"``: any other row (asymm-ac, demo-actions, ...): compared with the references, no
+  claim checked beyond beating one-view.
 """
 
 DEFAULT_POSITION = 100

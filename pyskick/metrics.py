@@ -1,4 +1,4 @@
-"""The evaluation metrics of the paper (docs/paper-reference.md §6), registered once.
+"""The evaluation metrics of the paper (docs/paper-reference.md §6): a closed table of two.
 
 A metric is which start views a test viewgrid is evaluated from and how the final-step errors
 of its episodes (one per start) reduce to the sample's error:
@@ -7,8 +7,10 @@ of its episodes (one per start) reduce to the sample's error:
   mean over those starts;
 - ``adv``: all ``N * M`` views, the worst (max) start.
 
-:data:`METRICS` is the registry: :class:`~pyskick.training.TrainConfig` validates
-``val_metric`` against it, ``pyskick evaluate`` and ``pyskick compare`` offer its names,
+:data:`METRICS` holds them. It is closed, not an extension point (no hook adds a metric: a
+metric of the paper is "mean or max of the final errors over some starts", and the reported
+tables, claims and stored evaluations assume these two). :class:`~pyskick.training.TrainConfig`
+validates ``val_metric`` against it, ``pyskick evaluate`` and ``pyskick compare`` offer its names,
 ``pyskick reproduce`` evaluates every one of them and the report has a column pair per metric.
 :data:`EVERY_START` is not a reported metric: it is what a sidekick that scores every view asks
 for (all views, in view order).

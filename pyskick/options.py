@@ -21,16 +21,15 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pyskick.errors import UserError
 
-if TYPE_CHECKING:
-    from pyskick.config import TrainConfig
-    from pyskick.data.spec import GridSpec
-
 OptionValue = int | float | bool | str
-DefaultFn = Callable[["GridSpec | None", "TrainConfig | None"], OptionValue]
+DefaultFn = Callable[[Any, Any], OptionValue]
+"""``default(spec, config)``: a :class:`~pyskick.data.spec.GridSpec` and a
+:class:`~pyskick.config.TrainConfig`, either of them None outside a run (typed ``Any``: this
+bottom-layer module names no class of a higher layer, not even for type checkers)."""
 
 _TYPES: dict[type, str] = {int: "an int", float: "a number", bool: "true or false", str: "a string"}
 _TRUE, _FALSE = ("true", "yes", "on", "1"), ("false", "no", "off", "0")
@@ -75,7 +74,7 @@ class SidekickOption:
         default = "depends on the run" if callable(self.default) else repr(self.default)
         return f"{self.name} ({kind}; default {default}): {self.help}"
 
-    def default_for(self, spec: GridSpec | None, config: TrainConfig | None) -> OptionValue:
+    def default_for(self, spec: Any, config: Any) -> OptionValue:
         """The default for this dataset and run."""
         value = self.default(spec, config) if callable(self.default) else self.default
         return self.parse(value, "the default")
@@ -155,8 +154,8 @@ def resolve_options(
     given: Mapping[str, Any],
     *,
     owner: str,
-    spec: GridSpec | None = None,
-    config: TrainConfig | None = None,
+    spec: Any = None,
+    config: Any = None,
 ) -> dict[str, OptionValue]:
     """Every declared option's value: the given ones parsed and checked, the others defaulted.
 

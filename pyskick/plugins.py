@@ -61,8 +61,15 @@ class PluginHost:
     def registries(self) -> Registries:
         """The registries, built on first use; a failing registration (a clash) raises."""
         if self._registries is None:
-            self._registries = build_registries(self.pm)
+            self._registries = build_registries(self.pm, failed_plugins=self.failures)
         return self._registries
+
+    def register(self, plugin: object, name: str) -> None:
+        """Register ``plugin`` (a module or an object with ``@pyskick.hookimpl`` methods)
+        under ``name``; the registries are rebuilt with its names on next use."""
+        self.pm.register(plugin, name=name)
+        self.plugins[name] = PluginInfo(name, None, None, False)
+        self._registries = None
 
     def diagnose(self) -> Registries:
         """Registries built without raising: failing registrations go to :attr:`failures`."""

@@ -9,7 +9,7 @@ methods, the rows of Table 1, are data (:class:`~pyskick.methods.Method`).
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
 
@@ -81,6 +81,9 @@ class BaseRegistry(Generic[E]):
     kind: str
     _entries: dict[str, E] = field(default_factory=dict)
     _lookup: dict[str, E] = field(default_factory=dict)
+    failed_plugins: dict[str, str] = field(default_factory=dict)
+    """Plugins that failed to load (name -> error): an unknown name may be theirs, so the
+    error names them."""
 
     def _add(self, entry: E) -> None:
         """Add ``entry`` under its name and aliases.
@@ -108,7 +111,13 @@ class BaseRegistry(Generic[E]):
             return self._lookup[name]
         except KeyError:
             valid = ", ".join(self.names()) or "(none registered)"
-            raise UnknownNameError(f"unknown {self.kind} {name!r}; valid names: {valid}") from None
+            failed = "".join(
+                f"; plugin {plugin!r} failed to load ({error}), see `pyskick plugins`"
+                for plugin, error in sorted(self.failed_plugins.items())
+            )
+            raise UnknownNameError(
+                f"unknown {self.kind} {name!r}; valid names: {valid}{failed}"
+            ) from None
 
     def names(self) -> list[str]:
         """Primary names, sorted."""
@@ -205,7 +214,10 @@ def record_failure(errors: dict[str, str], plugin: str, exc: BaseException) -> N
 
 
 def build_registries(
-    pm: pluggy.PluginManager, *, errors: dict[str, str] | None = None
+    pm: pluggy.PluginManager,
+    *,
+    errors: dict[str, str] | None = None,
+    failed_plugins: Mapping[str, str] | None = None,
 ) -> Registries:
     """Call every plugin's registration hooks and collect the names.
 
@@ -216,10 +228,14 @@ def build_registries(
         errors: None to raise on the first failing registration (a clash included); a dict to
             record ``plugin -> error`` instead and keep going without that registration
             (used by ``pyskick plugins`` and ``pyskick info``, which must still work).
+        failed_plugins: plugins that failed to load (name -> error), named by every unknown
+            name's error.
     """
     registries = Registries(
         *(Registry(kind) for kind in KINDS if kind != "method"), MethodRegistry("method")
     )
+    for kind in KINDS:
+        registries[kind].failed_plugins = dict(failed_plugins or {})
     for kind, hook_name in HOOKS.items():
         registry = registries[kind]
         # pluggy's call order (last registered first): the built-ins, registered last, claim

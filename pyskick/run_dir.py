@@ -36,7 +36,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import torch
 
@@ -55,7 +55,11 @@ from pyskick.files import file_digest
 from pyskick.models import CompletionPolicy, ModelConfig
 
 if TYPE_CHECKING:
+    from pyskick.data.hdf5_read import ViewgridFile
     from pyskick.data.spec import GridSpec
+
+Dataset: TypeAlias = "str | os.PathLike[str] | ViewgridFile"
+"""A data file, as a path or as an opened :class:`~pyskick.data.ViewgridFile` (hashed once)."""
 
 CONFIG = "config.json"
 DATASET = "dataset.json"
@@ -72,6 +76,18 @@ OUTPUTS = (CONFIG, DATASET, LATEST, BEST, METRICS, LATEST + ".next", BEST + ".ne
 # Open lock files of this process: resolved folder -> (fd, depth). flock locks belong to an
 # open file description, so a second open-and-lock in the same process would refuse itself.
 _HELD: dict[Path, tuple[int, int]] = {}
+
+
+def dataset_path(dataset: Dataset) -> Path:
+    """The file of a dataset given as a path or an opened :class:`ViewgridFile`."""
+    return Path(getattr(dataset, "path", dataset))
+
+
+def dataset_digest(dataset: Dataset) -> str:
+    """The SHA-256 of a dataset's file: an opened :class:`ViewgridFile` hashes it once for the
+    whole command (its ``digest``); a path is hashed now."""
+    digest = getattr(dataset, "digest", None)
+    return digest if isinstance(digest, str) else file_digest(dataset_path(dataset))
 
 
 class RunLockedError(UserError):
@@ -177,26 +193,27 @@ class RunDir:
         init = None if record is None else record.get("init")
         return Path(init) if init else None
 
-    def check_dataset(self, dataset: str | os.PathLike[str]) -> None:
+    def check_dataset(self, dataset: Dataset) -> None:
         """Refuse to continue the run on a data file with other contents than it recorded.
 
         Raises:
             ValueError: the recorded file and ``dataset`` differ (or the record is damaged).
         """
         record = self.dataset_record()
-        if record is not None and record["sha256"] != file_digest(dataset):
+        if record is not None and record["sha256"] != dataset_digest(dataset):
             raise UserError(
-                f"{self.path} was trained on {record['path']}; {dataset} has other contents"
+                f"{self.path} was trained on {record['path']}; {dataset_path(dataset)} has "
+                "other contents"
             )
 
     def record_dataset(
-        self, dataset: str | os.PathLike[str], *, init: str | os.PathLike[str] | None = None
+        self, dataset: Dataset, *, init: str | os.PathLike[str] | None = None
     ) -> Path:
         """Write ``dataset.json``: the data file's resolved path and SHA-256, and the one-view
         run the run started from. The caller holds the lock."""
         payload: dict[str, Any] = {
-            "path": str(Path(dataset).resolve()),
-            "sha256": file_digest(dataset),
+            "path": str(dataset_path(dataset).resolve()),
+            "sha256": dataset_digest(dataset),
         }
         if init is not None:
             payload["init"] = str(Path(init).resolve())
@@ -207,15 +224,17 @@ class RunDir:
         stage: str,
         config: Mapping[str, Any],
         *,
-        dataset: str | os.PathLike[str] | None = None,
+        dataset: Dataset | None = None,
         init: str | os.PathLike[str] | None = None,
         loggers: Sequence[str] | None = None,
         pack: Mapping[str, Any] | None = None,
+        device: str | None = None,
     ) -> None:
         """Record a starting (or resumed) run: ``config.json`` (``stage`` and ``config``, a
         :meth:`TrainConfig.to_dict <pyskick.config.TrainConfig.to_dict>`, plus the metric
-        ``loggers`` when given and the ``pack`` the run is trained in: recorded, not part of
-        the config) and, when the data file is
+        ``loggers`` when given, the ``pack`` the run is trained in and the device it runs on
+        (``device_used``, what ``config.device`` resolved to: ``"auto"`` is CUDA when there is
+        one): recorded, not part of the config) and, when the data file is
         known, ``dataset.json`` (see :meth:`record_dataset`). The caller holds the lock; a
         resumed run's data file was checked before (:meth:`check_dataset`)."""
         record = {"stage": stage, **config}
@@ -223,6 +242,8 @@ class RunDir:
             record["loggers"] = list(loggers)
         if pack is not None:
             record["pack"] = dict(pack)
+        if device is not None:
+            record["device_used"] = device
         self.write_record(CONFIG, record)
         if dataset is not None:
             self.record_dataset(dataset, init=init)

@@ -10,11 +10,14 @@ ships one), so its fixtures are available in any test session without an import:
 - ``tiny_objects`` (session): the same for synthetic objects (ModelNet Hard's 5 x 9 gray
   views; the generator's ``--num 40``, split by object class: 23 / 3 / 6);
 - ``tiny_config``: the ``cpu-demo`` TrainConfig at test size (batch 8, 2 pretraining epochs,
-  1 policy epoch);
+  1 policy epoch, on the CPU);
 - ``tiny_one_view`` (session): a one-view run folder pretrained on ``tiny_scenes`` with
   ``tiny_config`` (what ``--init``, sidekicks and actors start from);
 - ``cli_runner``: ``run(*args) -> (exit code, stdout, stderr)`` of the ``pyskick`` command,
-  in-process, with the documented exit codes.
+  in-process, with the documented exit codes;
+- ``install_plugin``: ``install(plugin, name)`` registers a plugin object (a module or an
+  object with ``@pyskick.hookimpl`` methods) in the plugin host that the library and the
+  command line use, for the test only (a plugin defined inside a test, or one not installed).
 
 A plugin's whole test of a tiny run then reads (docs/plugins.md, "Tests")::
 
@@ -88,10 +91,11 @@ def tiny_objects(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def tiny_train_config() -> TrainConfig:
-    """``cpu-demo`` at test size: batch 8, 2 pretraining epochs, 1 policy epoch."""
+    """``cpu-demo`` at test size: batch 8, 2 pretraining epochs, 1 policy epoch, on the CPU
+    (on every machine, so that results compare across machines)."""
     from pyskick.config import train_preset
 
-    return train_preset("cpu-demo").replace(batch_size=8, pretrain_epochs=2, epochs=1)
+    return train_preset("cpu-demo").replace(batch_size=8, pretrain_epochs=2, epochs=1, device="cpu")
 
 
 @pytest.fixture
@@ -128,3 +132,15 @@ def cli_runner() -> CliRunner:
         return code, out.getvalue(), err.getvalue()
 
     return run
+
+
+@pytest.fixture
+def install_plugin(monkeypatch: pytest.MonkeyPatch) -> Callable[[object, str], None]:
+    """``install(plugin, name)``: ``plugin`` registered, for this test, in a fresh plugin host
+    (the built-ins and the installed plugins) that replaces the process-wide one."""
+    from pyskick import plugins
+
+    host = plugins.make_plugin_host()
+    monkeypatch.setattr(plugins, "get_host", lambda: host)
+
+    return host.register

@@ -48,9 +48,11 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "pyskick.options",
             "pyskick.registry",
             "pyskick.plugins",
+            "pyskick.overrides",
+            "pyskick.memory",
         ),
     ),
-    ("kernels and networks", ("pyskick.ops", "pyskick.models")),
+    ("kernels and networks", ("pyskick.ops", "pyskick.kernel_bench", "pyskick.models")),
     ("data", ("pyskick.data",)),
     ("environment", ("pyskick.envs",)),
     ("runs", ("pyskick.config", "pyskick.checkpoint", "pyskick.run_dir")),
@@ -118,12 +120,13 @@ def _is_type_checking(test: ast.expr) -> bool:
 class _Collector(ast.NodeVisitor):
     """The imports of one module, at any depth, skipping ``if TYPE_CHECKING:`` bodies."""
 
-    def __init__(self, module: str, is_package: bool) -> None:
+    def __init__(self, module: str, is_package: bool, type_checking: bool = False) -> None:
         self.package = module if is_package else module.rpartition(".")[0]
         self.found: list[tuple[str, int]] = []
+        self.type_checking = type_checking
 
     def visit_If(self, node: ast.If) -> None:
-        if _is_type_checking(node.test):
+        if _is_type_checking(node.test) and not self.type_checking:
             for child in node.orelse:
                 self.visit(child)
         else:
@@ -150,11 +153,12 @@ def _known(name: str, modules: Mapping[str, Path]) -> str | None:
     return name or None
 
 
-def collect_imports(modules: Mapping[str, Path]) -> list[Import]:
-    """Every import among ``modules`` (imports of other libraries are left out)."""
+def collect_imports(modules: Mapping[str, Path], *, type_checking: bool = False) -> list[Import]:
+    """Every import among ``modules`` (imports of other libraries are left out); those under
+    ``if TYPE_CHECKING:`` too when ``type_checking``."""
     imports = []
     for module, path in modules.items():
-        collector = _Collector(module, path.name == "__init__.py")
+        collector = _Collector(module, path.name == "__init__.py", type_checking)
         collector.visit(ast.parse(path.read_text(), filename=str(path)))
         for name, line in collector.found:
             base, _, member = name.partition("\0")
@@ -322,6 +326,17 @@ def test_no_package_imports_form_a_cycle(imports: list[Import]) -> None:
     cycles = find_cycles(between)
     assert not cycles, "import cycles between packages:\n" + "\n".join(
         describe_cycle(c, between, ROOT) for c in cycles
+    )
+
+
+def test_no_cycle_even_with_type_checking_imports() -> None:
+    """Annotations are dependencies too (issue 24): counting ``if TYPE_CHECKING:`` imports, no
+    modules and no packages import each other in a circle."""
+    imports = collect_imports(find_modules(source_roots(ROOT)), type_checking=True)
+    between = package_imports(imports)
+    cycles = [*find_cycles(imports), *find_cycles(between)]
+    assert not cycles, "import cycles, TYPE_CHECKING imports counted:\n" + "\n".join(
+        describe_cycle(c, [*imports, *between], ROOT) for c in cycles
     )
 
 

@@ -22,9 +22,10 @@ def pyskick_register_methods(register: RegisterMethod) -> None:
         "rnd-actions",
         label="Random motions; only the reconstruction trains",
         actor="random",
+        role="reference",
         position=1,
     )
-    register("ltla", label="Look-around policy without a sidekick", position=3)
+    register("ltla", label="Look-around policy without a sidekick", role="reference", position=3)
     register(
         "asymm-ac",
         label="Learned critic that sees the whole grid (asymmetric actor-critic)",

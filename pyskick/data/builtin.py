@@ -22,7 +22,7 @@ from typing import Any
 
 from pyskick import progress
 from pyskick.data import synthetic_objects, synthetic_scenes
-from pyskick.data.hdf5 import ViewgridFile
+from pyskick.data.hdf5_read import ViewgridFile
 from pyskick.errors import UserError
 from pyskick.files import data_dir as default_data_dir
 

@@ -19,7 +19,7 @@ import numpy as np
 
 from pyskick import progress
 from pyskick.data.augment import with_copies
-from pyskick.data.hdf5 import write_viewgrids
+from pyskick.data.hdf5_write import write_viewgrids
 from pyskick.data.meshes import load_mesh, normalize_mesh, render_viewgrid, turn_mesh
 from pyskick.data.panoramas import assign_splits
 from pyskick.data.spec import MODELNET_HARD

@@ -28,7 +28,8 @@ from PIL.Image import DecompressionBombError
 
 from pyskick import progress
 from pyskick.data.augment import with_copies
-from pyskick.data.hdf5 import REQUIRED_SPLITS, write_viewgrids
+from pyskick.data.hdf5_format import REQUIRED_SPLITS
+from pyskick.data.hdf5_write import write_viewgrids
 from pyskick.data.projection import (
     CUBE_FACES,
     cubemap_to_viewgrid,

@@ -10,7 +10,7 @@ import torch
 from PIL import Image
 
 from pyskick._io import atomic_path
-from pyskick.data.hdf5 import ViewgridFile
+from pyskick.data.hdf5_read import ViewgridFile
 from pyskick.errors import UserError
 
 VIEW_GAP = 2

@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from pyskick import progress
-from pyskick.data.hdf5 import write_viewgrids
+from pyskick.data.hdf5_write import write_viewgrids
 from pyskick.data.meshes import render_viewgrid
 from pyskick.data.spec import MODELNET_HARD
 

@@ -24,9 +24,10 @@ import numpy as np
 import torch
 
 from pyskick import progress
-from pyskick.data.hdf5 import check_memory, write_viewgrids
+from pyskick.data.hdf5_write import write_viewgrids
 from pyskick.data.projection import equirect_to_viewgrid
 from pyskick.data.spec import SUN360, GridSpec
+from pyskick.memory import check_memory
 
 GENERATOR_VERSION = "1"
 PANORAMA_WIDTH = 256

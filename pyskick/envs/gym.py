@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -40,11 +40,111 @@ from pyskick.envs.render import HumanWindow, episode_frame
 from pyskick.envs.task_rewards import MapsReward, TaskReward
 from pyskick.envs.views import channel_mean_for, denormalize_views, parse_channel_mean
 from pyskick.errors import UserError
+from pyskick.memory import check_memory
 
 ObsDtype = Literal["float32", "uint8"]
 OBS_DTYPES: tuple[str, ...] = ("float32", "uint8")
 RENDER_MODES: list[str] = ["rgb_array", "human"]
 RENDER_FPS = 4
+
+
+@dataclass(frozen=True, eq=False)
+class EpisodeOptions:
+    """What the episodes of both Gymnasium environments are made of, checked in one place.
+
+    The fields are the keyword arguments of :class:`LookAroundGymEnv`, of
+    :class:`LookAroundVectorEnv` and of ``gymnasium.make`` / ``gymnasium.make_vec``; ``dataset``,
+    ``split``, ``T`` and ``seed`` may also be given by position, in that order. Construction
+    refuses what can be told without reading data (a dataset and grids together, an unknown
+    ``obs_dtype``, ``T < 2``); the grids, channel mean and reward maps are checked when an
+    environment loads them, the motion settings by
+    :class:`~pyskick.envs.lookaround.LookAroundEnv`. Equality is identity (the fields hold
+    tensors).
+
+    Attributes:
+        dataset: a registered dataset name or an ``.h5`` path (resolved by
+            :func:`pyskick.data.resolve_dataset`); None with no ``grids`` means
+            ``"synthetic-scenes"``.
+        split: the dataset split to draw viewgrids from.
+        T: glimpses per episode, at least 2 (an episode needs one action).
+        seed: seeds the environment's ``np_random`` (which draws the viewgrids and starts);
+            ``reset(seed=...)`` reseeds it.
+        grids: ``[n, N, M, C, H, W]`` uint8 or float32 (0–255) viewgrids instead of a dataset.
+        channel_mean: ``[C]`` per-channel mean (0–255 scale); None takes the dataset's, or 0 for
+            grids.
+        reward_maps: ``[n, N, M]`` sidekick reward maps, one per viewgrid.
+        action_grid, wrap_azimuth, wrap_elevation, known_azimuth, reward_radius,
+            start_zeroing: as for :class:`~pyskick.envs.lookaround.LookAroundEnv`.
+        obs_dtype: ``"float32"`` (normalised views in [-1, 1]) or ``"uint8"`` (raw 0–255
+            channel-first views, ``Box(0, 255, (C, H, W), uint8)``: SB3's image policies).
+        reward: the task reward object (:class:`~pyskick.envs.task_rewards.TaskReward`); None
+            pays the reward maps. ``gymnasium.make`` also takes the names ``"maps"``,
+            ``"reconstruction"`` and ``"coverage"`` (:mod:`pyskick.training.task_models`).
+
+    Raises:
+        ValueError: ``dataset`` and ``grids`` both given, an unknown ``obs_dtype``, or an int
+            ``T < 2``.
+    """
+
+    dataset: str | Path | None = None
+    split: str = "train"
+    T: int = 4
+    seed: int | None = None
+    _: KW_ONLY
+    grids: Tensor | np.ndarray | None = None
+    channel_mean: Sequence[float] | Tensor | None = None
+    reward_maps: Tensor | np.ndarray | None = None
+    action_grid: ActionGrid | tuple[int, int] = (3, 5)
+    wrap_azimuth: bool = True
+    wrap_elevation: bool = False
+    known_azimuth: bool = False
+    reward_radius: int = 1
+    start_zeroing: StartZeroing = "view"
+    obs_dtype: ObsDtype = "float32"
+    reward: TaskReward | None = None
+
+    def __post_init__(self) -> None:
+        if self.grids is not None and self.dataset is not None:
+            raise ValueError("give either dataset or grids, not both")
+        if self.obs_dtype not in OBS_DTYPES:
+            raise ValueError(
+                f"obs_dtype must be one of {', '.join(OBS_DTYPES)}, got {self.obs_dtype!r}"
+            )
+        T = self.T
+        if isinstance(T, int) and not isinstance(T, bool) and T < 2:  # other types: LookAroundEnv
+            raise ValueError(
+                f"Gymnasium episodes need at least one action, so T >= 2, got {T}; "
+                "use LookAroundEnv for one-glimpse episodes"
+            )
+
+    @classmethod
+    def given(
+        cls, options: EpisodeOptions | None, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> EpisodeOptions:
+        """``options``, or the options built from an environment's other arguments.
+
+        Raises:
+            TypeError: ``options`` together with other episode arguments, or an unknown one.
+        """
+        if options is None:
+            return cls(*args, **kwargs)
+        if args or kwargs:
+            raise TypeError(
+                "give episode_options or its fields as arguments, not both; got "
+                f"{len(args)} positional and {', '.join(kwargs) or 'no'} keyword argument(s)"
+            )
+        return options
+
+    def settings(self) -> dict[str, Any]:
+        """The keyword arguments of :class:`~pyskick.envs.lookaround.LookAroundEnv` set here."""
+        return {
+            "action_grid": self.action_grid,
+            "wrap_azimuth": self.wrap_azimuth,
+            "wrap_elevation": self.wrap_elevation,
+            "known_azimuth": self.known_azimuth,
+            "reward_radius": self.reward_radius,
+            "start_zeroing": self.start_zeroing,
+        }
 
 
 @dataclass(frozen=True)
@@ -56,22 +156,15 @@ class _Source:
     reward_maps: Tensor | None  # [n, N, M] float32
 
 
-def _load_source(
-    dataset: str | Path | None,
-    split: str,
-    grids: Tensor | np.ndarray | None,
-    channel_mean: Sequence[float] | Tensor | None,
-    reward_maps: Tensor | np.ndarray | None,
-) -> _Source:
+def _load_source(options: EpisodeOptions) -> _Source:
     """Resolve the dataset or validate the given grids, and the optional reward maps."""
-    if grids is not None and dataset is not None:
-        raise ValueError("give either dataset or grids, not both")
+    grids, channel_mean, reward_maps = options.grids, options.channel_mean, options.reward_maps
     if grids is None:
         # pyskick.data reads HDF5: imported only when a dataset is actually used.
         from pyskick.data import ViewgridFile, resolve_dataset
 
-        viewgrid_file = ViewgridFile(resolve_dataset(dataset or "synthetic-scenes"))
-        grids = viewgrid_file.split(split).load()
+        viewgrid_file = ViewgridFile(resolve_dataset(options.dataset or "synthetic-scenes"))
+        grids = viewgrid_file.split(options.split).load()
         if channel_mean is None:
             channel_mean = viewgrid_file.spec.channel_mean
     grids = torch.as_tensor(grids).detach().cpu()
@@ -143,8 +236,6 @@ def _check_episode_memory(source: _Source, T: int, agents: int, device: torch.de
     Raises:
         UserError: one line naming what was asked and the memory it needs and has.
     """
-    from pyskick.data.hdf5 import check_memory
-
     grid_bytes = 4 * math.prod(source.grids.shape[1:])
     need = agents * (2 * grid_bytes + 8 * 8 * T)
     what = f"{agents} look-around episode(s) of T = {T}"
@@ -175,28 +266,20 @@ class _Episodes:
 
     @classmethod
     def build(
-        cls,
-        source: _Source,
-        device: torch.device | str,
-        T: int,
-        obs_dtype: ObsDtype,
-        *,
-        agents: int = 1,
-        **settings: Any,
+        cls, options: EpisodeOptions, device: torch.device | str, *, agents: int = 1
     ) -> _Episodes:
-        """A batched env with ``settings`` and the source's channel mean, for Gymnasium (T >= 2),
-        for ``agents`` episodes at once: refused up front when their memory cannot fit."""
-        if obs_dtype not in OBS_DTYPES:
-            raise ValueError(f"obs_dtype must be one of {', '.join(OBS_DTYPES)}, got {obs_dtype!r}")
-        if isinstance(T, int) and not isinstance(T, bool) and T < 2:
-            raise ValueError(
-                f"Gymnasium episodes need at least one action, so T >= 2, got {T}; "
-                "use LookAroundEnv for one-glimpse episodes"
-            )
-        env = LookAroundEnv(T, channel_mean=source.channel_mean, **settings)
+        """The source of ``options`` in a batched env with its settings and the source's channel
+        mean, for ``agents`` episodes at once: refused up front when their memory cannot fit.
+        Pays ``options.reward`` when one is given."""
+        source = _load_source(options)
+        T = options.T
+        env = LookAroundEnv(T, channel_mean=source.channel_mean, **options.settings())
         if isinstance(T, int) and not isinstance(T, bool):
             _check_episode_memory(source, T, agents, torch.device(device))
-        return cls(source, env, torch.device(device), obs_dtype)
+        episodes = cls(source, env, torch.device(device), options.obs_dtype)
+        if options.reward is not None:
+            episodes.task = options.reward
+        return episodes
 
     def spaces(self) -> tuple[spaces.Dict, spaces.Discrete]:
         """Observation and action spaces of one agent."""
@@ -331,25 +414,17 @@ class LookAroundGymEnv(_EpisodesAccess, gymnasium.Env[dict[str, Any], np.int64])
     ``known_azimuth``), both normalised float32.
 
     Args:
-        dataset: a registered dataset name or an ``.h5`` path (resolved by
-            :func:`pyskick.data.resolve_dataset`); None with no ``grids`` means
-            ``"synthetic-scenes"``.
-        split: the dataset split to draw viewgrids from.
-        T: glimpses per episode.
-        seed: seeds ``np_random`` now; ``reset(seed=...)`` reseeds it.
-        grids: ``[n, N, M, C, H, W]`` uint8 or float32 (0–255) viewgrids instead of a dataset.
-        channel_mean: per-channel mean (0–255 scale); None takes the dataset's, or 0 for grids.
-        reward_maps: ``[n, N, M]`` sidekick reward maps, one per viewgrid.
-        action_grid, wrap_azimuth, wrap_elevation, known_azimuth, reward_radius,
-            start_zeroing: as for :class:`~pyskick.envs.lookaround.LookAroundEnv`.
-        obs_dtype: ``"float32"`` (normalised views in [-1, 1]) or ``"uint8"`` (raw 0–255
-            channel-first views, ``Box(0, 255, (C, H, W), uint8)``: SB3's image policies).
-        reward: the task reward object (:class:`~pyskick.envs.task_rewards.TaskReward`); None
-            pays the reward maps. ``gymnasium.make`` also takes the names ``"maps"``,
-            ``"reconstruction"`` and ``"coverage"`` (:mod:`pyskick.training.task_models`).
+        *args, **kwargs: the fields of :class:`EpisodeOptions`: ``dataset``, ``split``, ``T``,
+            ``seed`` (also by position), ``grids``, ``channel_mean``, ``reward_maps``, the
+            motion settings, ``obs_dtype`` and ``reward``.
         render_mode: None, ``"rgb_array"`` (:meth:`render` returns the viewgrid with the visited
             and current views framed, and the reconstruction beside it when the reward has one)
             or ``"human"`` (the same picture in a matplotlib window at every reset and step).
+        episode_options: the episode options as one object, instead of ``args`` and
+            ``kwargs``.
+
+    Attributes:
+        episode_options: the :class:`EpisodeOptions` the environment was made with.
     """
 
     metadata: dict[str, Any] = {  # noqa: RUF012 (Gymnasium's class attribute)
@@ -359,43 +434,18 @@ class LookAroundGymEnv(_EpisodesAccess, gymnasium.Env[dict[str, Any], np.int64])
 
     def __init__(
         self,
-        dataset: str | Path | None = None,
-        split: str = "train",
-        T: int = 4,
-        seed: int | None = None,
-        *,
-        grids: Tensor | np.ndarray | None = None,
-        channel_mean: Sequence[float] | Tensor | None = None,
-        reward_maps: Tensor | np.ndarray | None = None,
-        action_grid: ActionGrid | tuple[int, int] = (3, 5),
-        wrap_azimuth: bool = True,
-        wrap_elevation: bool = False,
-        known_azimuth: bool = False,
-        reward_radius: int = 1,
-        start_zeroing: StartZeroing = "view",
-        obs_dtype: ObsDtype = "float32",
-        reward: TaskReward | None = None,
+        *args: Any,
         render_mode: str | None = None,
+        episode_options: EpisodeOptions | None = None,
+        **kwargs: Any,
     ) -> None:
         self.render_mode = _check_render_mode(render_mode, type(self).__name__)
-        self._episodes = _Episodes.build(
-            _load_source(dataset, split, grids, channel_mean, reward_maps),
-            "cpu",
-            T,
-            obs_dtype,
-            action_grid=action_grid,
-            wrap_azimuth=wrap_azimuth,
-            wrap_elevation=wrap_elevation,
-            known_azimuth=known_azimuth,
-            reward_radius=reward_radius,
-            start_zeroing=start_zeroing,
-        )
-        if reward is not None:
-            self._episodes.task = reward
+        self.episode_options = options = EpisodeOptions.given(episode_options, args, kwargs)
+        self._episodes = _Episodes.build(options, "cpu")
         self.observation_space, self.action_space = self._episodes.spaces()
         self._window = HumanWindow(RENDER_FPS) if render_mode == "human" else None
-        if seed is not None:
-            self._np_random, self._np_random_seed = seeding.np_random(seed)
+        if options.seed is not None:
+            self._np_random, self._np_random_seed = seeding.np_random(options.seed)
 
     def render(self) -> np.ndarray | None:  # type: ignore[override]
         """``"rgb_array"``: ``[height, width, 3]`` uint8 picture of the episode; ``"human"``:
@@ -477,9 +527,15 @@ class LookAroundVectorEnv(_EpisodesAccess, VectorEnv):
 
     Args:
         num_envs: number of agents (the batch size).
+        *args, **kwargs: the fields of :class:`EpisodeOptions`, as for :class:`LookAroundGymEnv`
+            (``dataset``, ``split``, ``T``, ``seed`` also by position, after ``num_envs``).
         device: where the batched environment runs (numpy results are copied back).
         render_mode: None or ``"rgb_array"`` (:meth:`render` returns one picture per agent).
-        Others: as for :class:`LookAroundGymEnv`.
+        episode_options: the episode options as one object, instead of ``args`` and
+            ``kwargs``.
+
+    Attributes:
+        episode_options: the :class:`EpisodeOptions` the environment was made with.
     """
 
     metadata: dict[str, Any] = {  # noqa: RUF012 (Gymnasium's class attribute)
@@ -491,51 +547,25 @@ class LookAroundVectorEnv(_EpisodesAccess, VectorEnv):
     def __init__(
         self,
         num_envs: int = 1,
-        dataset: str | Path | None = None,
-        split: str = "train",
-        T: int = 4,
-        seed: int | None = None,
-        *,
-        grids: Tensor | np.ndarray | None = None,
-        channel_mean: Sequence[float] | Tensor | None = None,
-        reward_maps: Tensor | np.ndarray | None = None,
-        action_grid: ActionGrid | tuple[int, int] = (3, 5),
-        wrap_azimuth: bool = True,
-        wrap_elevation: bool = False,
-        known_azimuth: bool = False,
-        reward_radius: int = 1,
-        start_zeroing: StartZeroing = "view",
-        obs_dtype: ObsDtype = "float32",
-        reward: TaskReward | None = None,
+        *args: Any,
         device: torch.device | str = "cpu",
         render_mode: str | None = None,
+        episode_options: EpisodeOptions | None = None,
+        **kwargs: Any,
     ) -> None:
         if isinstance(num_envs, bool) or not isinstance(num_envs, int) or num_envs < 1:
             raise ValueError(f"num_envs must be an int >= 1, got {num_envs!r}")
         if render_mode == "human":
             raise ValueError("LookAroundVectorEnv renders only 'rgb_array', got 'human'")
         self.render_mode = _check_render_mode(render_mode, type(self).__name__)
-        self._episodes = _Episodes.build(
-            _load_source(dataset, split, grids, channel_mean, reward_maps),
-            device,
-            T,
-            obs_dtype,
-            agents=num_envs,
-            action_grid=action_grid,
-            wrap_azimuth=wrap_azimuth,
-            wrap_elevation=wrap_elevation,
-            known_azimuth=known_azimuth,
-            reward_radius=reward_radius,
-            start_zeroing=start_zeroing,
-        )
-        if reward is not None:
-            self._episodes.task = reward
+        self.episode_options = options = EpisodeOptions.given(episode_options, args, kwargs)
+        self._episodes = _Episodes.build(options, device, agents=num_envs)
         self.num_envs = num_envs
         self.single_observation_space, self.single_action_space = self._episodes.spaces()
         self.observation_space = batch_space(self.single_observation_space, num_envs)
         self.action_space = batch_space(self.single_action_space, num_envs)
-        if seed is not None:
-            self._np_random, self._np_random_seed = seeding.np_random(seed)
+        if options.seed is not None:
+            self._np_random, self._np_random_seed = seeding.np_random(options.seed)
 
     def render(self) -> tuple[np.ndarray, ...] | None:
         """One ``[height, width, 3]`` uint8 picture per agent (``"rgb_array"``), else None."""

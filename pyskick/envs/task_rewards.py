@@ -101,7 +101,7 @@ class ReconstructionReward:
         """Refuse grids ``[n, N, M, C, H, W]``, a frame or a normalisation (``mean_subtracted``:
         the env subtracts a channel mean) the model was not built for."""
         cfg = self.policy.config
-        expected = (cfg.n_elevations, cfg.n_azimuths, cfg.channels, cfg.view_size, cfg.view_size)
+        expected = cfg.grid_shape
         if tuple(shape[1:]) != expected:
             raise ValueError(
                 f"the reward model reconstructs [N, M, C, H, W] = {list(expected)} but the "

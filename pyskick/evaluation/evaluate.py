@@ -37,7 +37,6 @@ from pyskick.actors import Actor, make_actor
 from pyskick.actors.base import forced_demonstrations
 from pyskick.distributed import resolve_device
 from pyskick.envs.rollout import collect_rollout, make_env
-from pyskick.errors import UserError
 from pyskick.evaluation.stats import ErrorSummary, improvement_pct, summarize
 from pyskick.metrics import DEFAULT_METRIC, Metric, get_metric
 from pyskick.models import CompletionPolicy, ModelConfig
@@ -214,7 +213,7 @@ def evaluate_policy(
         raise TypeError(f"actor must be an Actor or a registered name, got {type(actor).__name__}")
     metric = get_metric(metric)
     cfg = policy.config
-    _check_grids(grids, cfg)
+    cfg.check_grids(grids, empty_ok=False)
     device = next(policy.parameters()).device
     batch_size = resolve_eval_batch_size(batch_size, cfg, device)
     if isinstance(actor, str):
@@ -336,9 +335,18 @@ def evaluate(
     Raises:
         FileNotFoundError: no such run or checkpoint.
         ValueError: an unreadable checkpoint, an unknown actor name or bad arguments.
+        TypeError: an actor or a baseline of another type.
     """
     if actor is not None and not isinstance(actor, Actor | str):
         raise TypeError(f"actor must be an Actor or a registered name, got {type(actor).__name__}")
+    if baseline is not None and (
+        isinstance(baseline, bool) or not isinstance(baseline, EvalResult | int | float)
+    ):
+        raise TypeError(
+            "baseline must be the one-view model's EvalResult (or its mean error, a number), "
+            f"got {type(baseline).__name__} {baseline!r:.60}: evaluate the one-view run first "
+            "and pass its result"
+        )
     # Under torchrun each rank evaluates on its own GPU.
     target = resolve_device(device)
     saved = load_policy(run_or_checkpoint, target)
@@ -351,7 +359,7 @@ def evaluate(
         actor = make_actor(
             actor, one_view=saved.init, spec=spec, config=saved.config, field="actor"
         )
-    _check_grids(grids, policy.config)
+    policy.config.check_grids(grids, empty_ok=False)
     actor.prepare(grids.cpu(), T=T, device=target)
     result = evaluate_policy(
         policy,
@@ -369,16 +377,3 @@ def evaluate(
     reference = baseline.summary.mean_x1000 if isinstance(baseline, EvalResult) else baseline * 1e3
     pct = improvement_pct(result.summary.mean_x1000, reference)
     return dataclasses.replace(result, improvement_pct=pct)
-
-
-def _check_grids(grids: object, cfg: ModelConfig) -> None:
-    if not isinstance(grids, Tensor):
-        raise TypeError(f"grids must be a torch.Tensor, got {type(grids).__name__}")
-    if grids.dtype != torch.uint8:
-        raise TypeError(f"grids must be uint8 (raw 0-255 views), got {grids.dtype}")
-    expected = (cfg.n_elevations, cfg.n_azimuths, cfg.channels, cfg.view_size, cfg.view_size)
-    if grids.dim() != 6 or tuple(grids.shape[1:]) != expected or grids.shape[0] == 0:
-        raise UserError(
-            f"grids must have shape [n>0, {', '.join(map(str, expected))}] for this model, "
-            f"got {list(grids.shape)}"
-        )

@@ -12,7 +12,10 @@ See ``docs/reproduce.md``.
 
 from __future__ import annotations
 
-from pyskick.experiments.methods import (
+from pyskick.experiments.claims import OrderingCheck, ordering_checks
+from pyskick.experiments.report import write_report
+from pyskick.experiments.reproduce import ReproduceResult, reproduce
+from pyskick.experiments.selection import (
     ONE_VIEW,
     Method,
     available_methods,
@@ -22,14 +25,7 @@ from pyskick.experiments.methods import (
     registered_methods,
     select_methods,
 )
-from pyskick.experiments.report import (
-    OrderingCheck,
-    build_table,
-    format_table,
-    ordering_checks,
-    write_report,
-)
-from pyskick.experiments.reproduce import ReproduceResult, reproduce
+from pyskick.experiments.table import build_table, format_table
 
 __all__ = [
     "ONE_VIEW",

@@ -46,7 +46,7 @@ from pyskick.checkpoint import (
     read_run,
     save_weights,
 )
-from pyskick.config import TRAIN_ONLY_FIELDS, TRAIN_PRESETS, TrainConfig
+from pyskick.config import RUNTIME_FIELDS, TRAIN_ONLY_FIELDS, TRAIN_PRESETS, TrainConfig
 from pyskick.errors import UserError, UserFileNotFoundError
 from pyskick.files import file_digest
 from pyskick.run_dir import BEST, LATEST, RunDir
@@ -61,14 +61,12 @@ _PRETRAIN_FLAGS = {
     "batch_size": "--batch-size",
     "lr": "--lr",
     "seed": "--seed",
-    "device": "--device",
 }
 _TRAIN_FLAGS = {
     "epochs": "--epochs",
     "batch_size": "--batch-size",
     "lr": "--lr",
     "seed": "--seed",
-    "device": "--device",
     "T": "-T",
     "critic": "--critic",
     "actor": "--actor",
@@ -205,7 +203,7 @@ def method_name(stage: str, config: TrainConfig) -> str:
     """The Table 1 row a run trained: ``one-view`` for a pretrained model, else the
     registered method with the run's actor, critic, sidekick and fixed sidekick options
     (``""`` when none matches)."""
-    from pyskick.experiments.methods import ONE_VIEW, registered_methods
+    from pyskick.experiments.selection import ONE_VIEW, registered_methods
 
     if stage == "pretrain":
         return ONE_VIEW
@@ -241,7 +239,7 @@ def run_evaluations(run: Path, checkpoint_sha256: str) -> list[dict[str, Any]]:
 def _reproduce_evaluations(run: Path, checkpoint_sha256: str) -> list[dict[str, Any]]:
     """Evaluations ``pyskick reproduce`` recorded of ``run`` (a run of its output folder)."""
     from pyskick.experiments.layout import SETTINGS_FILE, eval_path
-    from pyskick.experiments.methods import ONE_VIEW
+    from pyskick.experiments.selection import ONE_VIEW
 
     run = run.resolve()
     seed = _REPRODUCE_SEED.fullmatch(run.name)
@@ -306,8 +304,14 @@ def training_command(config: Mapping[str, Any], data_name: str) -> tuple[str, di
     fields = TrainConfig.from_dict(_train_fields(config)).to_dict()
 
     def changed(name: str) -> list[str]:
+        # Runtime fields (the device, batch sizes of evaluation, ...) say where and how fast
+        # the run computed, not what: the recipe leaves them to the machine that runs it.
         base = TRAIN_PRESETS[name].to_dict()
-        return [key for key in fields if key != "sidekick_options" and fields[key] != base[key]]
+        return [
+            key
+            for key in fields
+            if key != "sidekick_options" and key not in RUNTIME_FIELDS and fields[key] != base[key]
+        ]
 
     preset = min(TRAIN_PRESETS, key=lambda name: len(changed(name)))
     flags = _PRETRAIN_FLAGS if stage == "pretrain" else _TRAIN_FLAGS

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pyskick.experiments.methods import ONE_VIEW
+from pyskick.experiments.selection import ONE_VIEW
 
 SETTINGS_FILE = "reproduce.json"
 """The recorded settings a rerun must agree with."""

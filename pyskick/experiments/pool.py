@@ -16,15 +16,15 @@ first folder's run (it is trained once per folder and no claim rests on it).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from pyskick._io import check_writable_folder
+from pyskick._io import check_writable_folder, read_json_object
 from pyskick.errors import UserError
-from pyskick.experiments.methods import ONE_VIEW
-from pyskick.experiments.report import build_table, write_table
+from pyskick.experiments.claims import row_role
+from pyskick.experiments.selection import ONE_VIEW
+from pyskick.experiments.table import build_table, write_table
 
 SETTINGS_FILE = "reproduce.json"
 TABLE_FILE = "table.json"
@@ -90,7 +90,7 @@ def pool(folders: Sequence[str | Path], out: str | Path) -> dict[str, Any]:
         methods = [m for m in methods if m in present]
     if ONE_VIEW not in methods or len(methods) < 2:
         raise UserError("pool: the folders have no trained method in common")
-    roles = {row["method"]: row.get("role", "baseline") for row in records[0][1]["rows"]}
+    roles = {row["method"]: row_role(row) for row in records[0][1]["rows"]}
     settings = {
         **first_settings,
         "pooled": [str(p) for p in paths],
@@ -112,8 +112,11 @@ def _read(folder: Path) -> tuple[dict[str, Any], dict[str, Any]]:
             f"{TABLE_FILE})"
         )
     try:
-        return json.loads(settings_path.read_text()), json.loads(table_path.read_text())
-    except (OSError, ValueError) as exc:
+        return (
+            read_json_object(settings_path, "reproduce settings record"),
+            read_json_object(table_path, "Table 1 record"),
+        )
+    except OSError as exc:
         raise UserError(f"pool: cannot read {folder}'s records: {exc}") from None
 
 

@@ -29,8 +29,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from pyskick import progress
-from pyskick._io import write_json
-from pyskick.config import RUNTIME_FIELDS
+from pyskick._io import read_json_object, write_json
+from pyskick.config import RUNTIME_FIELDS, paper_preset
 from pyskick.errors import UserError, UserFileNotFoundError
 from pyskick.evaluation.evaluate import EvalResult
 from pyskick.experiments.layout import (
@@ -39,14 +39,15 @@ from pyskick.experiments.layout import (
     eval_path,
     run_dir,
 )
-from pyskick.experiments.methods import (
+from pyskick.experiments.report import write_report
+from pyskick.experiments.selection import (
     ONE_VIEW,
     Method,
     check_available,
     method_sidekick_options,
     select_methods,
 )
-from pyskick.experiments.report import build_table, write_report, write_table
+from pyskick.experiments.table import build_table, write_table
 from pyskick.metrics import METRICS
 
 if TYPE_CHECKING:
@@ -202,7 +203,7 @@ def reproduce(
     if preset is None:  # as `pyskick train`: the config file's, else the dataset's paper preset
         preset = config_preset(config) if config is not None else None
     if preset is None:
-        preset = "paper-modelnet" if spec.preset == "modelnet-hard" else "paper-sun360"
+        preset = paper_preset(spec.preset)
     overrides = {"epochs": epochs, "pretrain_epochs": pretrain_epochs, "batch_size": batch_size}
     if device is not None:
         overrides["device"] = device
@@ -258,7 +259,9 @@ def reproduce(
         # that seeds or methods added later (or with more --epochs) share one schedule.
         previous = out / SETTINGS_FILE
         resolved: dict[str, dict[str, Any]] = (
-            json.loads(previous.read_text()).get("resolved_sidekick_options", {})
+            read_json_object(previous, "reproduce settings record").get(
+                "resolved_sidekick_options", {}
+            )
             if previous.is_file()
             else {}
         )
@@ -341,8 +344,8 @@ def check_settings(out_dir: Path, settings: dict[str, Any]) -> None:
     if not record.is_file():
         return
     try:
-        saved = json.loads(record.read_text())
-    except (OSError, json.JSONDecodeError) as exc:
+        saved = read_json_object(record, "reproduce settings record")
+    except (OSError, UserError) as exc:
         raise UserError(f"{record} is unreadable ({exc}); choose another --out") from None
     if "train_config" not in saved:
         raise UserError(
@@ -656,7 +659,7 @@ def _evaluate(
     target = eval_path(out, method, k, metric)
     digest = checkpoint_digest(run)
     if target.is_file():
-        saved = json.loads(target.read_text())
+        saved = read_json_object(target, "evaluation record")
         # Evaluations that predate the samples' digest cannot be paired: redo them.
         if saved.get("checkpoint_sha256") == digest and "samples_sha256" in saved:
             return False

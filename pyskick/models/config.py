@@ -160,6 +160,44 @@ class ModelConfig:
         """Width of the full-observability critic's input: h, deltas, elev, azim, t, grid (517)."""
         return self.hidden_size + 5 + self.grid_size
 
+    @property
+    def grid_shape(self) -> tuple[int, int, int, int, int]:
+        """``(N, M, C, H, W)``: a viewgrid this model takes (a batch is ``[n, N, M, C, H, W]``
+        uint8)."""
+        return (self.n_elevations, self.n_azimuths, self.channels, self.view_size, self.view_size)
+
+    def check_grids(self, grids: object, *, who: str = "this model", empty_ok: bool = True) -> None:
+        """Refuse viewgrids this model cannot take (the one check of grids against a model).
+
+        Args:
+            grids: ``[n, N, M, C, H, W]`` uint8 tensor.
+            who: the model, as the message names it.
+            empty_ok: whether ``n = 0`` is allowed.
+
+        Raises:
+            TypeError: not a uint8 tensor.
+            UserError: another shape (one line with the expected and the given shapes).
+        """
+        import torch
+
+        from pyskick.errors import UserError
+
+        if not isinstance(grids, torch.Tensor):
+            raise TypeError(f"grids must be a torch.Tensor, got {type(grids).__name__}")
+        if grids.dtype != torch.uint8:
+            raise TypeError(f"grids must be uint8 (raw 0-255 views), got {grids.dtype}")
+        expected = self.grid_shape
+        if (
+            grids.dim() != 6
+            or tuple(grids.shape[1:]) != expected
+            or (not empty_ok and grids.shape[0] == 0)
+        ):
+            n = "n" if empty_ok else "n>0"
+            raise UserError(
+                f"grids must have shape [{n}, {', '.join(map(str, expected))}] for {who}, "
+                f"got {list(grids.shape)}"
+            )
+
     # ---- plain-type round trip -----------------------------------------------------------
 
     def to_dict(self) -> dict[str, Any]:

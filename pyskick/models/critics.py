@@ -178,14 +178,8 @@ class FullObservabilityCritic(ValueHead):
         Returns:
             ``[B, grid_size]``.
         """
-        cfg = self.config
-        grid = check_float_tensor(
-            "grid",
-            grid,
-            (None, cfg.n_elevations, cfg.n_azimuths, cfg.channels, cfg.view_size, cfg.view_size),
-        )
-        views = grid.reshape(-1, cfg.channels, cfg.view_size, cfg.view_size)
-        return self.critic_fuse(self.image_encoder(views))
+        views = encode_views(self.config, self.image_encoder, grid)
+        return self.critic_fuse(views.flatten(0, 1))
 
     def forward(
         self,
@@ -226,16 +220,36 @@ def full_critic_inputs(
     proprio: Tensor,
     time: int | Tensor,
     azimuth: Tensor | None,
+    *,
+    needed_by: str = "FullObservabilityCritic",
 ) -> Tensor:
-    """The full-observability critic's input before the grid's encoding: h, the commanded
-    deltas, the absolute elevation and azimuth and t, ``[B, hidden_size + 5]``."""
+    """The input of a head with full observability before the grid's encoding (the critic's,
+    and a full-observability actor's, as the expert-clone plugin's): h, the commanded deltas,
+    the absolute elevation and azimuth and t, ``[B, hidden_size + 5]``; ``needed_by`` names
+    the head when the azimuth is missing."""
     return torch.cat(
         [
             hidden,
             proprio[:, :2],
             proprio[:, ELEVATION_COLUMN : ELEVATION_COLUMN + 1],
-            azimuth_column(config, proprio, azimuth, needed_by="FullObservabilityCritic"),
+            azimuth_column(config, proprio, azimuth, needed_by=needed_by),
             time_column(time, hidden.shape[0], hidden),
         ],
         dim=1,
     )
+
+
+def encode_views(config: ModelConfig, image_encoder: nn.Module, grid: Tensor) -> Tensor:
+    """Every view of whole viewgrids through an image encoder (the policy's ``sense_im``).
+
+    Args:
+        config: the model config.
+        image_encoder: ``[B, C, H, W]`` -> ``[B, sense_size]``.
+        grid: ``[B, N, M, C, H, W]`` normalised views in the absolute (unshifted) frame.
+
+    Returns:
+        ``[B, V, sense_size]``, views in order v = n * M + m.
+    """
+    grid = check_float_tensor("grid", grid, (None, *config.grid_shape))
+    views = grid.reshape(-1, config.channels, config.view_size, config.view_size)
+    return image_encoder(views).view(grid.shape[0], config.n_views, -1)

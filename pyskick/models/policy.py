@@ -181,10 +181,7 @@ class CompletionPolicy(FreezableSenseAndFuse):
             check_float_tensor(name, tensor, (batch_size, cfg.hidden_size))
             for name, tensor in zip(("state h", "state c"), state, strict=True)
         )
-        fused = self.fuse(torch.cat([self.sense_im(view), self.sense_pro(proprio)], dim=1))
-        # nn.LSTM wants [seq=1, B, F] and a [layers=1, B, H] state.
-        _, (h_new, c_new) = self.aggregate(fused.unsqueeze(0), (h.unsqueeze(0), c.unsqueeze(0)))
-        hidden, cell = h_new[0], c_new[0]
+        hidden, cell = self.memory(view, proprio, (h, c))
         logits = self.act_logits(hidden, proprio, time, azimuth=azimuth)
         decoded = self.decode(hidden) if decode else None
         return StepOutput(logits, decoded, (hidden, cell), hidden)
@@ -220,6 +217,24 @@ class CompletionPolicy(FreezableSenseAndFuse):
             ValueError: if an input has the wrong shape.
         """
         return self(view, proprio, time, state, azimuth=azimuth, decode=decode)
+
+    def memory(self, view: Tensor, proprio: Tensor, state: LSTMState) -> LSTMState:
+        """Sense -> Fuse -> Aggregate of one glimpse: the new (h, c), without Act and Decode
+        (what a caller that needs only the agent's memory runs; :meth:`forward` starts with
+        it). Inputs are not checked here (:meth:`step` checks them).
+
+        Args:
+            view: ``[B, C, H, W]`` current view.
+            proprio: ``[B, P]`` proprioception.
+            state: (h, c) from the previous glimpse, each ``[B, hidden_size]``.
+
+        Returns:
+            (h, c), each ``[B, hidden_size]``.
+        """
+        fused = self.fuse(torch.cat([self.sense_im(view), self.sense_pro(proprio)], dim=1))
+        # nn.LSTM wants [seq=1, B, F] and a [layers=1, B, H] state.
+        _, (h, c) = self.aggregate(fused.unsqueeze(0), (state[0][None], state[1][None]))
+        return h[0], c[0]
 
     def act_logits(
         self,

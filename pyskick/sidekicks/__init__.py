@@ -1,7 +1,7 @@
 """Sidekicks: helpers that shape or demonstrate the policy's training (paper §3.3–3.4).
 
 The public API for sidekicks and the plugins that add them: the contract
-(:class:`Sidekick`, :func:`has_scores`), the bases of the two kinds of help
+(:class:`Sidekick`, :class:`ScoredSidekick`, :func:`has_scores`), the bases of the two kinds of help
 (:class:`RewardMaps`, :class:`HybridSupervision`), building by name (:func:`make_sidekick`, and
 :func:`scoring_inputs` for a factory's one-line refusals)
 and the declarations of the built-in options (:data:`REWARD_OPTIONS`, :data:`HYBRID_OPTION`,
@@ -20,23 +20,20 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from pyskick.options import SidekickOption
     from pyskick.run_dir import checkpoint_digest
-    from pyskick.sidekicks.base import (
-        Demonstrations,
-        NoSidekick,
-        Sidekick,
-        has_scores,
-    )
+    from pyskick.sidekicks.base import Demonstrations, NoSidekick, ScoredSidekick, Sidekick
     from pyskick.sidekicks.defaults import HYBRID_OPTION, NMS_PRESETS, REWARD_OPTIONS, nms_preset
     from pyskick.sidekicks.factory import make_sidekick, run_options, scoring_inputs
     from pyskick.sidekicks.hybrid import HybridSupervision
     from pyskick.sidekicks.reward_maps import RewardMaps
+    from pyskick.sidekicks.scores import has_scores
 
 _EXPORTS = {
     "Demonstrations": "pyskick.sidekicks.base",
     "NoSidekick": "pyskick.sidekicks.base",
+    "ScoredSidekick": "pyskick.sidekicks.base",
     "Sidekick": "pyskick.sidekicks.base",
     "checkpoint_digest": "pyskick.run_dir",
-    "has_scores": "pyskick.sidekicks.base",
+    "has_scores": "pyskick.sidekicks.scores",
     "HYBRID_OPTION": "pyskick.sidekicks.defaults",
     "NMS_PRESETS": "pyskick.sidekicks.defaults",
     "REWARD_OPTIONS": "pyskick.sidekicks.defaults",
@@ -57,6 +54,7 @@ __all__ = [
     "HybridSupervision",
     "NoSidekick",
     "RewardMaps",
+    "ScoredSidekick",
     "Sidekick",
     "SidekickOption",
     "checkpoint_digest",

@@ -16,14 +16,16 @@ checkpoint so a resumed run continues them exactly.
 
 **Scores.** What a sidekick precomputes from full observability (one-view scores, coverage
 matrices, expert trajectories) goes through three methods so that it can be cached and sharded:
-:meth:`Sidekick.score_options` names everything the scores depend on besides the viewgrids and
-the code, :meth:`Sidekick.compute_scores` computes per-sample arrays,
-:meth:`Sidekick.load_scores` takes them before training. A sidekick has scores exactly when its
-class overrides :meth:`Sidekick.compute_scores` (:func:`has_scores`); it then overrides the
-other two as well. The default :meth:`Sidekick.prepare` ties them together: it loads
-:attr:`Sidekick.scores_file` when one was handed over (``pyskick train --scores``), refusing
-stale scores, and otherwise takes them from the score cache, computing them there on a miss
-(sharded under torchrun; :mod:`pyskick.sidekicks.scores`).
+a sidekick with scores is a :class:`ScoredSidekick` (:func:`has_scores`, the one test of it),
+which declares them: :meth:`ScoredSidekick.score_options` names everything the scores depend on
+besides the viewgrids and the code, :meth:`ScoredSidekick.compute_scores` computes per-sample
+arrays, :meth:`ScoredSidekick.load_scores` takes them before training;
+:attr:`ScoredSidekick.shardable` says whether ranks may score slices. Its
+:meth:`ScoredSidekick.prepare` ties them together: it loads :attr:`ScoredSidekick.scores_file`
+when one was handed over (``pyskick train --scores``), refusing stale scores, and otherwise
+takes them from the score cache, computing them there on a miss (sharded under torchrun;
+:mod:`pyskick.sidekicks.scores`). A plain :class:`Sidekick` subclass that defines one of the
+three is refused when the class is created (it would never be called).
 
 **Names.** A sidekick's :attr:`Sidekick.name` is the name it was registered under, stamped by
 :func:`~pyskick.sidekicks.make_sidekick` (classes do not name themselves): runs record it as
@@ -34,23 +36,24 @@ object again.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 from torch import Tensor
 
-from pyskick.errors import UserError
 from pyskick.run_dir import checkpoint_digest  # noqa: F401 - its old home, still importable
 from pyskick.sidekicks.scores import (
     cached_scores,
     class_path,
-    has_scores,
     load_scores_file,
-    no_scores,
 )
+
+SCORE_METHODS = ("score_options", "compute_scores", "load_scores")
+"""The score trio: a :class:`ScoredSidekick`'s, and only its."""
 
 Demonstrations = tuple[Tensor, Tensor]
 """``(actions [T-1, B] int64, mask [T-1, B] bool)``: where mask is True the action is forced."""
@@ -89,66 +92,26 @@ class Sidekick:
     """The environment's reward-zeroing radius around visited views that this sidekick's
     reward maps assume (the NMS radius); the trainer sets ``TrainConfig.reward_radius`` from
     it. None leaves the config's."""
-    shardable: bool = True
-    """:meth:`compute_scores` treats samples independently, so ranks may score disjoint
-    slices of the viewgrids and concatenate the results."""
-    scores_file: Path | None = None
-    """A precomputed score file (``pyskick score``) whose ``train`` split the default
-    :meth:`prepare` loads instead of using the cache; it must have been computed for these
-    viewgrids, model and options."""
+    _scored: ClassVar[bool] = False
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        defined = [m for m in SCORE_METHODS if m in vars(cls)]
+        if defined and not cls._scored:
+            raise TypeError(
+                f"{cls.__qualname__} defines {', '.join(defined)}: a sidekick with scores "
+                "subclasses pyskick.sidekicks.ScoredSidekick"
+            )
 
     def prepare(self, grids: Tensor, *, T: int, device: torch.device) -> None:
-        """Called once before training with the training viewgrids.
-
-        The default, for a sidekick with scores (:func:`has_scores`), loads the scores of
-        ``grids`` from :attr:`scores_file`, or else from the score cache, computing them on a
-        miss (:func:`~pyskick.sidekicks.scores.cached_scores`); override it for a sidekick
-        that needs something else.
+        """Called once before training with the training viewgrids (the default does
+        nothing; :class:`ScoredSidekick` loads its scores here).
 
         Args:
             grids: ``[n, N, M, C, H, W]`` uint8 training viewgrids (CPU).
             T: the glimpse budget of the episodes to come.
             device: where the trainer runs episodes; return tensors there.
-
-        Raises:
-            ValueError: :attr:`scores_file` holds stale scores or no ``train`` split, or is
-                set for a sidekick without scores.
-            FileNotFoundError: :attr:`scores_file` does not exist.
         """
-
-        if not has_scores(self):
-            if self.scores_file is not None:
-                raise UserError(f"sidekick {self.name!r} has no scores to load from a file")
-            return
-        if self.scores_file is not None:
-            scores = load_scores_file(self, grids, self.scores_file, T=T)
-        else:
-            scores = cached_scores(self, grids, T=T, device=device)
-        self.load_scores(scores, T=T, device=device)
-
-    def score_options(self, T: int) -> dict[str, Any]:
-        """Everything the scores depend on besides the viewgrids and the code (a sidekick with
-        scores overrides this).
-
-        Plain JSON types only (model digests, NMS parameters, T when it matters): the cache
-        key is built from these, the class that computes the scores, its distribution's
-        version and the viewgrids' content, so two runs share scores exactly when they would
-        compute the same ones.
-        """
-        raise NotImplementedError(f"sidekick {self.name!r} has no scores (no score options)")
-
-    @no_scores  # a subclass that computes scores overrides it (has_scores)
-    def compute_scores(self, grids: Tensor, *, T: int, device: torch.device) -> dict[str, Tensor]:
-        """Per-sample score arrays of ``grids`` ``[n, N, M, C, H, W]`` uint8.
-
-        Returns:
-            name -> CPU tensor whose first dimension is ``n`` (row i belongs to grid i).
-        """
-        raise NotImplementedError(f"sidekick {self.name!r} has no scores to compute")
-
-    def load_scores(self, scores: dict[str, Tensor], *, T: int, device: torch.device) -> None:
-        """Take :meth:`compute_scores`' output (possibly from a cache) before training."""
-        raise NotImplementedError(f"sidekick {self.name!r} has no scores to load")
 
     def reward_maps(self, indices: Tensor, epoch: int) -> Tensor | None:
         """``[B, N, M]`` float32 raw reward maps of the batch, or None for no rewards."""
@@ -175,6 +138,69 @@ class Sidekick:
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restore :meth:`state_dict`'s output."""
+
+
+class ScoredSidekick(Sidekick, ABC):
+    """Base class of the sidekicks that precompute scores from full observability: the score
+    trio (:meth:`score_options`, :meth:`compute_scores`, :meth:`load_scores`), whether ranks
+    may shard the scoring (:attr:`shardable`) and a precomputed file (:attr:`scores_file`).
+
+    A subclass implements the three methods; :meth:`prepare` gets the scores from
+    :attr:`scores_file`, or else from the score cache, computing them on a miss
+    (:func:`~pyskick.sidekicks.scores.cached_scores`), and hands them to :meth:`load_scores`.
+    """
+
+    _scored: ClassVar[bool] = True
+
+    shardable: bool = True
+    """:meth:`compute_scores` treats samples independently, so ranks may score disjoint
+    slices of the viewgrids and concatenate the results (False: rank 0 scores them all and
+    broadcasts them)."""
+    scores_file: Path | None = None
+    """A precomputed score file (``pyskick score``) whose ``train`` split :meth:`prepare` loads
+    instead of using the cache; it must have been computed for these viewgrids, model and
+    options."""
+
+    def prepare(self, grids: Tensor, *, T: int, device: torch.device) -> None:
+        """Load the scores of ``grids`` from :attr:`scores_file`, or else from the score cache,
+        computing them on a miss; then :meth:`load_scores`.
+
+        Args:
+            grids: ``[n, N, M, C, H, W]`` uint8 training viewgrids (CPU).
+            T: the glimpse budget of the episodes to come.
+            device: where the trainer runs episodes; return tensors there.
+
+        Raises:
+            ValueError: :attr:`scores_file` holds stale scores or no ``train`` split.
+            FileNotFoundError: :attr:`scores_file` does not exist.
+        """
+        if self.scores_file is not None:
+            scores = load_scores_file(self, grids, self.scores_file, T=T)
+        else:
+            scores = cached_scores(self, grids, T=T, device=device)
+        self.load_scores(scores, T=T, device=device)
+
+    @abstractmethod
+    def score_options(self, T: int) -> dict[str, Any]:
+        """Everything the scores depend on besides the viewgrids and the code.
+
+        Plain JSON types only (model digests, NMS parameters, T when it matters): the cache
+        key is built from these, the class that computes the scores, its distribution's
+        version and the viewgrids' content, so two runs share scores exactly when they would
+        compute the same ones.
+        """
+
+    @abstractmethod
+    def compute_scores(self, grids: Tensor, *, T: int, device: torch.device) -> dict[str, Tensor]:
+        """Per-sample score arrays of ``grids`` ``[n, N, M, C, H, W]`` uint8.
+
+        Returns:
+            name -> CPU tensor whose first dimension is ``n`` (row i belongs to grid i).
+        """
+
+    @abstractmethod
+    def load_scores(self, scores: dict[str, Tensor], *, T: int, device: torch.device) -> None:
+        """Take :meth:`compute_scores`' output (possibly from a cache) before training."""
 
 
 class NoSidekick(Sidekick):

@@ -23,7 +23,6 @@ from pyskick import progress
 from pyskick.envs.rollout import collect_rollout, make_env
 from pyskick.envs.views import check_mean_given
 from pyskick.evaluation.evaluate import resolve_eval_batch_size
-from pyskick.models import ModelConfig
 from pyskick.ops import coverage_matrix, rotate_viewgrid
 from pyskick.run_dir import load_policy
 
@@ -68,7 +67,7 @@ def one_view_coverage(
     policy = load_policy(one_view, device).policy
     cfg = policy.config
     batch_size = resolve_eval_batch_size(batch_size, cfg, device)
-    _check_grids(grids, cfg)
+    cfg.check_grids(grids, who="the one-view model")
     check_mean_given(cfg.mean_subtract, channel_mean is not None and any(channel_mean))
     N, M = cfg.n_elevations, cfg.n_azimuths
     V = N * M
@@ -97,16 +96,3 @@ def one_view_coverage(
             parts.append(coverage_matrix(recon.view(k, V, *recon.shape[1:]), truth).cpu())
             bar.advance(k)
     return torch.cat(parts)
-
-
-def _check_grids(grids: object, cfg: ModelConfig) -> None:
-    if not isinstance(grids, Tensor):
-        raise TypeError(f"grids must be a torch.Tensor, got {type(grids).__name__}")
-    if grids.dtype != torch.uint8:
-        raise TypeError(f"grids must be uint8 (raw 0-255 views), got {grids.dtype}")
-    expected = (cfg.n_elevations, cfg.n_azimuths, cfg.channels, cfg.view_size, cfg.view_size)
-    if grids.dim() != 6 or tuple(grids.shape[1:]) != expected:
-        raise ValueError(
-            f"grids must have shape [n, {', '.join(map(str, expected))}] for the one-view "
-            f"model, got {list(grids.shape)}"
-        )

@@ -24,10 +24,11 @@ from torch import Tensor
 from pyskick.envs.actions import ActionGrid
 from pyskick.ops import greedy_coverage
 from pyskick.run_dir import checkpoint_digest
+from pyskick.sidekicks.base import ScoredSidekick
 from pyskick.sidekicks.hybrid import HybridSupervision
 
 
-class DemoSidekick(HybridSupervision):
+class DemoSidekick(HybridSupervision, ScoredSidekick):
     """ours(demo): greedy coverage demonstrations for the first ``T_sup`` steps.
 
     Args:

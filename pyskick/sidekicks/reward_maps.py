@@ -7,10 +7,10 @@ multiplies the collected raw rewards by :meth:`RewardMaps.reward_scale`, which i
 ``decay_factor`` every ``decay_every`` epochs.
 
 ours(rew) and the rnd-rewards plugin differ only in the maps: a subclass supplies
-:meth:`~pyskick.sidekicks.Sidekick.score_options` and
-:meth:`~pyskick.sidekicks.Sidekick.compute_scores`, returning the ``[n, N, M]`` maps in [0, 1]
-under :attr:`RewardMaps.maps_score`; loading them, the scale, its decay and the checkpointed
-state are here.
+:meth:`~pyskick.sidekicks.ScoredSidekick.score_options` and
+:meth:`~pyskick.sidekicks.ScoredSidekick.compute_scores`, returning the ``[n, N, M]`` maps in
+[0, 1] under :attr:`RewardMaps.maps_score`; loading them, the scale, its decay and the
+checkpointed state are here.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import torch
 from torch import Tensor
 
 from pyskick.options import OptionValue
-from pyskick.sidekicks.base import Sidekick
+from pyskick.sidekicks.base import ScoredSidekick
 from pyskick.sidekicks.defaults import REWARD_OPTIONS, hand_built_default
 
 
@@ -30,7 +30,7 @@ def _default(name: str) -> OptionValue:
     return hand_built_default(REWARD_OPTIONS, name)
 
 
-class RewardMaps(Sidekick, ABC):
+class RewardMaps(ScoredSidekick, ABC):
     """A sidekick that pays a reward map per training viewgrid, on a decaying scale.
 
     Args:
@@ -83,7 +83,7 @@ class RewardMaps(Sidekick, ABC):
     @abstractmethod
     def score_options(self, T: int) -> dict[str, Any]:
         """Everything the maps depend on besides the viewgrids (see
-        :meth:`~pyskick.sidekicks.Sidekick.score_options`)."""
+        :meth:`~pyskick.sidekicks.ScoredSidekick.score_options`)."""
 
     @abstractmethod
     def compute_scores(self, grids: Tensor, *, T: int, device: torch.device) -> dict[str, Tensor]:

@@ -1,8 +1,8 @@
 """Sidekick score files, the score cache and sharded score computation.
 
-A sidekick's scores (:meth:`~pyskick.sidekicks.base.Sidekick.compute_scores`) depend on the
-viewgrids, on :meth:`~pyskick.sidekicks.base.Sidekick.score_options` and on the code only, so
-they are identified by :func:`score_key`: SHA-256 over the class that computes them
+A sidekick's scores (:meth:`~pyskick.sidekicks.base.ScoredSidekick.compute_scores`) depend
+on the viewgrids, on :meth:`~pyskick.sidekicks.base.ScoredSidekick.score_options` and on the
+code only, so they are identified by :func:`score_key`: SHA-256 over the class that computes them
 (``module.QualName``, not the name it was registered under: a sidekick built by hand or through
 an alias shares the scores), its options (JSON, sorted keys), the viewgrids' content digest,
 the code's versions and a digest of its source (:func:`code_digest`: editing a plugin's
@@ -30,10 +30,10 @@ import json
 import logging
 import os
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, Protocol, runtime_checkable
 
 import h5py
 import numpy as np
@@ -46,10 +46,6 @@ from pyskick.distributed import broadcast_from_main, gather_from_ranks, world
 from pyskick.errors import UserError, UserFileNotFoundError
 from pyskick.files import cache_root, file_lock
 
-if TYPE_CHECKING:
-    # Annotations only: pyskick.sidekicks.base uses this module, which must not import it back.
-    from pyskick.sidekicks.base import Sidekick
-
 _LOG = logging.getLogger(__name__)
 
 SCORES_FORMAT_VERSION = 2
@@ -60,33 +56,39 @@ version-1 files are refused (their keys would never match)."""
 CACHE_GROUP = "grids"
 """The one group of a cache entry: entries are keyed by content, not by split name."""
 
-_F = TypeVar("_F", bound=Callable[..., Any])
 
-_NO_SCORES = "__pyskick_no_scores__"
+@runtime_checkable
+class Scorer(Protocol):
+    """What this module needs of a sidekick with scores: a
+    :class:`~pyskick.sidekicks.base.ScoredSidekick` (a protocol, so that this module does not
+    import the sidekick classes built on it)."""
+
+    shardable: bool
+
+    @property
+    def name(self) -> str: ...
+
+    def score_options(self, T: int) -> dict[str, Any]: ...
+
+    def compute_scores(
+        self, grids: Tensor, *, T: int, device: torch.device
+    ) -> dict[str, Tensor]: ...
 
 
-def no_scores(method: _F) -> _F:
-    """Mark :meth:`Sidekick.compute_scores <pyskick.sidekicks.base.Sidekick.compute_scores>`,
-    the default that computes nothing (what :func:`has_scores` looks for)."""
-    setattr(method, _NO_SCORES, True)
-    return method
+def has_scores(sidekick: object) -> bool:
+    """Whether ``sidekick`` precomputes scores (a :class:`~pyskick.sidekicks.base.ScoredSidekick`:
+    what its score trio provides); the one test of it."""
+    return isinstance(sidekick, Scorer)
 
 
-def has_scores(sidekick: Sidekick) -> bool:
-    """Whether ``sidekick`` precomputes scores: its class overrides
-    :meth:`Sidekick.compute_scores <pyskick.sidekicks.base.Sidekick.compute_scores>` (the one
-    test of it)."""
-    return not getattr(type(sidekick).compute_scores, _NO_SCORES, False)
-
-
-def class_path(sidekick: Sidekick) -> str:
+def class_path(sidekick: object) -> str:
     """``module.QualName`` of ``sidekick``'s class: the code that computes its scores (score
     keys) and the name of a sidekick built by hand."""
     cls = type(sidekick)
     return f"{cls.__module__}.{cls.__qualname__}"
 
 
-def _options(sidekick: Sidekick, T: int) -> dict[str, Any]:
+def _options(sidekick: Scorer, T: int) -> dict[str, Any]:
     """``sidekick.score_options(T)``, checked to be a dict.
 
     Raises:
@@ -117,7 +119,7 @@ def _sha256_json(payload: Mapping[str, Any]) -> str:
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
 
 
-def code_versions(sidekick: Sidekick) -> dict[str, str]:
+def code_versions(sidekick: Scorer) -> dict[str, str]:
     """The versions of the code that computes ``sidekick``'s scores: pyskick's, and the
     distribution that defines its class when that is another one (a plugin), so upgrading a
     plugin never reuses its old scores."""
@@ -129,18 +131,19 @@ def code_versions(sidekick: Sidekick) -> dict[str, str]:
     return versions
 
 
-def _scoring_classes(sidekick: Sidekick) -> list[type]:
+_BASE_MODULE = "pyskick.sidekicks.base"
+"""The contract's module: its classes (``Sidekick``, ``ScoredSidekick``) compute nothing."""
+
+
+def _scoring_classes(sidekick: Scorer) -> list[type]:
     """The classes whose code computes ``sidekick``'s scores: its class and every base that is
     a :class:`~pyskick.sidekicks.base.Sidekick` subclass, that base itself excluded (its
     generic machinery computes nothing), so a mixin such as ``torch.nn.Module`` is left out."""
     mro = type(sidekick).__mro__
-    base = next(
-        (c for c in mro if c.__module__ == "pyskick.sidekicks.base" and c.__name__ == "Sidekick"),
-        None,
-    )
+    base = next((c for c in mro if c.__module__ == _BASE_MODULE and c.__name__ == "Sidekick"), None)
     if base is None:  # not a Sidekick subclass: its own class is all there is to name
         return [type(sidekick)]
-    return [c for c in mro if c is not base and base in c.__mro__]
+    return [c for c in mro if base in c.__mro__ and c.__module__ != _BASE_MODULE]
 
 
 def _module_files(cls: type) -> list[Path]:
@@ -176,7 +179,7 @@ def _source_files(cls: type) -> dict[str, Path]:
     }
 
 
-def code_files(sidekick: Sidekick) -> dict[str, Path]:
+def code_files(sidekick: Scorer) -> dict[str, Path]:
     """label -> source file, for every file :func:`code_digest` covers: those of the class
     and of each of its ``Sidekick`` bases (:class:`~pyskick.sidekicks.base.Sidekick` itself
     excluded), per class pyskick's defining module or a plugin's whole top-level package."""
@@ -186,7 +189,7 @@ def code_files(sidekick: Sidekick) -> dict[str, Path]:
     return files
 
 
-def code_digest(sidekick: Sidekick) -> str:
+def code_digest(sidekick: Scorer) -> str:
     """SHA-256 of the source code that computes ``sidekick``'s scores.
 
     Over the files of :func:`code_files` (labels and contents, line endings normalised), so an
@@ -205,12 +208,12 @@ def code_digest(sidekick: Sidekick) -> str:
     return digest.hexdigest()
 
 
-def _code(sidekick: Sidekick) -> dict[str, Any]:
+def _code(sidekick: Scorer) -> dict[str, Any]:
     """What the keys say about the code: its versions and its source digest."""
     return {"versions": code_versions(sidekick), "source": code_digest(sidekick)}
 
 
-def options_key(sidekick: Sidekick, T: int) -> str:
+def options_key(sidekick: Scorer, T: int) -> str:
     """SHA-256 over the sidekick's class, ``score_options(T)`` and the code (versions and
     source digest): the identity of the scoring, whatever the viewgrids (a score file's root
     ``key``)."""
@@ -220,7 +223,7 @@ def options_key(sidekick: Sidekick, T: int) -> str:
     )
 
 
-def score_key(sidekick: Sidekick, grids: Tensor, T: int) -> str:
+def score_key(sidekick: Scorer, grids: Tensor, T: int) -> str:
     """The identity of ``sidekick``'s scores of ``grids`` ``[n, N, M, C, H, W]``.
 
     SHA-256 over the JSON (sorted keys) of the class that computes them (``module.QualName``),
@@ -256,7 +259,7 @@ class ScoreMeta:
     """Per split, :func:`score_key` of that split's viewgrids."""
 
     @classmethod
-    def of(cls, sidekick: Sidekick, T: int, split_keys: Mapping[str, str]) -> ScoreMeta:
+    def of(cls, sidekick: Scorer, T: int, split_keys: Mapping[str, str]) -> ScoreMeta:
         """The metadata of ``sidekick``'s scores of the splits keyed in ``split_keys``."""
         return cls(sidekick.name, _options(sidekick, T), options_key(sidekick, T), dict(split_keys))
 
@@ -403,7 +406,7 @@ def read_scores(path: str | os.PathLike[str], split: str, expected_key: str) -> 
 
 
 def load_scores_file(
-    sidekick: Sidekick,
+    sidekick: Scorer,
     grids: Tensor,
     path: str | os.PathLike[str],
     *,
@@ -417,15 +420,37 @@ def load_scores_file(
         ValueError: the sidekick has no scores, the file lacks ``split``, or its scores were
             computed for other viewgrids, model or options.
     """
-    scores = read_scores(path, split, score_key(sidekick, grids, T))
+    key = score_key(sidekick, grids, T)
+    meta = read_score_meta(path)
+    stored = meta["splits"].get(split)
+    if stored is not None and stored != key:
+        raise UserError(
+            f"stale scores in {path} (split {split!r}): {_stale_reason(meta, sidekick, T)}; "
+            "compute them again (pyskick score) or leave --scores out"
+        )
+    scores = read_scores(path, split, key)
     return _check_scores(scores, grids.shape[0], f"score file {path}")
+
+
+def _stale_reason(meta: Mapping[str, Any], sidekick: Scorer, T: int) -> str:
+    """What differs between a score file and the scoring at hand: the options, the code that
+    computes them (the class, its source or a version), or else the viewgrids."""
+    if meta["key"] == options_key(sidekick, T):
+        return "they were computed for other viewgrids (another data file or split)"
+    options = json.loads(json.dumps(_options(sidekick, T)))  # as the file stores them
+    if meta["options"] != options:
+        return f"they were computed with options {meta['options']}, not {options}"
+    return (
+        f"the code of {class_path(sidekick)} changed since they were computed (its class, its "
+        "source or a version: scores are keyed by the code)"
+    )
 
 
 # -- distribution ---------------------------------------------------------------------------
 
 
 def compute_scores_sharded(
-    sidekick: Sidekick, grids: Tensor, *, T: int, device: torch.device
+    sidekick: Scorer, grids: Tensor, *, T: int, device: torch.device
 ) -> dict[str, Tensor]:
     """``sidekick.compute_scores(grids)``, split over the ranks of an initialised process group.
 
@@ -461,7 +486,7 @@ def compute_scores_sharded(
 
 
 def _compute_sharded(
-    sidekick: Sidekick, grids: Tensor, *, T: int, device: torch.device
+    sidekick: Scorer, grids: Tensor, *, T: int, device: torch.device
 ) -> dict[str, Tensor]:
     """:func:`compute_scores_sharded` without its progress stage."""
     n = int(grids.shape[0])
@@ -510,7 +535,7 @@ def _read_entry(path: Path, key: str) -> dict[str, Tensor] | None:
 
 
 def cached_scores(
-    sidekick: Sidekick,
+    sidekick: Scorer,
     grids: Tensor,
     *,
     T: int,

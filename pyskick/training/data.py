@@ -11,6 +11,7 @@ import torch
 from torch import Tensor
 
 if TYPE_CHECKING:
+    from pyskick.data.hdf5_read import ViewgridFile
     from pyskick.data.spec import GridSpec
 
 
@@ -28,6 +29,8 @@ class TrainData:
         source: the HDF5 file the grids were read from (set by :meth:`from_file`); the
             trainer records its path and digest in ``RUN/dataset.json``. None for grids
             built in memory.
+        file: the opened file itself (set by :meth:`from_file`): the command's reference to
+            its dataset, which hashes the file once (:attr:`ViewgridFile.digest`).
     """
 
     train: Tensor
@@ -35,6 +38,7 @@ class TrainData:
     channel_mean: tuple[float, ...]
     spec: GridSpec | None = None
     source: Path | None = None
+    file: ViewgridFile | None = None
 
     def __post_init__(self) -> None:
         for name in ("train", "val"):
@@ -84,15 +88,17 @@ class TrainData:
         return int(N), int(M), int(C), int(H)
 
     @classmethod
-    def from_file(cls, path: str | os.PathLike[str]) -> TrainData:
-        """Load the train and val splits of a viewgrid HDF5 file (needs :mod:`pyskick.data`)."""
+    def from_file(cls, path: str | os.PathLike[str] | ViewgridFile) -> TrainData:
+        """Load the train and val splits of a viewgrid HDF5 file, given by path or already
+        opened (needs :mod:`pyskick.data`)."""
         from pyskick.data import ViewgridFile
 
-        source = ViewgridFile(path)
+        source = path if isinstance(path, ViewgridFile) else ViewgridFile(path)
         return cls(
             source.split("train").load(),
             source.split("val").load(),
             tuple(source.spec.channel_mean),
             source.spec,
             source.path,
+            source,
         )

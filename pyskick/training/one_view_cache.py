@@ -15,13 +15,13 @@ import dataclasses
 import hashlib
 import json
 import logging
-import os
 from pathlib import Path
 
 from pyskick import __version__
 from pyskick.config import RUNTIME_FIELDS, TRAIN_ONLY_FIELDS, TrainConfig
 from pyskick.distributed import is_main
-from pyskick.files import cache_root, file_digest, file_lock
+from pyskick.files import cache_root, file_lock
+from pyskick.run_dir import Dataset, dataset_digest
 from pyskick.training.data import TrainData
 from pyskick.training.trainer import pretrain
 
@@ -36,37 +36,36 @@ def pretrain_config(config: TrainConfig) -> TrainConfig:
     )
 
 
-def cache_key(dataset_path: str | os.PathLike[str], config: TrainConfig) -> str:
-    """The cache key of the one-view model for a dataset file and config."""
+def cache_key(dataset: Dataset, config: TrainConfig) -> str:
+    """The cache key of the one-view model for a dataset file (a path, or an opened
+    :class:`~pyskick.data.ViewgridFile`, hashed once) and config."""
     fields = pretrain_config(config).to_dict()
     for name in RUNTIME_FIELDS:  # where and how fast it computes, not what
         fields.pop(name)
     payload = json.dumps(
-        {"dataset": file_digest(dataset_path), "config": fields, "pyskick": __version__},
+        {"dataset": dataset_digest(dataset), "config": fields, "pyskick": __version__},
         sort_keys=True,
     )
     return hashlib.sha256(payload.encode()).hexdigest()[:20]
 
 
-def cache_folder(dataset_path: str | os.PathLike[str], config: TrainConfig) -> Path:
+def cache_folder(dataset: Dataset, config: TrainConfig) -> Path:
     """Where the one-view model for a dataset file and config is (or will be) cached."""
-    return cache_root() / "one-view" / cache_key(dataset_path, config)
+    return cache_root() / "one-view" / cache_key(dataset, config)
 
 
-def cached_one_view(
-    dataset_path: str | os.PathLike[str], config: TrainConfig, data: TrainData
-) -> Path:
+def cached_one_view(dataset: Dataset, config: TrainConfig, data: TrainData) -> Path:
     """The run folder of the one-view model for this dataset and config, pretrained if needed.
 
     Args:
-        dataset_path: the dataset's HDF5 file (its bytes are part of the key).
+        dataset: the dataset's HDF5 file, a path or opened (its bytes are part of the key).
         config: the training config (its pretraining fields are used).
         data: the dataset's train and val viewgrids.
 
     Returns:
         A run folder with ``best.pt``, to pass as ``init`` to :func:`pyskick.training.train`.
     """
-    run = cache_folder(dataset_path, config)
+    run = cache_folder(dataset, config)
     run.parent.mkdir(parents=True, exist_ok=True)
     main_rank = is_main()
     with contextlib.ExitStack() as stack:

@@ -24,6 +24,7 @@ from pyskick.distributed import DistContext, init_distributed, is_main, resolve_
 from pyskick.envs.rollout import make_env
 from pyskick.errors import UserError
 from pyskick.models import CompletionPolicy, ModelConfig, preset
+from pyskick.overrides import overrides
 from pyskick.plugins import lookup
 from pyskick.run_dir import CONFIG, RunDir
 from pyskick.sidekicks.base import NoSidekick, Sidekick
@@ -130,7 +131,9 @@ class TrainerSetup:
             else:
                 self.run.check_resumable(stage)
                 saved = dict(self.run.read_record(CONFIG) or {})
-                saved.pop("loggers", None)  # not part of the config: free to change
+                # Not part of the config: free to change.
+                saved.pop("loggers", None)
+                saved.pop("device_used", None)
                 pack = saved.pop("pack", None)
                 recorded = {"stage": saved.pop("stage", None), "config": saved, "pack": pack}
         if recorded is not None:
@@ -219,9 +222,7 @@ class TrainerSetup:
         # Validation forces indices of the validation grids: its own instance, prepared once.
         self.val_actor: Actor = copy.deepcopy(actor)
         self.learn_actions = self.stage == "train" and actor.learned and self.config.T > 1
-        if overrides(actor, Actor, "forced_actions") and overrides(
-            self.sidekick, Sidekick, "demonstrations"
-        ):
+        if overrides(actor, "forced_actions") and overrides(self.sidekick, "demonstrations"):
             raise UserError(
                 f"actor {actor.name!r} forces the motions and sidekick {self.sidekick.name!r} "
                 "demonstrates them: use one of the two"
@@ -443,8 +444,3 @@ def resumed_config(
                 f"{getattr(saved, name)!r}"
             )
     return saved.replace(**{name: getattr(config, name) for name in _RESUMABLE_CHANGES})
-
-
-def overrides(obj: object, base: type, method: str) -> bool:
-    """Whether ``obj``'s class replaces ``base.method``."""
-    return getattr(type(obj), method) is not getattr(base, method)

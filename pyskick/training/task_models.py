@@ -177,7 +177,6 @@ _Env = TypeVar("_Env", LookAroundGymEnv, LookAroundVectorEnv)
 
 def _paying(
     env: _Env,
-    kwargs: Mapping[str, Any],
     reward: str,
     reward_model: str | os.PathLike[str] | None,
     reward_mode: str,
@@ -187,8 +186,8 @@ def _paying(
     env.task_reward = build_task_reward(
         reward,
         env,
-        dataset=kwargs.get("dataset"),
-        from_grids=kwargs.get("grids") is not None,
+        dataset=env.episode_options.dataset,
+        from_grids=env.episode_options.grids is not None,
         reward_model=reward_model,
         reward_mode=reward_mode,
         reward_training=reward_training,
@@ -207,7 +206,7 @@ def make_lookaround(
     """``gymnasium.make("pyskick/LookAround-v0", ...)``: a :class:`LookAroundGymEnv` paying
     the named task reward (:func:`build_task_reward`); ``kwargs`` go to the env."""
     env = LookAroundGymEnv(**kwargs)
-    return _paying(env, kwargs, reward, reward_model, reward_mode, reward_training)
+    return _paying(env, reward, reward_model, reward_mode, reward_training)
 
 
 def make_lookaround_vector(
@@ -222,7 +221,7 @@ def make_lookaround_vector(
     """``gymnasium.make_vec("pyskick/LookAround-v0", ...)``: a :class:`LookAroundVectorEnv`
     paying the named task reward; ``kwargs`` go to the env."""
     env = LookAroundVectorEnv(num_envs, **kwargs)
-    return _paying(env, kwargs, reward, reward_model, reward_mode, reward_training)
+    return _paying(env, reward, reward_model, reward_mode, reward_training)
 
 
 # gymnasium.make reads the entry point's metadata to check render_mode before calling it.

@@ -312,10 +312,11 @@ class Trainer(TrainerSetup):
             self.run.record_start(
                 self.stage,
                 self.config.to_dict(),
-                dataset=self.data.source,
+                dataset=self.data.file or self.data.source,
                 init=self.init,
                 loggers=self.logger.names,
                 pack=self.pack_record,
+                device=str(self.device),
             )
             yield
 

@@ -15,7 +15,6 @@ from torch import Tensor
 from pyskick.actors import make_actor
 from pyskick.actors.base import forced_demonstrations
 from pyskick.data.spec import GridSpec
-from pyskick.errors import UserError
 from pyskick.run_dir import SavedPolicy, load_policy
 from pyskick.viz._mpl import pyplot, save_figure
 from pyskick.viz.animation import check_formats, episode_frames, write_animation
@@ -161,17 +160,7 @@ def choose_examples(n: int, examples: int, seed: int, n_views: int) -> tuple[Ten
 def check_run_grids(grids: object, policy: Any) -> None:
     """Raise TypeError/ValueError unless ``grids`` are uint8 ``[n>0, N, M, C, H, W]`` viewgrids
     of ``policy``'s shape."""
-    cfg = policy.config
-    if not isinstance(grids, Tensor):
-        raise TypeError(f"grids must be a torch.Tensor, got {type(grids).__name__}")
-    if grids.dtype != torch.uint8:
-        raise TypeError(f"grids must be uint8 (raw 0-255 views), got {grids.dtype}")
-    expected = (cfg.n_elevations, cfg.n_azimuths, cfg.channels, cfg.view_size, cfg.view_size)
-    if grids.dim() != 6 or tuple(grids.shape[1:]) != expected or grids.shape[0] == 0:
-        raise UserError(
-            f"grids must have shape [n>0, {', '.join(map(str, expected))}] for this run, "
-            f"got {list(grids.shape)}"
-        )
+    policy.config.check_grids(grids, who="this run", empty_ok=False)
 
 
 def _episode_heatmaps(saved: SavedPolicy, episodes: Episodes, device: str, seed: int) -> Tensor:

@@ -1,7 +1,7 @@
 """pytest-benchmark suite of the kernels at SUN360 scale (README.md, "Benchmarks"), from the
 benchmark table.
 
-Every row of ``pyskick.ops.benchmark.BENCHMARKS`` gives one group per op: at each of its full
+Every row of ``pyskick.kernel_bench.BENCHMARKS`` gives one group per op: at each of its full
 scales the PyTorch twin ("reference"), the native CPU kernel and, where a GPU and the CUDA
 kernels exist, the native CUDA kernel; a memory-bound op's group also holds its baseline (a
 copy of the bytes for a ``copy`` bound, one read of them for a ``read`` bound), so the ratios
@@ -24,8 +24,7 @@ import pytest
 import torch
 
 from pyskick import ops
-from pyskick.ops import has_cuda, has_native
-from pyskick.ops.benchmark import (
+from pyskick.kernel_bench import (
     BENCH_OPS,
     BENCHMARKS,
     MemoryBound,
@@ -40,6 +39,7 @@ from pyskick.ops.benchmark import (
     synchronize,
     time_callable,
 )
+from pyskick.ops import has_cuda, has_native
 
 if not has_native():
     pytest.skip("the native module pyskick._C is not built", allow_module_level=True)

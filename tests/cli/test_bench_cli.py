@@ -9,8 +9,8 @@ import click
 import pytest
 import torch
 
+from pyskick.kernel_bench import BENCH_OPS
 from pyskick.ops import has_cuda, has_native
-from pyskick.ops.benchmark import BENCH_OPS
 from pyskick_cli.commands.bench import bench
 from pyskick_cli.main import main
 

@@ -107,7 +107,7 @@ def test_user_errors_are_the_builtin_exceptions_library_callers_catch() -> None:
 
 
 def test_input_errors_of_the_library_are_user_errors() -> None:
-    from pyskick.data.hdf5 import ViewgridFileError
+    from pyskick.data.hdf5_format import ViewgridFileError
     from pyskick.registry import UnknownNameError
     from pyskick.run_dir import RunLockedError
 

@@ -119,8 +119,9 @@ def test_stale_scores_are_refused_before_anything_is_written(
     code, _, err = run([*train, "--sidekick", "rew"], capsys)
     assert code == 2
     assert err.strip().splitlines() == [
-        f"Error: stale scores: computed for other data/model/options ({scores}, split 'train', "
-        "sidekick 'rew')"
+        f"Error: stale scores in {scores} (split 'train'): they were computed for other "
+        "viewgrids (another data file or split); compute them again (pyskick score) or leave "
+        "--scores out"
     ]
     code, _, err = run([*train, "--sidekick", "none"], capsys)
     assert code == 2

@@ -141,7 +141,7 @@ def test_evaluate_defaults_to_the_runs_dataset_and_resume_checks_it(
 
 def test_preset_choices_match_the_library() -> None:
     from pyskick.training import TRAIN_PRESETS
-    from pyskick_cli.options import TRAIN_PRESET_NAMES
+    from pyskick_cli.shared_options import TRAIN_PRESET_NAMES
 
     assert tuple(TRAIN_PRESETS) == TRAIN_PRESET_NAMES
 

@@ -12,7 +12,7 @@ import torch
 
 from pyskick.data import BUILTIN_DATASETS, MODELNET_HARD, SUN360, GridSpec, ViewgridFile
 from pyskick.data.builtin import builtin_dataset
-from pyskick.data.hdf5 import write_viewgrids
+from pyskick.data.hdf5_write import write_viewgrids
 from pyskick.data.synthetic_scenes import generate_synthetic_scenes
 
 TINY = GridSpec(

@@ -14,7 +14,7 @@ import torch
 
 from pyskick.config import TrainConfig
 from pyskick.evaluation import evaluate_policy
-from pyskick.experiments import report
+from pyskick.experiments import table as report
 from pyskick.metrics import (
     DEFAULT_METRIC,
     EVERY_START,

@@ -1,4 +1,4 @@
-"""A tiny synthetic-scenes file and one finished reproduce folder shared by the tests."""
+"""The kit's tiny scenes and one finished reproduce folder shared by the tests."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ from pathlib import Path
 import pytest
 import torch
 
-from pyskick.data.builtin import make_builtin
 from pyskick.experiments import reproduce
 
 FAST = {
@@ -27,9 +26,9 @@ def _one_thread(one_thread: None) -> None:
 
 
 @pytest.fixture(scope="session")
-def scenes(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """40 scenes: 32 train, 4 val, 4 test."""
-    return make_builtin("synthetic-scenes", tmp_path_factory.mktemp("data") / "s.h5", 40, 1)
+def scenes(tiny_scenes: Path) -> Path:
+    """The kit's 40 scenes (32 train, 4 val, 4 test): ``tiny_scenes``, pyskick.testing."""
+    return tiny_scenes
 
 
 @pytest.fixture(scope="session")

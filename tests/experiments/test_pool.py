@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from pyskick.evaluation.compare import compare_errors
-from pyskick.experiments.report import load_run_errors
+from pyskick.experiments.table import load_run_errors
 from pyskick_cli.main import main
 
 TINY = [

@@ -164,7 +164,7 @@ def test_ordering_verdicts(tmp_path: Path) -> None:
     # one-view: 6 methods; rnd-actions: ltla + 3 ours; ltla: 3 ours; both metrics.
     assert len(ordering_checks(table)) == 2 * (6 + 4 + 3)
     # A sidekick worse than ltla beyond the noise contradicts "ours(demo) beats ltla".
-    from pyskick.experiments.report import paper_claims
+    from pyskick.experiments.claims import paper_claims
 
     claims = {claim.name: claim for claim in paper_claims(table)}
     assert claims["ours(demo) beats ltla"].verdict == "contradicted"
@@ -183,7 +183,7 @@ def test_ordering_verdicts(tmp_path: Path) -> None:
 
 def test_learning_speed_from_the_validation_curves(tmp_path: Path) -> None:
     from pyskick.experiments.layout import run_dir
-    from pyskick.experiments.report import learning_summary
+    from pyskick.experiments.table import learning_summary
     from pyskick.training.loggers import JsonlLogger, RunInfo
 
     curves = {
@@ -224,8 +224,8 @@ def test_learning_speed_from_the_validation_curves(tmp_path: Path) -> None:
 
 
 def test_the_paper_claims_in_words(tmp_path: Path) -> None:
+    from pyskick.experiments.claims import paper_claims
     from pyskick.experiments.layout import run_dir
-    from pyskick.experiments.report import paper_claims
     from pyskick.training.loggers import JsonlLogger, RunInfo
 
     g = torch.Generator().manual_seed(4)

@@ -12,7 +12,7 @@ import torch
 
 from pyskick.actors import LearnedActor, RandomActor, make_actor
 from pyskick.checkpoint import load_checkpoint
-from pyskick.data.hdf5 import write_viewgrids
+from pyskick.data.hdf5_write import write_viewgrids
 from pyskick.data.spec import GridSpec, evenly_spaced_azimuths
 from pyskick.models import (
     CompletionPolicy,

@@ -131,7 +131,10 @@ def test_bad_registrations_name_the_plugin(make_dist: MakeDist, run_cli: RunCli)
     ("fields", "message"),
     [
         ({"label": ""}, "label must be a non-empty string"),
-        ({"label": "x", "role": "hero"}, "role must be one of one-view, sidekick, baseline"),
+        (
+            {"label": "x", "role": "hero"},
+            "role must be one of one-view, reference, sidekick, baseline",
+        ),
         ({"label": "x", "role": "one-view"}, "only the 'one-view' row has role 'one-view'"),
         ({"label": "x", "position": 1.5}, "position must be an int"),
         ({"label": "x", "sidekick_options": {"k": [2]}}, "sidekick_options must map"),

@@ -30,12 +30,12 @@ from pathlib import Path
 
 import torch
 
-from pyskick.sidekicks.base import Sidekick
+from pyskick.sidekicks.base import ScoredSidekick
 
 BRIGHTNESS = 1.0
 
 
-class Brightness(Sidekick):
+class Brightness(ScoredSidekick):
     \"\"\"Scores every view by its mean intensity; appends a line to ``log`` per computation.\"\"\"
 
     def __init__(self, log: Path) -> None:
@@ -119,7 +119,10 @@ def test_a_score_file_of_edited_plugin_code_is_stale(
     assert load_scores_file(sidekick, grids, path, T=2)["means"].shape == (5, 2, 3)
     source.write_text(source.read_text().replace("BRIGHTNESS = 1.0", "BRIGHTNESS = 3.0"))
     edited = _fresh("pyskick_brightness").Brightness(tmp_path / "log")
-    with pytest.raises(ValueError, match=r"^stale scores: computed for other"):
+    # The error says what changed: the plugin's code, not the data, model or options.
+    with pytest.raises(
+        ValueError, match=r"^stale scores in .*: the code of pyskick_brightness.Brightness changed"
+    ):
         load_scores_file(edited, grids, path, T=2)
 
 

@@ -126,6 +126,22 @@ def test_broken_plugin_does_not_break_the_cli(make_dist: MakeDist, run_cli: RunC
     assert plugins["pyskick-toy"]["registered"] == {"sidekick": ["toy-sidekick"]}
 
 
+def test_an_unknown_name_names_the_plugins_that_failed_to_load(
+    make_dist: MakeDist, run_cli: RunCli
+) -> None:
+    """Issue 26: ``--sidekick NAME`` of a plugin that failed to load said only "unknown
+    sidekick"; the one-line error now names the failed plugin and why."""
+    site = make_dist("pyskick-broken", "raise ImportError('needs a missing library')\n")
+    done = run_cli(site, "train", "--dataset", "x.h5", "--sidekick", "broken-one", "--out", "r")
+    assert done.returncode == 2
+    (line,) = done.stderr.strip().splitlines()[-1:]
+    assert "unknown sidekick 'broken-one'" in line
+    assert (
+        "plugin 'pyskick-broken' failed to load (ImportError: needs a missing library), see "
+        "`pyskick plugins`"
+    ) in line
+
+
 def test_failing_plugins_are_reported_not_fatal(make_dist: MakeDist, run_cli: RunCli) -> None:
     site = make_dist(
         "pyskick-flaky",

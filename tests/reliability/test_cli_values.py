@@ -105,7 +105,7 @@ def test_a_sidekick_table_error_blames_the_file_not_the_command_line(
 
 
 def test_a_typed_sidekick_table_and_command_line_strings_are_both_taken(tmp_path: Path) -> None:
-    from pyskick_cli.options import resolve_run_options
+    from pyskick_cli.shared_options import resolve_run_options
 
     config_path = tmp_path / "rew.toml"
     # An int where a number is declared is a number; the command line's strings are parsed.

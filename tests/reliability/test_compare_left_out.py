@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from pyskick.experiments.errors import run_eval_file
+from pyskick.experiments.error_sets import run_eval_file
 
 from .conftest import run_cli, save_evaluation
 

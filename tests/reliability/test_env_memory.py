@@ -9,14 +9,14 @@ import pytest
 import torch
 
 import pyskick.envs  # noqa: F401 - registers the environments
-from pyskick.data import hdf5
+from pyskick import memory
 from pyskick.errors import UserError
 
 
 @pytest.fixture
 def eight_gib(monkeypatch: pytest.MonkeyPatch) -> None:
     """The machine's available memory pinned, so that a refusal does not depend on the host."""
-    monkeypatch.setattr(hdf5, "_available_memory", lambda: 8 << 30)
+    monkeypatch.setattr(memory, "available_memory", lambda: 8 << 30)
 
 
 def _grids() -> torch.Tensor:

@@ -19,9 +19,12 @@ import h5py
 import numpy as np
 import pytest
 
-from pyskick.data import hdf5
+from pyskick import memory
+from pyskick.data import hdf5_read
 from pyskick.data.builtin import make_builtin
-from pyskick.data.hdf5 import ViewgridFile, ViewgridFileError, write_viewgrids
+from pyskick.data.hdf5_format import ViewgridFileError
+from pyskick.data.hdf5_read import ViewgridFile
+from pyskick.data.hdf5_write import write_viewgrids
 from pyskick.data.spec import GridSpec
 
 FAST = ["--preset", "cpu-demo", "--epochs", "1", "--batch-size", "8", "--device", "cpu"]
@@ -132,7 +135,7 @@ def _huge_chunks(dtype: str, rows: int) -> Callable[[Path, Path], tuple[str, ...
                 )
                 for start in (0, rows):
                     ds.id.write_direct_chunk((start, 0, 0, 0, 0, 0), payload)
-        size = hdf5._size(rows * int(np.prod(VIEW)) * np.dtype(dtype).itemsize)
+        size = hdf5_read._size(rows * int(np.prod(VIEW)) * np.dtype(dtype).itemsize)
         return ("split 'train'", f"chunks of {rows}x4x8x3x32x32", size, "32.0 MiB allowed")
 
     return make
@@ -455,7 +458,7 @@ def test_a_large_viewgrid_of_wide_values_is_checked_before_its_read(
     """Single items skip the check unless a viewgrid is large: in bytes, not in values."""
     _tiny_file(tmp_path / "d.h5", "float64", n=2)
     values = int(np.prod(TINY.view_shape))
-    monkeypatch.setattr(hdf5, "_SCAN_BYTES", 2 * values)  # above its values, below its bytes
+    monkeypatch.setattr(hdf5_read, "_SCAN_BYTES", 2 * values)  # above its values, below its bytes
     monkeypatch.setenv("PYSKICK_MAX_READ_BYTES", str(values))
     split = ViewgridFile(tmp_path / "d.h5").split("val")
     with pytest.raises(ViewgridFileError, match="split 'val': reading 1 viewgrids needs"):
@@ -487,7 +490,7 @@ def test_value_check_reads_cover_the_data_once_in_whole_chunks(
 ) -> None:
     covered = np.zeros(shape, np.int32)
     largest = max(max_bytes, int(np.prod(chunks)) * itemsize)
-    for where in hdf5._slabs(shape, chunks, itemsize, max_bytes):
+    for where in hdf5_read._slabs(shape, chunks, itemsize, max_bytes):
         covered[where] += 1
         extents = [s.stop - s.start for s in where] + list(shape[len(where) :])
         assert int(np.prod(extents)) * itemsize <= largest, where
@@ -581,6 +584,6 @@ def test_the_memory_limit_of_a_container_leaves_out_its_page_cache(
 ) -> None:
     files, left = CGROUPS[case]
     root = _cgroup(tmp_path, files)
-    assert hdf5._cgroup_available(root) == left
+    assert memory._cgroup_available(root) == left
     if left is not None:
-        assert 0 < hdf5._available_memory(root) <= left
+        assert 0 < memory.available_memory(root) <= left

@@ -22,7 +22,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pyskick.data.hdf5 import ViewgridFile, ViewgridFileError
+from pyskick.data.hdf5_format import ViewgridFileError
+from pyskick.data.hdf5_read import ViewgridFile
 
 SPLITS = ("train", "val", "test")
 # Each example must finish well within this (the old reader hung for ever on forged shapes).

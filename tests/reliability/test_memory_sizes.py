@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from pyskick.data import hdf5
+from pyskick import memory
 from pyskick_cli.main import main
 
 
@@ -18,7 +18,7 @@ def test_a_data_file_that_cannot_fit_in_memory_is_refused_up_front(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # What the machine has is pinned, so that the refusal does not depend on the test host.
-    monkeypatch.setattr(hdf5, "_available_memory", lambda: 24 << 30)
+    monkeypatch.setattr(memory, "available_memory", lambda: 24 << 30)
     out = tmp_path / "huge.h5"
     with pytest.raises(SystemExit) as exited:
         main(["data", "make", "synthetic-scenes", "--num", "1000000", "--out", str(out)])

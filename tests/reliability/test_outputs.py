@@ -20,7 +20,7 @@ from PIL import Image
 
 from pyskick.data import ViewgridFile
 from pyskick.data.builtin import make_builtin
-from pyskick.data.hdf5 import write_viewgrids
+from pyskick.data.hdf5_write import write_viewgrids
 from pyskick.data.spec import GridSpec
 from pyskick_cli.main import main
 

@@ -24,11 +24,11 @@ import torch
 import torch.distributed as dist
 from torch import Tensor
 
-from pyskick.sidekicks.base import Sidekick
+from pyskick.sidekicks.base import ScoredSidekick
 from pyskick.sidekicks.scores import cached_scores, compute_scores_sharded
 
 
-class ViewMeans(Sidekick):
+class ViewMeans(ScoredSidekick):
     """Scores every view by its mean intensity (``means`` ``[n, N, M]``) and names each grid's
     brightest view (``peak`` ``[n]``); appends ``pid n`` to ``log`` for every computation."""
 

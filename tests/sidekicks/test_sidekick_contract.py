@@ -16,12 +16,13 @@ from pyskick.plugins import get_registries
 from pyskick.sidekicks import (
     HybridSupervision,
     RewardMaps,
+    ScoredSidekick,
     Sidekick,
     has_scores,
     make_sidekick,
 )
 from pyskick.sidekicks.reward import RewardSidekick
-from pyskick.sidekicks.scores import score_key
+from pyskick.sidekicks.scores import load_scores_file, score_key
 
 from .conftest import MEAN, smooth_grids
 
@@ -73,11 +74,31 @@ def test_one_test_of_having_scores(tmp_path: Path) -> None:
     none = make_sidekick("none", one_view=None, spec=None, config=None)
     assert not has_scores(none)
     none.prepare(smooth_grids(2), T=2, device=CPU)  # nothing to load, nothing computed
-    none.scores_file = tmp_path / "scores.h5"
-    with pytest.raises(ValueError, match="sidekick 'none' has no scores to load from a file"):
-        none.prepare(smooth_grids(2), T=2, device=CPU)
+    with pytest.raises(ValueError, match="sidekick 'none' has no scores"):
+        load_scores_file(none, smooth_grids(2), tmp_path / "scores.h5", T=2)  # type: ignore[arg-type]
 
-    class Forgetful(Sidekick):
+    # The score trio on a plain Sidekick would never be called: refused when the class is made.
+    refusal = (
+        r"\.Plain defines score_options, compute_scores: a sidekick with scores subclasses "
+        r"pyskick.sidekicks.ScoredSidekick$"
+    )
+    with pytest.raises(TypeError, match=refusal):
+
+        class Plain(Sidekick):
+            def score_options(self, T: int) -> Any:
+                return {}
+
+            def compute_scores(self, grids: Tensor, *, T: int, device: torch.device) -> Any:
+                return {}
+
+    class Partial(ScoredSidekick):
+        def compute_scores(self, grids: Tensor, *, T: int, device: torch.device) -> Any:
+            return {}
+
+    with pytest.raises(TypeError, match="abstract"):
+        Partial()  # type: ignore[abstract]
+
+    class Forgetful(ScoredSidekick):
         """Computes scores but names no options: refused, not keyed by nothing."""
 
         def score_options(self, T: int) -> Any:
@@ -86,7 +107,12 @@ def test_one_test_of_having_scores(tmp_path: Path) -> None:
         def compute_scores(self, grids: Tensor, *, T: int, device: torch.device) -> Any:
             return {"x": torch.zeros(len(grids))}
 
+        def load_scores(self, scores: dict[str, Tensor], *, T: int, device: torch.device) -> None:
+            pass
+
     assert has_scores(Forgetful())
+    assert Forgetful.shardable
+    assert Forgetful.scores_file is None
     with pytest.raises(TypeError, match="score_options must return a dict, got NoneType"):
         score_key(Forgetful(), smooth_grids(2), 2)
 

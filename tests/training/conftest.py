@@ -32,8 +32,9 @@ def tiny_data() -> TrainData:
 
 @pytest.fixture
 def tiny_config() -> TrainConfig:
+    # On the CPU on every machine: tests that compare runs bit for bit need it.
     return train_preset("cpu-demo").replace(
-        batch_size=8, epochs=2, pretrain_epochs=2, T=3, eval_batch_size=64
+        batch_size=8, epochs=2, pretrain_epochs=2, T=3, eval_batch_size=64, device="cpu"
     )
 
 

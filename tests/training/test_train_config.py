@@ -31,7 +31,12 @@ def test_cpu_demo_is_small_and_short():
     cfg = train_preset("cpu-demo")
     assert cfg.model == "cpu-demo"
     assert cfg.epochs <= 5
-    assert cfg.device == "cpu"
+
+
+@pytest.mark.parametrize("name", sorted(TRAIN_PRESETS))
+def test_every_preset_runs_where_the_machine_allows(name: str) -> None:
+    """Issue 26: cpu-demo pinned the CPU, so the README's flow stayed there on a GPU machine."""
+    assert train_preset(name).device == "auto"
 
 
 @pytest.mark.parametrize(

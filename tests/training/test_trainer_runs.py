@@ -23,6 +23,7 @@ def test_pretrain_writes_run_files(pretrained, tiny_config):
     config = json.loads((pretrained / "config.json").read_text())
     assert config["stage"] == "pretrain"
     assert config["T"] == 1
+    assert config["device_used"] == "cpu"  # what config.device resolved to, beside it
     records = read_metrics(pretrained / "metrics.jsonl")
     assert [r["step"] for r in records] == [0, 1]
     for key in ("train/rec_error", "val/rec_error", "perf/episodes_per_s", "perf/env_share"):

@@ -11,7 +11,7 @@ import torch
 from PIL import Image
 
 from pyskick.config import train_preset
-from pyskick.data.hdf5 import write_viewgrids
+from pyskick.data.hdf5_write import write_viewgrids
 from pyskick.data.spec import GridSpec
 from pyskick.run_dir import RunDir
 from pyskick.training.data import TrainData

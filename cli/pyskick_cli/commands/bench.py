@@ -11,13 +11,13 @@ from typing import Any
 import click
 
 from pyskick.errors import UserError
-from pyskick_cli.options import view_size_option
+from pyskick_cli.shared_options import view_size_option
 
 DEVICES = ("cpu", "cuda", "all")
 
 
 class OpList(click.ParamType):
-    """Comma-separated names of ops in the benchmark table (``pyskick.ops.benchmark``).
+    """Comma-separated names of ops in the benchmark table (``pyskick.kernel_bench``).
 
     The table is read when a value is converted or bench's help is shown, never when the
     command is imported: ``pyskick --help`` imports every command and must not import torch.
@@ -26,14 +26,14 @@ class OpList(click.ParamType):
     name = "ops"
 
     def get_metavar(self, param: click.Parameter, ctx: click.Context) -> str:
-        from pyskick.ops.benchmark import BENCH_OPS
+        from pyskick.kernel_bench import BENCH_OPS
 
         return f"[{'|'.join(BENCH_OPS)}],..."
 
     def convert(
         self, value: object, param: click.Parameter | None, ctx: click.Context | None
     ) -> tuple[str, ...]:
-        from pyskick.ops.benchmark import BENCH_OPS
+        from pyskick.kernel_bench import BENCH_OPS
 
         if isinstance(value, tuple):  # the default
             return value
@@ -156,7 +156,7 @@ def _bench_training(
 
 def all_ops() -> tuple[str, ...]:
     """Every op of the benchmark table, in its order: the default of ``--ops``."""
-    from pyskick.ops.benchmark import BENCH_OPS
+    from pyskick.kernel_bench import BENCH_OPS
 
     return BENCH_OPS
 
@@ -194,7 +194,7 @@ def _times(value: float | None) -> str:
 
 def _table(rows: list[dict[str, Any]]) -> str:
     """Fixed-width table of the rows with a legend of the memory bounds."""
-    from pyskick.ops.benchmark import BENCHMARKS
+    from pyskick.kernel_bench import BENCHMARKS
 
     header = (
         "op",
@@ -260,7 +260,7 @@ def _table(rows: list[dict[str, Any]]) -> str:
     type=OpList(),
     default=all_ops,
     show_default="all",
-    help="Comma-separated ops to time, from the benchmark table (pyskick/ops/benchmark.py).",
+    help="Comma-separated ops to time, from the benchmark table (pyskick/kernel_bench.py).",
 )
 @click.option(
     "--repeats",
@@ -354,8 +354,8 @@ def bench(
             device, preset, runs, precisions, placements, modes, steps, view_size, as_json
         )
         return
+    from pyskick.kernel_bench import run_suite
     from pyskick.ops import has_native
-    from pyskick.ops.benchmark import run_suite
 
     devices = _resolve_devices(device)
     if not has_native():

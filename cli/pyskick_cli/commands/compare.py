@@ -11,7 +11,7 @@ import click
 
 from pyskick.errors import UserError
 from pyskick.metrics import METRICS
-from pyskick_cli.options import json_option
+from pyskick_cli.shared_options import json_option
 
 METRIC_CHOICES = (*METRICS, "all")
 
@@ -41,7 +41,7 @@ def compare(reference: str, candidate: str, metric: str, as_json: bool) -> None:
     with one seed they are across test samples only, and the output says so.
     """
     from pyskick.evaluation.compare import compare_errors
-    from pyskick.experiments.errors import MetricUnavailable, load_errors, paired_sets
+    from pyskick.experiments.error_sets import MetricUnavailable, load_errors, paired_sets
 
     metrics = tuple(METRICS) if metric == "all" else (metric,)
     results = {}

@@ -9,19 +9,19 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from pyskick_cli.options import (
+from pyskick_cli.outputs import check_outputs, overwrite_option
+from pyskick_cli.shared_options import (
     json_option,
     resolve_dataset_path,
     seed_option,
     split_option,
     view_size_option,
 )
-from pyskick_cli.outputs import check_outputs, overwrite_option
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 if TYPE_CHECKING:
-    from pyskick.data.hdf5 import ViewgridSplit
+    from pyskick.data.hdf5_read import ViewgridSplit
 
 
 @click.group()
@@ -104,7 +104,7 @@ def _conversion_options(split_help: str, strict_help: str) -> Callable[[F], F]:
 
 
 def _report_written(path: Path) -> None:
-    from pyskick.data.hdf5 import ViewgridFile
+    from pyskick.data.hdf5_read import ViewgridFile
 
     f = ViewgridFile(path)
     sizes = ", ".join(f"{s} {f.num_samples(s)}" for s in f.splits)
@@ -221,7 +221,7 @@ def from_meshes(
 
 
 def _summary(path: Path) -> dict:
-    from pyskick.data.hdf5 import ViewgridFile
+    from pyskick.data.hdf5_read import ViewgridFile
 
     f = ViewgridFile(path)
     splits = {}

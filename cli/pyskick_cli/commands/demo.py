@@ -13,7 +13,6 @@ Rerunning continues where it stopped.
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 
@@ -21,7 +20,7 @@ import click
 
 from pyskick.errors import UserError
 from pyskick_cli.commands.reproduce import SIDEKICK_OPTION_HELP, parse_methods, run_table
-from pyskick_cli.options import (
+from pyskick_cli.shared_options import (
     batch_size_option,
     epochs_option,
     methods_option,
@@ -105,6 +104,7 @@ def demo(
     """Show the paper's effects on synthetic scenes: train one-view, rnd-actions, ltla,
     ours(rew) and ours(demo) with 16 seeds of 5 epochs (cpu-demo preset, 16-pixel views),
     compare them paired, and print the table, the verdicts and where the report is."""
+    from pyskick._io import read_json_object
     from pyskick.data.builtin import make_builtin
     from pyskick.experiments import (
         available_methods,
@@ -122,7 +122,7 @@ def demo(
     data_path = out / demo_data_name(num, view_size)
     record = out / SETTINGS_FILE
     if record.is_file():  # refuse before generating data that the folder's runs did not use
-        recorded = json.loads(record.read_text()).get("dataset")
+        recorded = read_json_object(record, "demo settings record").get("dataset")
         if recorded != str(data_path.resolve()):
             older = str(recorded).endswith(f"-s{DATA_SEED}.h5")  # no -vN: SUN360's 32 pixels
             hint = (

@@ -8,7 +8,8 @@ from pathlib import Path
 import click
 
 from pyskick.metrics import DEFAULT_METRIC, METRICS, metrics_help
-from pyskick_cli.options import (
+from pyskick_cli.outputs import check_outputs, overwrite_option
+from pyskick_cli.shared_options import (
     DATASET_HELP,
     RUN_DATASET_HELP,
     actor_name_option,
@@ -21,7 +22,6 @@ from pyskick_cli.options import (
     run_dataset,
     split_option,
 )
-from pyskick_cli.outputs import check_outputs, overwrite_option
 
 
 @click.command()
@@ -76,7 +76,7 @@ def evaluate(
     from pyskick.checkpoint import is_export
     from pyskick.data import ViewgridFile
     from pyskick.evaluation import evaluate as run_evaluate
-    from pyskick.experiments.errors import run_eval_file
+    from pyskick.experiments.error_sets import run_eval_file
 
     # Where the results go must be writable before anything is computed.
     try:

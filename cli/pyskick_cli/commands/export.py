@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from pyskick_cli.options import dataset_option, resolve_dataset_path
+from pyskick_cli.shared_options import dataset_option, resolve_dataset_path
 
 
 @click.command()

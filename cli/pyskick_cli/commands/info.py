@@ -7,7 +7,7 @@ import platform
 
 import click
 
-from pyskick_cli.options import json_option
+from pyskick_cli.shared_options import json_option
 
 
 @click.command()

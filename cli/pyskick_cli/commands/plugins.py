@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from pyskick_cli.options import json_option
+from pyskick_cli.shared_options import json_option
 
 
 def plugin_report(include_builtins: bool) -> dict[str, Any]:

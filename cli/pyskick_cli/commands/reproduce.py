@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from pyskick_cli.options import (
+from pyskick_cli.shared_options import (
     batch_size_option,
     config_option,
     dataset_option,
@@ -54,7 +54,7 @@ def run_table(
 ) -> None:
     """Run :func:`pyskick.experiments.reproduce`, print the table and where the report is."""
     from pyskick.experiments import reproduce
-    from pyskick.experiments.report import format_table
+    from pyskick.experiments.table import format_table
     from pyskick_cli.progress import echo as say
 
     result = reproduce(dataset, out, methods=methods, log=say, **options)  # type: ignore[arg-type]
@@ -155,7 +155,7 @@ def pool(folders: tuple[Path, ...], out: Path) -> None:
     settings, or holding the same seed, are refused.
     """
     from pyskick.experiments.pool import pool as pool_folders
-    from pyskick.experiments.report import format_table
+    from pyskick.experiments.table import format_table
     from pyskick_cli.progress import echo as say
 
     table = pool_folders(folders, out)

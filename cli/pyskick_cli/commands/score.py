@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING
 
 import click
 
-from pyskick_cli.options import (
+from pyskick_cli.outputs import check_outputs, overwrite_option
+from pyskick_cli.shared_options import (
     config_option,
     dataset_option,
     device_option,
@@ -21,7 +22,6 @@ from pyskick_cli.options import (
     sidekick_name_option,
     sidekick_option_option,
 )
-from pyskick_cli.outputs import check_outputs, overwrite_option
 
 if TYPE_CHECKING:
     from pyskick.sidekicks import Sidekick
@@ -109,6 +109,7 @@ def score(
     """
     import torch.distributed as dist
 
+    from pyskick.config import paper_preset
     from pyskick.data import ViewgridFile
     from pyskick.distributed import broadcast_from_main, init_distributed, resolve_device
     from pyskick.sidekicks import has_scores, make_sidekick
@@ -123,7 +124,7 @@ def score(
     path = resolve_dataset_path(dataset)
     source = ViewgridFile(path)
     names = _split_names(splits, source.splits)
-    default = "paper-modelnet" if source.spec.preset == "modelnet-hard" else "paper-sun360"
+    default = paper_preset(source.spec.preset)
     overrides = {
         "T": T,
         "device": device,
@@ -141,13 +142,13 @@ def score(
 
     # Built on the cached model's folder first, so that a sidekick without scores is refused
     # before a one-view model is pretrained for it.
-    helper = build(model or cache_folder(path, config))
+    helper = build(model or cache_folder(source, config))
     if not has_scores(helper):
         raise click.BadParameter(
             f"sidekick {sidekick!r} computes no scores", param_hint="--sidekick"
         )
     if model is None:
-        helper = build(cached_one_view(path, config, TrainData.from_file(path)))
+        helper = build(cached_one_view(source, config, TrainData.from_file(source)))
 
     run_device = resolve_device(config.device)
     ctx = init_distributed(run_device)

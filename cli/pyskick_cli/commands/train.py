@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from pyskick_cli.options import (
+from pyskick_cli.shared_options import (
     actor_name_option,
     check_run_dataset,
     critic_name_option,
@@ -27,6 +27,7 @@ from pyskick_cli.options import (
 )
 
 if TYPE_CHECKING:
+    from pyskick.data import ViewgridFile
     from pyskick.training import TrainConfig, TrainData
 
 # --out is locked first, before any check or work (one writer at a time: a second start is
@@ -37,10 +38,11 @@ if TYPE_CHECKING:
 def _config(
     preset: str | None, config_path: Path | None, spec_preset: str, **overrides: Any
 ) -> TrainConfig:
+    from pyskick.config import paper_preset
     from pyskick.training import load_config
     from pyskick.training.setup import MAX_SEED
 
-    default = "paper-modelnet" if spec_preset == "modelnet-hard" else "paper-sun360"
+    default = paper_preset(spec_preset)
     config = load_config(config_path, preset=preset, overrides=overrides, default_preset=default)
     if config.seed > MAX_SEED:  # before torch sees it (an overflow that names nothing)
         raise click.BadParameter(
@@ -68,24 +70,25 @@ def _claimed(out_dir: Path) -> Iterator[None]:
         yield
 
 
-def _prepare(dataset: str, out_dir: Path, resume: bool, stage: str) -> tuple[Path, str]:
-    """Resolve the dataset and check --out/--resume before anything is trained or written."""
+def _prepare(dataset: str, out_dir: Path, resume: bool, stage: str) -> ViewgridFile:
+    """Open the dataset (once for the whole command: its spec and digest travel with it) and
+    check --out/--resume before anything is trained or written."""
     from pyskick.data import ViewgridFile
     from pyskick.run_dir import RunDir
 
-    path = resolve_dataset_path(dataset)
-    check_run_dataset(out_dir, path, resume=resume)
+    source = ViewgridFile(resolve_dataset_path(dataset))
+    check_run_dataset(out_dir, source, resume=resume)
     if resume:
         RunDir(out_dir).check_resumable(stage)
-    return path, ViewgridFile(path).spec.preset
+    return source
 
 
-def _load_data(path: Path, config: TrainConfig) -> TrainData:
+def _load_data(source: ViewgridFile, config: TrainConfig) -> TrainData:
     """The dataset's splits, and the checks that need them but no model (device, batch size)."""
     from pyskick.training import TrainData
     from pyskick.training.setup import check_request
 
-    data = TrainData.from_file(path)
+    data = TrainData.from_file(source)
     check_request(config, data)
     return data
 
@@ -156,14 +159,14 @@ def pretrain(
 
     with _claimed(out_dir):
         loggers = resolve_loggers(logger, out_dir if resume else None)
-        path, spec_preset = _prepare(dataset, out_dir, resume, "pretrain")
+        source = _prepare(dataset, out_dir, resume, "pretrain")
         config = _config(
-            preset, config_path, spec_preset, pretrain_epochs=epochs, batch_size=batch_size,
+            preset, config_path, source.spec.preset, pretrain_epochs=epochs, batch_size=batch_size,
             lr=lr, seed=seed, device=device, data_on_device=data_on_device,
             precision=precision, cuda_graph=cuda_graph, eval_batch_size=eval_batch_size,
             save_every=save_every,
         )  # fmt: skip
-        data = _load_data(path, config)
+        data = _load_data(source, config)
         trainer = Trainer(config, out_dir, data, stage="pretrain", resume=resume, loggers=loggers)
         _report(trainer.fit())
 
@@ -233,7 +236,6 @@ def train(
     --all` lists them); the run records every option with its default in config.json, and a
     resumed run keeps them.
     """
-    from pyskick.data import ViewgridFile
     from pyskick.sidekicks import make_sidekick
     from pyskick.sidekicks.scores import load_scores_file
     from pyskick.training.one_view_cache import cached_one_view
@@ -242,9 +244,9 @@ def train(
 
     with _claimed(out_dir):
         loggers = resolve_loggers(logger, out_dir if resume else None)
-        path, spec_preset = _prepare(dataset, out_dir, resume, "train")
+        source = _prepare(dataset, out_dir, resume, "train")
         config = _config(
-            preset, config_path, spec_preset, epochs=epochs, batch_size=batch_size, lr=lr,
+            preset, config_path, source.spec.preset, epochs=epochs, batch_size=batch_size, lr=lr,
             seed=seed, device=device, data_on_device=data_on_device, precision=precision,
             cuda_graph=cuda_graph, eval_batch_size=eval_batch_size,
             save_every=save_every, T=T, critic=critic, actor=actor, sidekick=sidekick,
@@ -256,17 +258,17 @@ def train(
         # A config file's names, before any work (the command line's are checked when parsed).
         _check_names(config.critic, config.actor)
         registered("sidekick", config.sidekick, "--sidekick")
-        spec = ViewgridFile(path).spec
+        spec = source.spec
         options = resolve_run_options(config, spec, out_dir if resume else None, config_path)
         config = config.replace(sidekick_options=options)
-        data = _load_data(path, config)
+        data = _load_data(source, config)
         if resume:
             init = _resumed_init(out_dir, init)
         elif init is not None:
             check_init(init, config, data)
         if init is None:
             # Last: pretraining a one-view model is the one long step before training.
-            init = cached_one_view(path, config, data)
+            init = cached_one_view(source, config, data)
         helper = make_sidekick(
             config.sidekick, one_view=init, spec=spec, config=config, options=options
         )

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import click
 
-from pyskick_cli.options import (
+from pyskick_cli.outputs import check_outputs, overwrite_option
+from pyskick_cli.shared_options import (
     DATASET_HELP,
     RUN_DATASET_HELP,
     dataset_option,
@@ -19,7 +20,6 @@ from pyskick_cli.options import (
     seed_option,
     split_option,
 )
-from pyskick_cli.outputs import check_outputs, overwrite_option
 
 
 def _curve_runs(run: Path, curves: tuple[Path, ...]) -> dict[str, Path]:

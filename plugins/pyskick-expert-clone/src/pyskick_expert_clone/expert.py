@@ -15,12 +15,8 @@ from torch import Tensor, nn
 
 from pyskick.models import GridEncoder, ModelConfig, init_weights_
 from pyskick.models.act import head_layers
-from pyskick.models.inputs import (
-    ELEVATION_COLUMN,
-    azimuth_column,
-    check_float_tensor,
-    time_column,
-)
+from pyskick.models.critics import encode_views, full_critic_inputs
+from pyskick.models.inputs import check_float_tensor
 
 
 class FullObservabilityActor(nn.Module):
@@ -62,14 +58,7 @@ class FullObservabilityActor(nn.Module):
         Returns:
             ``[B, V, sense_size]``, views in order v = n * M + m.
         """
-        cfg = self.config
-        grid = check_float_tensor(
-            "grid",
-            grid,
-            (None, cfg.n_elevations, cfg.n_azimuths, cfg.channels, cfg.view_size, cfg.view_size),
-        )
-        views = grid.reshape(-1, cfg.channels, cfg.view_size, cfg.view_size)
-        return self.image_encoder(views).view(grid.shape[0], cfg.n_views, -1)
+        return encode_views(self.config, self.image_encoder, grid)
 
     def fuse_views(self, features: Tensor) -> Tensor:
         """Fuse per-view encodings ``[B, V, sense_size]`` into grid codes ``[B, grid_size]``."""
@@ -112,15 +101,7 @@ class FullObservabilityActor(nn.Module):
         check_float_tensor("hidden", hidden, (None, cfg.hidden_size))
         check_float_tensor("proprio", proprio, (batch_size, cfg.proprio_size))
         check_float_tensor("grid_code", grid_code, (batch_size, cfg.grid_size))
-        act_input = torch.cat(
-            [
-                hidden,
-                proprio[:, :2],
-                proprio[:, ELEVATION_COLUMN : ELEVATION_COLUMN + 1],
-                azimuth_column(cfg, proprio, azimuth, needed_by="FullObservabilityActor"),
-                time_column(time, batch_size, hidden),
-                grid_code,
-            ],
-            dim=1,
+        sides = full_critic_inputs(
+            cfg, hidden, proprio, time, azimuth, needed_by="FullObservabilityActor"
         )
-        return self.act(act_input)
+        return self.act(torch.cat([sides, grid_code], dim=1))

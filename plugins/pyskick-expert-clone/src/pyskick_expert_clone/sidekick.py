@@ -24,7 +24,8 @@ from torch import Tensor
 
 from pyskick import progress
 from pyskick.errors import UserError
-from pyskick.sidekicks import HybridSupervision, checkpoint_digest
+from pyskick.run_dir import checkpoint_digest
+from pyskick.sidekicks import HybridSupervision, ScoredSidekick
 from pyskick_expert_clone.training import (
     ExpertEpoch,
     ExpertSettings,
@@ -50,7 +51,7 @@ def log_epoch(summary: ExpertEpoch, total: int, stage: progress.Stage | None = N
         )
 
 
-class ExpertCloneSidekick(HybridSupervision):
+class ExpertCloneSidekick(HybridSupervision, ScoredSidekick):
     """expert-clone: demonstrations by an expert trained with full observability.
 
     Args:

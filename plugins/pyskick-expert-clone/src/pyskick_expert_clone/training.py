@@ -140,10 +140,10 @@ def load_one_view(one_view: str | os.PathLike[str], device: torch.device) -> Com
 def agent_memory(
     policy: CompletionPolicy, view: Tensor, proprio: Tensor, state: LSTMState | None
 ) -> LSTMState:
-    """The agent's new recurrent state after one glimpse: Sense -> Fuse -> Aggregate of
-    :meth:`CompletionPolicy.forward <pyskick.models.CompletionPolicy.forward>`, without Decode
-    and Act. Only the last glimpse's reconstruction is scored, and decoding the whole grid is
-    most of a step's cost.
+    """The agent's new recurrent state after one glimpse
+    (:meth:`CompletionPolicy.memory <pyskick.models.CompletionPolicy.memory>`: Sense -> Fuse ->
+    Aggregate, without Decode and Act). Only the last glimpse's reconstruction is scored, and
+    decoding the whole grid is most of a step's cost.
 
     Args:
         policy: the frozen one-view agent.
@@ -156,10 +156,7 @@ def agent_memory(
     """
     if state is None:
         state = policy.initial_state(view.shape[0], view.device)
-    fused = policy.fuse(torch.cat([policy.sense_im(view), policy.sense_pro(proprio)], dim=1))
-    # nn.LSTM wants [seq=1, B, F] and a [layers=1, B, H] state.
-    _, (h, c) = policy.aggregate(fused.unsqueeze(0), (state[0][None], state[1][None]))
-    return h[0], c[0]
+    return policy.memory(view, proprio, state)
 
 
 def run_expert_episodes(

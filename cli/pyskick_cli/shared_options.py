@@ -5,11 +5,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from pyskick_cli.param_types import EvalBatchSize, RegisteredName
+
+if TYPE_CHECKING:
+    from pyskick.run_dir import Dataset
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -37,7 +40,7 @@ def resolve_dataset_path(value: str, param_hint: str = "--dataset") -> Path:
         raise click.BadParameter(str(exc), param_hint=param_hint) from None
 
 
-def check_run_dataset(run_dir: Path, dataset: Path, *, resume: bool) -> None:
+def check_run_dataset(run_dir: Path, dataset: Dataset, *, resume: bool) -> None:
     """Refuse to continue a run on another dataset, or to start one over an existing run.
 
     Raises:

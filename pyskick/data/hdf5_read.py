@@ -1,17 +1,15 @@
-"""Viewgrid datasets in HDF5: the authors' layout, read lazily and validated on open.
+"""Reading viewgrid HDF5 files: validated on open, read lazily in bounded reads.
 
-A file holds one dataset per split (``train``, ``val``, ``test`` required, ``test_unseen``
-optional), each ``[n, N, M, C, H, W]``, and root attributes describing the grid (see
-docs/data-formats.md). Files without attributes, like the authors' SUN360 and ModelNet Hard files,
-are recognised by their shape.
+:class:`ViewgridFile` checks a file's splits, storage and attributes on open (the format:
+:mod:`pyskick.data.hdf5_format`); :class:`ViewgridSplit` reads one split as uint8
+``[N, M, C, H, W]`` viewgrids, refusing reads larger than :func:`read_limit`.
 """
 
 from __future__ import annotations
 
-import io
+import functools
 import math
 import os
-import sys
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -21,26 +19,20 @@ import h5py
 import numpy as np
 import torch
 
-from pyskick._io import atomic_path
+from pyskick import memory
+from pyskick.data.hdf5_format import (
+    NAMES_GROUP,
+    OPTIONAL_SPLITS,
+    REQUIRED_SPLITS,
+    SHAPE_PRESETS,
+    SPEC_ATTRS,
+    SPLITS,
+    ViewgridFileError,
+)
 from pyskick.data.spec import PRESET_SPECS, GridSpec
 from pyskick.errors import UserError, UserFileNotFoundError
+from pyskick.files import file_digest
 
-SCHEMA_VERSION = 1
-REQUIRED_SPLITS = ("train", "val", "test")
-OPTIONAL_SPLITS = ("test_unseen",)
-SPLITS = REQUIRED_SPLITS + OPTIONAL_SPLITS
-SPEC_ATTRS = (
-    "n_elevations",
-    "n_azimuths",
-    "fov_deg",
-    "elevations_deg",
-    "azimuths_deg",
-    "channel_mean",
-)
-# Recognised attribute-less layouts: (N, M, C) -> preset.
-SHAPE_PRESETS = {(4, 8, 3): "sun360", (5, 9, 1): "modelnet-hard"}
-# Optional group of per-sample names (source files), one string dataset per split.
-NAMES_GROUP = "sample_names"
 # Values of non-uint8 files are checked on open in reads of at most this many bytes.
 _SCAN_BYTES = 32 * 2**20
 # Overrides the memory a single read may allocate (default: the memory available).
@@ -49,18 +41,8 @@ READ_LIMIT_ENV = "PYSKICK_MAX_READ_BYTES"
 # this size (or one viewgrid, when that is larger): a small file of huge compressed chunks would
 # otherwise make every partial read decompress gigabytes.
 _MAX_CHUNK_BYTES = _SCAN_BYTES
-# Where the memory controller of this process's cgroup is mounted (v2, or v1 under memory/).
-_CGROUP_ROOT = Path("/sys/fs/cgroup")
 # h5py/HDF5 errors of a damaged file (MemoryError: a chunk or read too large for this machine).
 _H5_ERRORS = (OSError, KeyError, RuntimeError, TypeError, ValueError, MemoryError)
-
-
-class ViewgridFileError(UserError):
-    """A viewgrid file that cannot be used: not HDF5, damaged, malformed or too large to read.
-
-    The message is one line naming the file (and the split, when one is at fault). It is a
-    :class:`~pyskick.errors.UserError`, so the CLI reports it as bad input (exit 2).
-    """
 
 
 def _attr_value(value: Any) -> Any:
@@ -132,86 +114,6 @@ def _size(nbytes: int) -> str:
     raise AssertionError("unreachable")
 
 
-def _stat_value(path: Path, *keys: str) -> int:
-    """The first of ``keys`` found in a cgroup ``memory.stat`` file (0 when none is)."""
-    try:
-        values = dict(line.split()[:2] for line in path.read_text().splitlines() if line.strip())
-    except (OSError, ValueError):
-        return 0
-    for key in keys:
-        try:
-            return int(values[key])
-        except (KeyError, ValueError):
-            continue
-    return 0
-
-
-def _cgroup_available(root: Path = _CGROUP_ROOT) -> int | None:
-    """Bytes a cgroup memory limit leaves to this process's group, or None without a limit.
-
-    The usage counts the page cache, which the kernel reclaims on demand: what the limit leaves
-    is measured against the working set, the usage minus the inactive file pages (as container
-    runtimes do). cgroup v2 (``memory.max``) first, then v1 (``memory/memory.limit_in_bytes``,
-    whose "no limit" is a huge number that the caller's ``min`` with MemAvailable absorbs).
-    """
-    for limit_file, usage_file, stat_file, keys in (
-        ("memory.max", "memory.current", "memory.stat", ("inactive_file",)),
-        (
-            "memory/memory.limit_in_bytes",
-            "memory/memory.usage_in_bytes",
-            "memory/memory.stat",
-            ("total_inactive_file", "inactive_file"),
-        ),
-    ):
-        try:
-            text = (root / limit_file).read_text().strip()
-        except OSError:
-            continue
-        if text == "max":
-            return None
-        try:
-            limit = int(text)
-            used = int((root / usage_file).read_text())
-        except (OSError, ValueError):
-            return None
-        working_set = max(used - _stat_value(root / stat_file, *keys), 0)
-        return max(limit - working_set, 0)
-    return None
-
-
-def _available_memory(cgroup: Path = _CGROUP_ROOT) -> int:
-    """Bytes of memory available now (Linux: MemAvailable, capped by a cgroup limit)."""
-    available: int | None = None
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemAvailable:"):
-                available = int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    if available is None:
-        try:
-            available = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-        except (OSError, ValueError, AttributeError):
-            return sys.maxsize
-    left = _cgroup_available(cgroup)
-    return available if left is None else min(available, left)
-
-
-def check_memory(need: int, what: str, hint: str) -> None:
-    """Refuse work that would need ``need`` bytes of memory at once when less is available,
-    before anything is allocated or written.
-
-    Raises:
-        UserError: one line: ``what`` needs about N GiB, M GiB are available; ``hint``.
-    """
-    available = _available_memory()
-    if need > available:
-        raise UserError(
-            f"{what} needs about {need / 2**30:.1f} GiB of memory, {available / 2**30:.1f} GiB "
-            f"are available; {hint}"
-        )
-
-
 def read_limit() -> int:
     """The most bytes one read of viewgrids may allocate.
 
@@ -223,7 +125,7 @@ def read_limit() -> int:
     """
     text = os.environ.get(READ_LIMIT_ENV, "").strip()
     if not text:
-        return _available_memory()
+        return memory.available_memory()  # through the module: one place to pin it
     try:
         value = int(text)
     except ValueError:
@@ -465,6 +367,10 @@ class ViewgridFile:
     be pickled into DataLoader workers and used after a fork. Every problem with the file, on
     open or on a later read, raises :class:`ViewgridFileError` (one line naming file and split).
 
+    It is also a command's reference to its dataset: opened once, it carries the path, the
+    spec and, on first use, the file's SHA-256 (:attr:`digest`), so that one command opens and
+    hashes the file once whoever needs them (the run records, the one-view cache key).
+
     Attributes:
         path: the file.
         spec: its grid geometry (from attributes, or from the preset its shape matches).
@@ -496,6 +402,11 @@ class ViewgridFile:
                 ) from exc
         self._handle: h5py.File | None = None
         self._pid: int | None = None
+
+    @functools.cached_property
+    def digest(self) -> str:
+        """SHA-256 of the file's bytes (hex), computed on first use and kept."""
+        return file_digest(self.path)
 
     def __repr__(self) -> str:
         sizes = ", ".join(f"{s}={n}" for s, n in self._lengths.items())
@@ -659,131 +570,3 @@ class ViewgridSplit(torch.utils.data.Dataset):
             with _reading(self.file.path, self.name):
                 block = _to_uint8(ds[start:stop])
             yield torch.from_numpy(block)
-
-
-def _check_attr(key: str, value: Any) -> None:
-    """Refuse an attribute HDF5 cannot store as given: a non-finite number, or an integer that
-    does not fit in 64 bits (h5py fails only once the file is being written)."""
-    for item in value if isinstance(value, list | tuple) else (value,):
-        if isinstance(item, float) and not math.isfinite(item):
-            raise ValueError(f"attribute {key!r} is not finite: {value}")
-        if isinstance(item, int) and not -(2**63) <= item < 2**63:
-            raise ValueError(f"attribute {key!r} = {item} does not fit in a 64-bit integer")
-
-
-def write_viewgrids(
-    path: str | os.PathLike,
-    splits: Mapping[str, np.ndarray | torch.Tensor],
-    spec: GridSpec,
-    *,
-    source: str,
-    classes: Sequence[str] | None = None,
-    extra_attrs: Mapping[str, Any] | None = None,
-    sample_names: Mapping[str, Sequence[str]] | None = None,
-    sample_data: Mapping[str, Mapping[str, np.ndarray]] | None = None,
-    compression: str | None = "gzip",
-) -> Path:
-    """Write viewgrid splits and their attributes, atomically.
-
-    Args:
-        path: destination ``.h5`` file; replaced only once the new file is complete. Temporary
-            files of writers killed before they finished are removed first.
-        splits: split name -> uint8 ``[n, N, M, C, H, W]``; train, val and test required.
-        spec: the grid geometry; its shape must match the arrays.
-        source: where the data comes from (generator name and options, or input folder).
-        classes: optional class names (object datasets).
-        extra_attrs: more root attributes (numbers, strings or lists of them).
-        sample_names: optional split -> one name per sample (e.g. source file), stored as
-            string datasets ``sample_names/<split>``.
-        sample_data: optional group -> split -> numeric array ``[n, ...]`` with one row per
-            sample of the split, stored as datasets ``<group>/<split>`` (e.g. the source index of
-            each augmented viewgrid).
-        compression: h5py compression filter of each split (chunks are one viewgrid).
-
-    Returns:
-        The written path.
-    """
-    path = Path(path)
-    unknown = sorted(set(splits) - set(SPLITS))
-    if unknown:
-        raise ValueError(f"unknown split(s) {', '.join(unknown)}; allowed: {', '.join(SPLITS)}")
-    missing = [s for s in REQUIRED_SPLITS if s not in splits]
-    if missing:
-        raise ValueError(f"missing split(s) {', '.join(missing)}; train, val and test are required")
-    arrays: dict[str, np.ndarray] = {}
-    for name in SPLITS:
-        if name not in splits:
-            continue
-        value = splits[name]
-        array = value.detach().cpu().numpy() if isinstance(value, torch.Tensor) else value
-        if not isinstance(array, np.ndarray) or array.dtype != np.uint8:
-            raise TypeError(
-                f"split {name!r} must be a uint8 array or tensor, got "
-                f"{getattr(array, 'dtype', type(array).__name__)}"
-            )
-        if array.ndim != 6 or array.shape[1:] != spec.view_shape:
-            raise ValueError(
-                f"split {name!r} has shape {array.shape}, expected [n, *{spec.view_shape}]"
-            )
-        if array.shape[0] == 0:
-            raise ValueError(f"split {name!r} is empty")
-        arrays[name] = np.ascontiguousarray(array)
-    attrs: dict[str, Any] = {
-        "schema_version": SCHEMA_VERSION,
-        **spec.to_attrs(),
-        "source": source,
-        "classes": list(classes or []),
-    }
-    for key, value in (extra_attrs or {}).items():
-        if key in attrs:
-            raise ValueError(f"extra attribute {key!r} would overwrite a standard attribute")
-        attrs[key] = value
-    for key, value in attrs.items():
-        _check_attr(key, value)
-    for name, names in (sample_names or {}).items():
-        if name not in arrays or len(names) != arrays[name].shape[0]:
-            raise ValueError(
-                f"sample_names[{name!r}] must name each of the split's samples, got {len(names)}"
-            )
-    for group, per_split in (sample_data or {}).items():
-        if group in SPLITS or group == NAMES_GROUP:
-            raise ValueError(f"sample_data group {group!r} would overwrite a split or the names")
-        for name, values in per_split.items():
-            if name not in arrays or len(values) != arrays[name].shape[0]:
-                raise ValueError(
-                    f"sample_data[{group!r}][{name!r}] must have one row per sample of the split"
-                )
-    # Assembled in memory and written to disk with plain file I/O: HDF5 never sees a failed
-    # write, after which its library crashed the process at exit (a full disk: exit 139). The
-    # image (compressed: at most the arrays' size) must fit beside the arrays.
-    check_memory(
-        sum(array.nbytes for array in arrays.values()),
-        f"writing {path}",
-        "write fewer viewgrids per file",
-    )
-    image = io.BytesIO()
-    with h5py.File(image, "w") as f:
-        for name, array in arrays.items():
-            f.create_dataset(
-                name, data=array, chunks=(1, *array.shape[1:]), compression=compression
-            )
-        for name, names in (sample_names or {}).items():
-            f.create_dataset(f"{NAMES_GROUP}/{name}", data=list(names), dtype=h5py.string_dtype())
-        for group, per_split in (sample_data or {}).items():
-            for name, values in per_split.items():
-                f.create_dataset(f"{group}/{name}", data=np.asarray(values))
-        for key, value in attrs.items():
-            if isinstance(value, list | tuple) and all(isinstance(v, str) for v in value):
-                f.attrs.create(key, list(value), dtype=h5py.string_dtype())
-            else:
-                f.attrs[key] = value
-    # Published without replacing a file another writer made meanwhile (declare_outputs).
-    with atomic_path(path) as tmp:
-        with tmp.open("wb") as handle:
-            handle.write(image.getbuffer())
-        del image
-        try:
-            ViewgridFile(tmp)  # what we hand out must open
-        except ViewgridFileError as exc:
-            raise ViewgridFileError(str(exc).replace(str(tmp), str(path))) from None
-    return path
