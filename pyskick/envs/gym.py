@@ -20,6 +20,7 @@ only the observation cannot see it.
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Sequence
 from dataclasses import KW_ONLY, dataclass
 from pathlib import Path
@@ -401,6 +402,31 @@ class _EpisodesAccess:
         self._episodes.task = task
 
 
+_FORKS_SAFE = False
+
+
+def make_forks_safe() -> None:
+    """Make the processes forked from this one safe for pyskick environments (every env
+    calls it; idempotent).
+
+    A process forked after torch ran parallel work here (one pyskick env that stepped is
+    enough) inherits the state of torch's OpenMP thread pool but not its threads, and its
+    first parallel region waits for them forever: Gymnasium's async vector env and SB3's
+    ``SubprocVecEnv`` with the ``fork`` start method hung without a word. A forked child
+    therefore runs torch on one thread (as PyTorch's own DataLoader workers do), which needs no
+    pool; a vector env's workers share the machine's cores anyway. Processes started with
+    ``spawn`` or ``forkserver`` are unaffected.
+    """
+    global _FORKS_SAFE
+    if not _FORKS_SAFE and hasattr(os, "register_at_fork"):
+        os.register_at_fork(after_in_child=_one_thread_in_child)
+        _FORKS_SAFE = True
+
+
+def _one_thread_in_child() -> None:
+    torch.set_num_threads(1)
+
+
 class LookAroundGymEnv(_EpisodesAccess, gymnasium.Env[dict[str, Any], np.int64]):
     """One look-around agent as a Gymnasium environment.
 
@@ -440,6 +466,7 @@ class LookAroundGymEnv(_EpisodesAccess, gymnasium.Env[dict[str, Any], np.int64])
         **kwargs: Any,
     ) -> None:
         self.render_mode = _check_render_mode(render_mode, type(self).__name__)
+        make_forks_safe()
         self.episode_options = options = EpisodeOptions.given(episode_options, args, kwargs)
         self._episodes = _Episodes.build(options, "cpu")
         self.observation_space, self.action_space = self._episodes.spaces()
@@ -558,6 +585,7 @@ class LookAroundVectorEnv(_EpisodesAccess, VectorEnv):
         if render_mode == "human":
             raise ValueError("LookAroundVectorEnv renders only 'rgb_array', got 'human'")
         self.render_mode = _check_render_mode(render_mode, type(self).__name__)
+        make_forks_safe()
         self.episode_options = options = EpisodeOptions.given(episode_options, args, kwargs)
         self._episodes = _Episodes.build(options, device, agents=num_envs)
         self.num_envs = num_envs

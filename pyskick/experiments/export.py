@@ -341,6 +341,50 @@ def _option_text(value: Any) -> str:
     return str(value).lower() if isinstance(value, bool) else str(value)
 
 
+CARD_POLICY_RECIPE = (
+    "import json",
+    "from pathlib import Path",
+    "from safetensors.torch import load_file",
+    "from pyskick.models import CompletionPolicy, ModelConfig",
+    "",
+    'config = json.loads(Path("config.json").read_text())',
+    'policy = CompletionPolicy(ModelConfig.from_dict(config["model_config"]))',
+    'policy.load_state_dict(load_file("model.safetensors"))',
+    "policy.eval()",
+)
+"""The model card's recipe that loads an export's weights into pyskick's policy (run by the
+tests in an export folder)."""
+
+CARD_TORCH_RECIPE = (
+    "import json, struct",
+    "from pathlib import Path",
+    "import torch",
+    "",
+    "DTYPES = {'F32': torch.float32, 'F16': torch.float16, 'BF16': torch.bfloat16,",
+    "          'I64': torch.int64, 'I32': torch.int32, 'U8': torch.uint8, 'BOOL': torch.bool}",
+    "",
+    "def read_safetensors(path):",
+    "    data = Path(path).read_bytes()",
+    "    (n,) = struct.unpack('<Q', data[:8])",
+    "    header = json.loads(data[8 : 8 + n])",
+    "    header.pop('__metadata__', None)",
+    "    body = bytearray(data[8 + n :])",
+    "    tensors = {}",
+    "    for name, info in header.items():",
+    "        start, end = info['data_offsets']",
+    "        dtype = DTYPES[info['dtype']]",
+    "        flat = torch.frombuffer(body, dtype=dtype, count=(end - start) // dtype.itemsize,",
+    "                                offset=start) if end > start else torch.empty(0, dtype=dtype)",
+    "        tensors[name] = flat.reshape(info['shape']).clone()",
+    "    return tensors",
+    "",
+    "weights = read_safetensors('model.safetensors')  # name -> tensor",
+    "architecture = json.loads(Path('config.json').read_text())['model_config']",
+)
+"""The model card's recipe that reads an export's tensors and architecture with torch alone
+(the tests run it where neither pyskick nor safetensors can be imported)."""
+
+
 def model_card(
     marker: Mapping[str, Any], config: Mapping[str, Any], dataset: Mapping[str, Any]
 ) -> str:
@@ -446,6 +490,22 @@ def model_card(
         "",
         "In Python, `pyskick.run_dir.load_policy(THIS_FOLDER)` returns the policy, its config "
         "and the data's geometry; nothing is unpickled.",
+        "",
+        f"pyskick is not on PyPI: install pyskick {marker['pyskick_version']} from a clone of "
+        "its repository (`pip install ./pyskick`) or from a wheel built there "
+        "(`pip wheel ./pyskick`, then `pip install pyskick-*.whl`). The weights load into its "
+        "`CompletionPolicy` by hand as well:",
+        "",
+        "```python",
+        *CARD_POLICY_RECIPE,
+        "```",
+        "",
+        "Without pyskick, torch alone reads the tensors and the architecture (safetensors is a "
+        "JSON header and raw little-endian arrays):",
+        "",
+        "```python",
+        *CARD_TORCH_RECIPE,
+        "```",
         "",
         "## Files",
         "",

@@ -47,16 +47,16 @@ def _html_table(title: str, note: str, lines: list[str]) -> list[str]:
     esc = html.escape
     return [
         f"<h2>{esc(title)}</h2><p>{esc(note)}</p><table>",
-        "<tr>" + "".join(f"<th>{esc(c)}</th>" for c in _mdmetric_cells(header)) + "</tr>",
+        "<tr>" + "".join(f"<th>{esc(c)}</th>" for c in _md_cells(header)) + "</tr>",
         *(
-            "<tr>" + "".join(f"<td>{esc(c)}</td>" for c in _mdmetric_cells(line)) + "</tr>"
+            "<tr>" + "".join(f"<td>{esc(c)}</td>" for c in _md_cells(line)) + "</tr>"
             for line in body
         ),
         "</table>",
     ]
 
 
-def _mdmetric_cells(line: str) -> list[str]:
+def _md_cells(line: str) -> list[str]:
     return [cell.strip() for cell in line.strip().strip("|").split("|")]
 
 
@@ -152,6 +152,7 @@ def write_report(
         unavailable = None
     except ImportError as exc:
         unavailable = f"figures need matplotlib (pip install 'pyskick[viz]'): {exc}"
+        say(f"reproduce: no figures in the report: {unavailable}")
     page = _html(table, ordering_checks(table), curves, figures, unavailable, out_dir)
     return write_text(out_dir / "index.html", page)
 
@@ -202,12 +203,11 @@ def _html(
         '<html lang="en"><head><meta charset="utf-8"><title>pyskick reproduce: Table 1</title>',
         "<style>body{font-family:sans-serif;max-width:1100px;margin:2em auto;padding:0 1em}"
         "table{border-collapse:collapse}td,th{border:1px solid #bbb;padding:3px 8px;"
-        "text-align:right}td:first-child{text-align:left}img{max-width:100%}"
+        "text-align:right}td:first-child{text-align:left}"
+        ".settings td,.settings th{text-align:left}img{max-width:100%}"
         ".fail{color:#a00}.open{color:#850}</style></head><body>",
         "<h1>Table 1 reproduction</h1>",
-        "<p>"
-        + ", ".join(f"{esc(str(k))}: <code>{esc(str(v))}</code>" for k, v in settings.items())
-        + "</p>",
+        *_settings_html(settings),
         f"<h2>Reconstruction error ×1000 on the {esc(settings.get('eval_split', 'test'))} split "
         f"(lower is better)</h2><p>{esc(STDERR_NOTE)} Gain "
         f"ratio: % better than one-view ÷ rnd-actions' ({esc(PAPER_GAIN_RATIOS)}).</p>",
@@ -279,3 +279,51 @@ def _html(
             parts.append(f'<p><img src="{link}" alt="{esc(path.name)}"></p>')
     parts.append("</body></html>")
     return "\n".join(parts) + "\n"
+
+
+_SETTING_LABELS = {
+    "preset": "training preset",
+    "pretrain_epochs": "one-view pretraining epochs",
+    "epochs": "policy training epochs",
+    "batch_size": "batch size",
+    "n_test": "evaluated viewgrids",
+    "eval_split": "evaluated split",
+    "seed": "first seed",
+    "sidekick_options": "sidekick options given",
+    "resolved_sidekick_options": "sidekick options used",
+}
+
+
+def _settings_html(settings: Mapping[str, Any]) -> list[str]:
+    """The run's settings as a table: the dataset by file name and digest (never an absolute
+    path, so the page reads the same on every machine), the settings a reader compares, and
+    the whole training config folded away."""
+    esc = html.escape
+
+    def row(label: str, value: object) -> str:
+        return f"<tr><th>{esc(label)}</th><td><code>{esc(str(value))}</code></td></tr>"
+
+    rows = []
+    if "dataset" in settings:
+        digest = str(settings.get("dataset_sha256", ""))[:12]
+        name = Path(str(settings["dataset"])).name
+        rows.append(row("dataset", f"{name} (SHA-256 {digest}…)" if digest else name))
+    if settings.get("pooled"):
+        rows.append(row("pooled folders", ", ".join(Path(str(p)).name for p in settings["pooled"])))
+    for key, label in _SETTING_LABELS.items():
+        value = settings.get(key)
+        if value not in (None, {}, ""):
+            if isinstance(value, Mapping):
+                value = ", ".join(f"{k}={v}" for k, v in sorted(value.items())) or "-"
+            rows.append(row(label, value))
+    config = settings.get("train_config") or {}
+    details = "".join(row(str(k), v) for k, v in sorted(config.items()))
+    return [
+        '<h2>Settings</h2><table class="settings">',
+        *rows,
+        "</table>",
+        f"<details><summary>Training config ({len(config)} fields)</summary><table "
+        f'class="settings">{details}</table></details>'
+        if config
+        else "",
+    ]

@@ -12,6 +12,7 @@ an empty :class:`Dispatcher`.
 from __future__ import annotations
 
 import json
+import logging
 import math
 import os
 import time
@@ -21,6 +22,8 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from pyskick.run_dir import METRICS, trim_log
+
+_LOG = logging.getLogger(__name__)
 
 ALWAYS = "jsonl"
 """The logger every run has: ``RUN/metrics.jsonl`` is part of the run folder."""
@@ -105,10 +108,10 @@ class TensorBoardLogger:
         self._writer: Any = None
 
     def start(self, run: RunInfo) -> None:
+        folder = Path(run.run_dir) / "tensorboard"
         # purge_step hides the events of steps >= it that an interrupted attempt wrote.
-        self._writer = self._writer_class(
-            log_dir=str(Path(run.run_dir) / "tensorboard"), purge_step=run.first_step
-        )
+        self._writer = self._writer_class(log_dir=str(folder), purge_step=run.first_step)
+        _LOG.info("TensorBoard logs in %s (view them: tensorboard --logdir %s)", folder, folder)
 
     def log(self, step: int, metrics: Mapping[str, float]) -> None:
         for key, value in metrics.items():

@@ -402,12 +402,31 @@ def init_state(
 ) -> dict[str, Any]:
     """The checkpoint state of ``init``, checked against the run's model."""
     path, state = load_run(init, map_location=map_location, keys=POLICY_KEYS)
-    if ModelConfig.from_dict(state["model_config"]) != model_config:
+    saved = ModelConfig.from_dict(state["model_config"])
+    if saved != model_config:
+        fix = _init_fix(saved, data)
         raise UserError(
             f"{path} holds a model of another architecture or data shape than this run "
-            f"(model preset {config.model!r}, grids {list(data.grid_shape)})"
+            f"(model preset {config.model!r}, grids {list(data.grid_shape)}){fix}"
         )
     return state
+
+
+def _init_fix(saved: ModelConfig, data: TrainData) -> str:
+    """What makes a run fit an ``init`` model: the training preset (or ``model``) whose
+    architecture it has on this data, or that its viewgrids are another shape."""
+    from pyskick.config import TRAIN_PRESETS
+    from pyskick.models.config import PRESETS
+
+    N, M, C, H = data.grid_shape
+    if saved.grid_shape != (N, M, C, H, H):
+        return f": it was trained on viewgrids {list(saved.grid_shape)}, so use data of that shape"
+    for name in PRESETS:
+        if model_config_for(TrainConfig(model=name), data) == saved:
+            presets = [p for p, c in TRAIN_PRESETS.items() if c.model == name]
+            given = f"--preset {presets[0]}" if presets else f"model = {name!r} in --config"
+            return f": it is a {name!r} model; train with {given}, whose model it is"
+    return ": its architecture is no model preset; train with the config it was trained with"
 
 
 def model_config_for(config: TrainConfig, data: TrainData) -> ModelConfig:

@@ -85,14 +85,39 @@ def cached_random_actions_run(
     waiting = f"waiting for another process to train {run}"
     with file_lock(run.parent / f"{run.name}.lock", waiting):
         done = (run / "latest.pt").exists()
-        _LOG.info("%s reward model %s", "reusing" if done else "training", run)
+        # Finished runs are reused in seconds. Otherwise this is the one long step of making an
+        # environment, and it may run inside gymnasium.make in a plain script where no progress
+        # is drawn: WARNING records reach stderr even when logging is not configured.
+        finished = done and _finished(run, config.epochs)
+        tell = _LOG.info if finished else _LOG.warning
+        tell(
+            "%s the default reward model (a one-view model, then a random-motions model, "
+            "%d + %d epochs) in %s%s",
+            "reusing" if finished else "training",
+            config.pretrain_epochs,
+            config.epochs,
+            run,
+            "" if finished else "; cached for later environments, or pass reward_model=",
+        )
         with progress.stage("reward model", total=2, unit="stage", lines="each") as bar:
             data = TrainData.from_file(dataset_path)
             one_view = cached_one_view(dataset_path, config, data)
             bar.advance(label="one-view model")
+            tell("reward model: the one-view model is ready (%.0f s)", bar.elapsed)
             train(config, run, data, init=one_view, resume=done)
             bar.advance(label="random-motions model")
+            tell("reward model: the random-motions model is ready (%.0f s)", bar.elapsed)
     return run
+
+
+def _finished(run: Path, epochs: int) -> bool:
+    """Whether the run in ``run`` trained all its ``epochs`` (its log has them)."""
+    from pyskick.training.loggers import read_metrics
+
+    try:
+        return len(read_metrics(run / "metrics.jsonl")) >= epochs
+    except (OSError, ValueError):
+        return False
 
 
 def _dataset_path(dataset: str | os.PathLike[str] | None) -> Path:

@@ -68,6 +68,10 @@ def mean_curve(runs: Sequence[Path], key: str) -> tuple[list[int], Tensor, Tenso
     return epochs, values.mean(0), stderr
 
 
+_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
+_STYLES = ("-", "--", "-.", ":")
+
+
 def plot_learning_curves(
     runs: Mapping[str, Path | Sequence[Path]], out: Path, *, key: str = "val/rec_error"
 ) -> Path:
@@ -104,11 +108,19 @@ def plot_learning_curves(
 
     fig, ax = plt.subplots(figsize=(7.5, 4.0), layout="constrained")
     for i, (label, (count, steps, mean, stderr)) in enumerate(curves.items()):
-        marker = "o" if len(steps) <= 30 else None
-        style = ("-", "--", ":")[i // 10 % 3]  # the colour cycle has 10 colours
+        # Every curve has its own marker and dash as well as its colour: methods that learn
+        # alike (ltla and ours(rew)) lie on each other, and one would hide the other.
+        marker = _MARKERS[i % len(_MARKERS)]
+        style = _STYLES[i % len(_STYLES)]
+        # Epochs count from 1, as the tables do (the log's steps count from 0).
+        epochs = [step + 1 for step in steps]
         y = (mean * 1000.0).tolist()
         shown = label if count == 1 else f"{label} ({count} seeds)"
-        (line,) = ax.plot(steps, y, marker=marker, markersize=3, linestyle=style, label=shown)
+        (line,) = ax.plot(
+            epochs, y, marker=marker, markersize=4, markevery=max(1, len(epochs) // 20),
+            linestyle=style, linewidth=1.3, label=shown, alpha=0.9,
+        )  # fmt: skip
+        steps = epochs
         if count > 1:
             band = (stderr * 1000.0).tolist()
             ax.fill_between(
@@ -120,7 +132,7 @@ def plot_learning_curves(
                 linewidth=0,
             )
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-    ax.set_xlabel("epoch")
+    ax.set_xlabel("epoch (1 = after the first)")
     ylabel = "validation error ×1000" if key == "val/rec_error" else f"{key} ×1000"
     if any(count > 1 for count, *_ in curves.values()):
         ylabel += " (mean ± SE over seeds)"

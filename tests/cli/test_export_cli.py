@@ -3,10 +3,16 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 import pickle
+import re
 import shutil
+import subprocess
+import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -16,8 +22,7 @@ from pyskick.checkpoint import EXPORT_MARKER, EXPORT_WEIGHTS, load_checkpoint
 from pyskick.data.builtin import make_builtin
 from pyskick.experiments.export import CARD, model_card, training_command
 from pyskick.files import file_digest
-from pyskick.run_dir import checkpoint_file, load_policy
-from pyskick.sidekicks.base import checkpoint_digest
+from pyskick.run_dir import checkpoint_digest, checkpoint_file, load_policy
 from pyskick_cli.main import main
 
 FAST = ["--preset", "cpu-demo", "--epochs", "1", "--batch-size", "8", "--device", "cpu"]
@@ -385,3 +390,49 @@ def test_compare_names_what_to_do_with_an_export(
     code, _, err = run(["compare", str(runs["ltla"]), str(exported), "--metric", "adv"], capsys)
     assert code == 2, err
     assert "is an exported model, which records no evaluations" in err
+
+
+def _card_blocks(exported: Path) -> list[str]:
+    """The ```python blocks of an export's model card, as a reader copies them."""
+    return re.findall(r"```python\n(.*?)```", (exported / CARD).read_text(), flags=re.S)
+
+
+def test_the_model_cards_recipes_load_the_weights(exported: Path) -> None:
+    """Issue 26: an export was usable only through pyskick's commands. The card now has an
+    install line, a recipe that loads the weights into ``CompletionPolicy``, and one that reads
+    the tensors and the architecture with torch alone, run here where neither pyskick nor
+    safetensors can be imported."""
+    card = (exported / CARD).read_text()
+    assert "pyskick is not on PyPI: install pyskick 0.1.0 from a clone of its repository" in card
+    into_pyskick, torch_only = _card_blocks(exported)
+    expected = load_policy(exported).policy.state_dict()
+    scope: dict[str, Any] = {}
+    cwd = Path.cwd()
+    try:
+        os.chdir(exported)
+        exec(into_pyskick, scope)  # the card's first recipe, as written
+    finally:
+        os.chdir(cwd)
+    loaded = scope["policy"].state_dict()
+    assert loaded.keys() == expected.keys()
+    assert all(torch.equal(loaded[k], expected[k]) for k in expected)
+    # The second recipe in a process that cannot import pyskick or safetensors.
+    blocked = "import sys\nsys.modules['pyskick'] = sys.modules['safetensors'] = None\n"
+    report = (
+        "\nimport hashlib\nfor name, t in sorted(weights.items()):\n"
+        "    print(name, list(t.shape), str(t.dtype), hashlib.sha256(t.numpy().tobytes())"
+        ".hexdigest())\nprint('architecture', json.dumps(architecture, sort_keys=True))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", blocked + torch_only + report],
+        cwd=exported, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    want = [
+        f"{name} {list(t.shape)} {t.dtype} {hashlib.sha256(t.numpy().tobytes()).hexdigest()}"
+        for name, t in sorted(expected.items())
+    ]
+    assert lines[:-1] == want
+    config = json.loads((exported / "config.json").read_text())["model_config"]
+    assert lines[-1] == "architecture " + json.dumps(config, sort_keys=True)

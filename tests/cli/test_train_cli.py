@@ -226,3 +226,47 @@ def test_sidekick_options_are_recorded_and_kept_on_resume(
     assert state["epoch"] == 2
     assert state["config"]["sidekick"] == "rew"
     assert state["config"]["sidekick_options"] == recorded["sidekick_options"]
+
+
+def test_pretrain_epochs_sets_the_cached_one_view_model(
+    scenes: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Issue 26: without --init, paper settings pretrained 100 epochs and nothing shortened it."""
+    from pyskick.training.loggers import read_metrics
+
+    monkeypatch.setenv("PYSKICK_CACHE_DIR", str(tmp_path / "cache"))
+    out = tmp_path / "run"
+    args = ["train", "--dataset", str(scenes), *FAST, "--out", str(out)]
+    code, _, err = run([*args, "--pretrain-epochs", "2"], capsys)
+    assert code == 0, err
+    (one_view,) = [p for p in (tmp_path / "cache" / "one-view").iterdir() if p.is_dir()]
+    assert len(read_metrics(one_view / "metrics.jsonl")) == 2
+    assert json.loads((out / "config.json").read_text())["pretrain_epochs"] == 2
+    # With --init (or --resume) nothing is pretrained: refused before any work.
+    code, _, err = run([*args[:-1], str(tmp_path / "b"), "--init", str(one_view),
+                        "--pretrain-epochs", "2"], capsys)  # fmt: skip
+    assert code == 2
+    assert "--pretrain-epochs sets the one-view model pretrained when there is no --init" in err
+    assert not (tmp_path / "b").exists()
+
+
+def test_an_init_of_another_preset_names_the_fix(
+    tmp_path: Path, tiny_scenes: Path, tiny_one_view: Path, tiny_objects: Path, cli_runner
+) -> None:
+    """Issue 26: ``--init`` of a cpu-demo run without ``--preset cpu-demo`` named neither the
+    init's preset nor the fix."""
+    args = ["train", "--dataset", tiny_scenes, "--init", tiny_one_view, "--out", tmp_path / "r"]
+    code, _, err = cli_runner(*args)
+    assert code == 2
+    (line,) = err.strip().splitlines()
+    assert line.endswith(
+        ": it is a 'cpu-demo' model; train with --preset cpu-demo, whose model it is"
+    )
+    # Another data shape: said so, not a preset to pick.
+    objects = ["--dataset", tiny_objects, "--preset", "cpu-demo", "--batch-size", "8"]
+    code, _, err = cli_runner("train", *objects, "--init", tiny_one_view, "--out", tmp_path / "o")
+    assert code == 2
+    assert "it was trained on viewgrids [4, 8, 3, 32, 32], so use data of that shape" in err

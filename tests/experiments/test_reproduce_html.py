@@ -58,3 +58,45 @@ def test_report_links_every_figure_and_reuses_them(finished: Path, scenes: Path)
     write_report(finished, table, test, channel_mean=mean, device="cpu", examples=1)
     assert [path.stat().st_mtime_ns for path in figures] == before
     assert index.read_text() == page
+
+
+def test_the_page_header_is_a_settings_table_without_paths(finished: Path, scenes: Path) -> None:
+    """Issue 26: the header was a raw Python dict with the dataset's absolute path."""
+    page = (finished / "index.html").read_text() if (finished / "index.html").is_file() else ""
+    if not page:
+        table = json.loads((finished / "table.json").read_text())
+        source = ViewgridFile(scenes)
+        write_report(finished, table, source.split("test").load(),
+                     channel_mean=source.spec.channel_mean, device="cpu", examples=1)  # fmt: skip
+        page = (finished / "index.html").read_text()
+    header = page[page.index("<h2>Settings</h2>") : page.index("</details>")]
+    settings = json.loads((finished / "reproduce.json").read_text())
+    assert str(Path(settings["dataset"]).parent) not in page  # no absolute path anywhere
+    digest = settings["dataset_sha256"][:12]
+    assert (
+        f"<tr><th>dataset</th><td><code>{scenes.name} (SHA-256 {digest}…)</code></td></tr>"
+        in header
+    )
+    assert "<tr><th>policy training epochs</th><td><code>1</code></td></tr>" in header
+    assert "{'" not in page  # no Python dict printed
+
+
+def test_a_report_without_matplotlib_says_why(
+    finished: Path, scenes: Path, tmp_path: Path, monkeypatch
+) -> None:
+    """Issue 26: without matplotlib, reproduce said nothing about the figures it skipped."""
+    import shutil
+    import sys
+
+    folder = tmp_path / "copy"
+    shutil.copytree(finished, folder)
+    monkeypatch.setitem(sys.modules, "pyskick.viz", None)  # importing it raises ImportError
+    table = json.loads((folder / "table.json").read_text())
+    source = ViewgridFile(scenes)
+    said: list[str] = []
+    write_report(folder, table, source.split("test").load(),
+                 channel_mean=source.spec.channel_mean, device="cpu", log=said.append)  # fmt: skip
+    assert said == [
+        "reproduce: no figures in the report: figures need matplotlib (pip install "
+        "'pyskick[viz]'): import of pyskick.viz halted; None in sys.modules"
+    ]

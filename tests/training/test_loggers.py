@@ -76,17 +76,23 @@ def test_names_resolve_with_jsonl_always_first() -> None:
         logger_names("jsonl")
 
 
-def test_tensorboard_logger_writes_events_or_names_its_missing_package(tmp_path: Path) -> None:
+def test_tensorboard_logger_writes_events_or_names_its_missing_package(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     if not tensorboard_available():  # the optional `tb` extra
         with pytest.raises(RuntimeError, match=r"logger 'tensorboard' .* cannot start: .*tensorb"):
             make_loggers(["tensorboard"])
         return
     logger = make_loggers(["tensorboard"])
     assert [type(x) for x in logger.loggers] == [JsonlLogger, TensorBoardLogger]
-    logger.start(RunInfo(tmp_path, stage="pretrain", steps=1))
+    with caplog.at_level("INFO", logger="pyskick.training.loggers"):
+        logger.start(RunInfo(tmp_path, stage="pretrain", steps=1))
+    # Where the logs go is said (issue 26), with the command that shows them.
+    folder = tmp_path / "tensorboard"
+    assert f"TensorBoard logs in {folder} (view them: tensorboard --logdir {folder})" in caplog.text
     logger.log(0, {"val/rec_error": 0.5})
     logger.close()
-    assert list((tmp_path / "tensorboard").glob("events.out.tfevents.*"))
+    assert list(folder.glob("events.out.tfevents.*"))
 
 
 class _Broken:

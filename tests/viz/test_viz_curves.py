@@ -93,3 +93,23 @@ def test_seeds_are_drawn_as_a_mean_with_a_band(tmp_path, assert_real_png):
     (apart / "metrics.jsonl").write_text('{"step": 7, "val/rec_error": 0.1}\n')
     with pytest.raises(ValueError, match="share no epoch"):
         mean_curve([seeds[0], apart], "val/rec_error")
+
+
+def test_curves_count_epochs_from_one_and_stay_apart(tmp_path, monkeypatch):
+    """Issue 26: the plots counted epochs from 0 (the tables from 1), and ltla's curve hid
+    under ours(rew)'s: every curve now has its own marker and dash besides its colour."""
+    from matplotlib.figure import Figure
+
+    saved: list[Figure] = []
+    real = Figure.savefig
+    monkeypatch.setattr(
+        Figure, "savefig", lambda fig, *a, **k: (saved.append(fig), real(fig, *a, **k))[1]
+    )
+    same = [0.05, 0.04, 0.03]
+    runs = {name: _log(tmp_path / name, same) for name in ("ltla", "ours(rew)", "ours(demo)")}
+    plot_learning_curves(runs, tmp_path / "c.png")
+    (figure,) = saved
+    lines = figure.axes[0].get_lines()
+    assert [list(line.get_xdata()) for line in lines] == [[1, 2, 3]] * 3
+    assert len({(line.get_marker(), line.get_linestyle()) for line in lines}) == 3
+    assert figure.axes[0].get_xlabel().startswith("epoch (1 = after the first)")

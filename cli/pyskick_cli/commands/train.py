@@ -197,6 +197,13 @@ def pretrain(
 )
 @sidekick_option_option()
 @click.option(
+    "--pretrain-epochs",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Epochs of the one-view model pretrained (and cached) when --init is not given; "
+    "default: the preset's (paper: 100). Part of the cache key.",
+)
+@click.option(
     "--scores",
     "scores_file",
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
@@ -227,6 +234,7 @@ def train(
     actor: str | None,
     sidekick: str | None,
     sidekick_option: tuple[str, ...],
+    pretrain_epochs: int | None,
     scores_file: Path | None,
 ) -> None:
     """Train the look-around policy from a one-view model, Sense and Fuse frozen.
@@ -251,7 +259,14 @@ def train(
             cuda_graph=cuda_graph, eval_batch_size=eval_batch_size,
             save_every=save_every, T=T, critic=critic, actor=actor, sidekick=sidekick,
             sidekick_options=parse_sidekick_options(sidekick_option),
+            pretrain_epochs=pretrain_epochs,
         )  # fmt: skip
+        if pretrain_epochs is not None and (init is not None or resume):
+            raise click.BadParameter(
+                "--pretrain-epochs sets the one-view model pretrained when there is no --init; "
+                "a run with --init or --resume pretrains nothing",
+                param_hint="--pretrain-epochs",
+            )
         if resume and sidekick is None and config.sidekick == "none":
             # Not given again: a resumed run continues with its own sidekick.
             config = config.replace(sidekick=recorded_sidekick(out_dir) or "none")
