@@ -15,6 +15,14 @@ ships one), so its fixtures are available in any test session without an import:
   ``tiny_config`` (what ``--init``, sidekicks and actors start from);
 - ``cli_runner``: ``run(*args) -> (exit code, stdout, stderr)`` of the ``pyskick`` command,
   in-process, with the documented exit codes;
+- ``device`` (session, parametrised): ``"cpu"``, and ``"cuda"`` (marked ``cuda``) when a GPU
+  is visible;
+- ``backend`` (session, parametrised on ``device``): ``"native"`` and ``"reference"``, for
+  tests that check a kernel's two implementations against hand-computed results;
+- ``native_and_reference`` (session): ``run(op, *args, **kwargs) -> (native result, reference
+  result)`` on ``device``. Both fail the test when ``device`` has no native kernels
+  (:func:`require_native`): a comparison never degrades silently into reference against
+  reference, and on a GPU machine a build without CUDA kernels is a broken build;
 - ``install_plugin``: ``install(plugin, name)`` registers a plugin object (a module or an
   object with ``@pyskick.hookimpl`` methods) in the plugin host that the library and the
   command line use, for the test only (a plugin defined inside a test, or one not installed).
@@ -37,7 +45,7 @@ import contextlib
 import io
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -144,3 +152,77 @@ def install_plugin(monkeypatch: pytest.MonkeyPatch) -> Callable[[object, str], N
     monkeypatch.setattr(plugins, "get_host", lambda: host)
 
     return host.register
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Register the ``cuda`` marker of :func:`device`'s GPU parameter."""
+    config.addinivalue_line("markers", "cuda: needs a CUDA device")
+
+
+def _devices() -> list[Any]:
+    import torch
+
+    devices: list[Any] = ["cpu"]
+    if torch.cuda.is_available():
+        devices.append(pytest.param("cuda", marks=pytest.mark.cuda))
+    return devices
+
+
+def require_native(device: str) -> None:
+    """Fail the calling test when ``device`` has no native kernels in this build."""
+    from pyskick import ops
+
+    if not ops.has_native():
+        pytest.fail("the native module pyskick._C is not built: run `make setup`")
+    if device.startswith("cuda") and not ops.has_cuda():
+        pytest.fail(
+            "a GPU is visible but pyskick._C was built without CUDA kernels "
+            f"(build_info: {ops.build_info()})"
+        )
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Parametrise the ``device`` fixture with the devices of this machine (decided when the
+    tests are collected, so that torch is imported only by sessions that use it)."""
+    if "device" in metafunc.fixturenames and "device" not in {
+        name
+        for marker in metafunc.definition.iter_markers("parametrize")
+        for name in (
+            marker.args[0].split(",") if isinstance(marker.args[0], str) else marker.args[0]
+        )
+    }:
+        metafunc.parametrize("device", _devices(), indirect=True, scope="session")
+
+
+@pytest.fixture(scope="session")
+def device(request: pytest.FixtureRequest) -> str:
+    """Device name to run an op on; session-scoped so that hypothesis tests may use it."""
+    return str(request.param)
+
+
+@pytest.fixture(params=["native", "reference"], scope="session")
+def backend(request: pytest.FixtureRequest, device: str) -> str:
+    """Backend for tests that check both implementations against hand-computed results."""
+    if request.param == "native":
+        require_native(device)
+    return str(request.param)
+
+
+NativeAndReference = Callable[..., tuple[Any, Any]]
+
+
+@pytest.fixture(scope="session")
+def native_and_reference(device: str) -> NativeAndReference:
+    """``run(op, *args, **kwargs) -> (native result, reference result)`` on ``device``.
+
+    Fails the test (see :func:`require_native`) when ``device`` has no native kernels, so a
+    comparison can never silently degrade into reference-vs-reference.
+    """
+    require_native(device)
+
+    def run(op: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[Any, Any]:
+        native = op(*args, backend="native", **kwargs)
+        reference = op(*args, backend="reference", **kwargs)
+        return native, reference
+
+    return run

@@ -53,6 +53,7 @@ from pyskick.metrics import METRICS
 if TYPE_CHECKING:
     from torch import Tensor
 
+    from pyskick.data import ViewgridFile
     from pyskick.data.spec import GridSpec
     from pyskick.training import TrainConfig, TrainData
     from pyskick.training.pack import PackMember
@@ -157,18 +158,71 @@ def reproduce(
         ValueError, TypeError: bad arguments, a method whose plugin is not installed, or
             settings that disagree with the folder's ``reproduce.json``; nothing is written then.
     """
+    start = time.perf_counter()
+    plan = _plan(
+        dataset, out_dir, preset=preset, config=config, epochs=epochs,
+        pretrain_epochs=pretrain_epochs, batch_size=batch_size, methods=methods, seeds=seeds,
+        seed_offset=seed_offset, num_test=num_test, eval_split=eval_split, device=device,
+        sidekick_options=sidekick_options, loggers=loggers, pack=pack,
+    )  # fmt: skip
+    table, index = _run(plan, report=report, say=log or (lambda _line: None))
+    return ReproduceResult(plan.out, table, index, time.perf_counter() - start)
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """What a ``reproduce`` call will do, every argument checked (nothing written yet)."""
+
+    out: Path
+    source: ViewgridFile
+    chosen: list[Method]
+    indices: range
+    given_options: dict[str, dict[str, Any]]
+    n_test: int
+    eval_split: str
+    train_config: TrainConfig
+    settings: dict[str, Any]
+    loggers: Sequence[str] | None
+    pack: str
+
+    @property
+    def trained(self) -> list[Method]:
+        """The methods that train (every one but one-view)."""
+        return [m for m in self.chosen if m.trained]
+
+    @property
+    def evaluations(self) -> list[tuple[str, int]]:
+        """(method, seed index) of every evaluation (one-view: its one run)."""
+        return [(m.name, k) for m in self.chosen for k in (self.indices if m.trained else range(1))]
+
+
+def _plan(
+    dataset: str | os.PathLike[str],
+    out_dir: str | os.PathLike[str],
+    *,
+    preset: str | None,
+    config: str | os.PathLike[str] | None,
+    epochs: int | None,
+    pretrain_epochs: int | None,
+    batch_size: int | None,
+    methods: Sequence[str] | None,
+    seeds: int,
+    seed_offset: int,
+    num_test: int | None,
+    eval_split: str,
+    device: str | None,
+    sidekick_options: Mapping[str, Any] | None,
+    loggers: Sequence[str] | None,
+    pack: str,
+) -> _Plan:
+    """Step 1: every argument checked, the settings the folder will record (reads only)."""
     from pyskick.config import config_preset
     from pyskick.data import ViewgridFile
-    from pyskick.files import file_digest
     from pyskick.plugins import get_registries
-    from pyskick.run_dir import RunDir
-    from pyskick.sidekicks import nms_preset
-    from pyskick.training import TrainData, load_config
+    from pyskick.training import load_config
     from pyskick.training.loggers import make_loggers
-    from pyskick.training.pack import recover_recorded
+    from pyskick.training.setup import MAX_SEED
 
-    start = time.perf_counter()
-    say: Log = log or (lambda _line: None)
     if pack not in PACK_MODES:
         raise UserError(f"pack must be one of {', '.join(PACK_MODES)}, got {pack!r}")
     for name, value in (("seeds", seeds), ("num_test", num_test), ("seed_offset", seed_offset)):
@@ -219,8 +273,6 @@ def reproduce(
                 f"config file {config} sets {name}, which each method sets itself"
                 + (" (give sidekick options with --sidekick-option)" if "sidekick" in name else "")
             )
-    from pyskick.training.setup import MAX_SEED
-
     if train_config.seed + indices[-1] > MAX_SEED:
         raise UserError(
             f"seed index {indices[-1]} trains with seed {train_config.seed + indices[-1]}, out of "
@@ -234,7 +286,7 @@ def reproduce(
     out = Path(out_dir)
     settings = {
         "dataset": str(path.resolve()),
-        "dataset_sha256": file_digest(path),
+        "dataset_sha256": source.digest,
         "preset": preset,
         "pretrain_epochs": train_config.pretrain_epochs,
         "epochs": train_config.epochs,
@@ -250,11 +302,27 @@ def reproduce(
         },
     }
     check_settings(out, settings)
-    # One reproduce per folder at a time: a second call is refused (exit 2, naming the
-    # holder's pid) before it writes or trains anything, and the settings are checked again
-    # under the lock (the first call may have changed them meanwhile).
+    return _Plan(
+        out, source, chosen, indices, given_options, n_test, eval_split, train_config, settings,
+        loggers, pack,
+    )  # fmt: skip
+
+
+def _run(plan: _Plan, *, report: bool, say: Log) -> tuple[dict[str, Any], Path | None]:
+    """Steps 2 to 5 under the folder's lock: record the settings, pretrain and train
+    (:func:`_train_all`), evaluate (:func:`_evaluate_all`), and tabulate and report.
+
+    One reproduce per folder at a time: a second call is refused (exit 2, naming the holder's
+    pid) before it writes or trains anything, and the settings are checked again under the
+    lock (the first call may have changed them meanwhile).
+    """
+    from pyskick.run_dir import RunDir
+    from pyskick.sidekicks import nms_preset
+    from pyskick.training import TrainData
+
+    out, spec = plan.out, plan.source.spec
     with RunDir(out).locked():
-        check_settings(out, settings)
+        check_settings(out, plan.settings)
         # Every run of a sidekick in this folder uses the options resolved for its first run, so
         # that seeds or methods added later (or with more --epochs) share one schedule.
         previous = out / SETTINGS_FILE
@@ -265,54 +333,24 @@ def reproduce(
             if previous.is_file()
             else {}
         )
-        settings["resolved_sidekick_options"] = resolved
+        plan.settings["resolved_sidekick_options"] = resolved
         out.mkdir(parents=True, exist_ok=True)
-        write_json(out / SETTINGS_FILE, settings)
+        write_json(out / SETTINGS_FILE, plan.settings)
 
-        data = TrainData.from_file(path)
-        test = source.split(eval_split).load(list(range(n_test)))
-        one_view = run_dir(out, ONE_VIEW, 0)
-        trained = [m for m in chosen if m.trained]
-        evaluations = [(m.name, k) for m in chosen for k in (indices if m.trained else range(1))]
+        data = TrainData.from_file(plan.source)
+        test = plan.source.split(plan.eval_split).load(list(range(plan.n_test)))
         # Every run, evaluation and the table (with the report) is one step; a step finished by an
         # earlier call is skipped (counted, not in the rate that the time left is estimated from).
-        steps = 1 + len(trained) * seeds + len(evaluations) * len(METRICS) + 1
+        steps = 1 + len(plan.trained) * len(plan.indices) + len(plan.evaluations) * len(METRICS) + 1
         with progress.stage("reproduce", total=steps, unit="step", lines="each") as overall:
-            worked = _pretrain(train_config, one_view, data, out, say, loggers)
-            overall.advance(label=_step(f"pretrain {ONE_VIEW}", worked), skipped=not worked)
-            # A pack killed while committing its checkpoints is finished (or undone) before any
-            # run's epoch is read, so that its runs are found at one epoch, together.
-            recover_recorded([run_dir(out, m.name, k) for m in trained for k in indices])
-            jobs: list[TrainJob] = []
-            for method in trained:
-                fixed = method_sidekick_options(method, registries)
-                for k in indices:
-                    job = _plan_train(
-                        method, k, train_config, one_view, spec, out, given_options, settings,
-                        fixed, loggers,
-                    )  # fmt: skip
-                    if job is None:
-                        overall.advance(label=_step(f"train {method.name} seed {k}", False),
-                                        skipped=True)  # fmt: skip
-                    else:
-                        jobs.append(job)
-            for group in group_jobs(jobs, pack):
-                _train_group(group, data, out, say)
-                for job in group:
-                    overall.advance(label=f"train {job.method.name} seed {job.k}")
-
-            for name, k in evaluations:
-                for metric in METRICS:
-                    worked = _evaluate(name, k, metric, train_config, test, spec, out, say)
-                    overall.advance(label=_step(f"evaluate {name} seed {k} {metric}", worked),
-                                    skipped=not worked)  # fmt: skip
-
+            _train_all(plan, data, overall, say)
+            _evaluate_all(plan, test, overall, say)
             table = build_table(
                 out,
-                [m.name for m in chosen],
-                seeds=indices,
-                settings=settings,
-                roles={m.name: m.role for m in chosen},
+                [m.name for m in plan.chosen],
+                seeds=plan.indices,
+                settings=plan.settings,
+                roles={m.name: m.role for m in plan.chosen},
             )
             write_table(out, table)
             index = None
@@ -320,10 +358,55 @@ def reproduce(
                 say("reproduce: drawing the report")
                 index = write_report(
                     out, table, test, channel_mean=spec.channel_mean, nms=nms_preset(spec.preset),
-                    device=train_config.device, spec=spec, log=say,
+                    device=plan.train_config.device, spec=spec, log=say,
                 )  # fmt: skip
             overall.advance(label="report" if report else "table")
-        return ReproduceResult(out, table, index, time.perf_counter() - start)
+    return table, index
+
+
+def _train_all(plan: _Plan, data: TrainData, overall: progress.Stage, say: Log) -> None:
+    """Steps 2 and 3: the one-view model, then every trained method's seeds (in packs where
+    they allow it), each a step of ``overall``; a run finished earlier is skipped."""
+    from pyskick.plugins import get_registries
+    from pyskick.training.pack import recover_recorded
+
+    out = plan.out
+    one_view = run_dir(out, ONE_VIEW, 0)
+    worked = _pretrain(plan.train_config, one_view, data, out, say, plan.loggers)
+    overall.advance(label=_step(f"pretrain {ONE_VIEW}", worked), skipped=not worked)
+    # A pack killed while committing its checkpoints is finished (or undone) before any
+    # run's epoch is read, so that its runs are found at one epoch, together.
+    recover_recorded([run_dir(out, m.name, k) for m in plan.trained for k in plan.indices])
+    registries = get_registries()
+    jobs: list[TrainJob] = []
+    for method in plan.trained:
+        fixed = method_sidekick_options(method, registries)
+        for k in plan.indices:
+            job = _plan_train(
+                method, k, plan.train_config, one_view, plan.source.spec, out,
+                plan.given_options, plan.settings, fixed, plan.loggers,
+            )  # fmt: skip
+            if job is None:
+                overall.advance(label=_step(f"train {method.name} seed {k}", False),
+                                skipped=True)  # fmt: skip
+            else:
+                jobs.append(job)
+    for group in group_jobs(jobs, plan.pack):
+        _train_group(group, data, out, say)
+        for job in group:
+            overall.advance(label=f"train {job.method.name} seed {job.k}")
+
+
+def _evaluate_all(plan: _Plan, test: Tensor, overall: progress.Stage, say: Log) -> None:
+    """Step 4: every run on the evaluation split with every metric, each a step of
+    ``overall``; an evaluation of the same weights done earlier is skipped."""
+    for name, k in plan.evaluations:
+        for metric in METRICS:
+            worked = _evaluate(
+                name, k, metric, plan.train_config, test, plan.source.spec, plan.out, say
+            )
+            overall.advance(label=_step(f"evaluate {name} seed {k} {metric}", worked),
+                            skipped=not worked)  # fmt: skip
 
 
 def _step(label: str, worked: bool) -> str:
