@@ -123,60 +123,57 @@ def recorded_config(run_dir: Path) -> dict[str, Any] | None:
     return RunDir(run_dir).recorded_config()
 
 
-def recorded_sidekick(run_dir: Path) -> str | None:
-    """The sidekick a training run recorded in ``config.json`` (None for another folder)."""
-    saved = recorded_config(run_dir)
-    return saved.get("sidekick") if saved and saved.get("stage") == "train" else None
-
-
-def resolve_run_options(
-    config: Any, spec: Any, resume_dir: Path | None, config_path: Path | None = None
-) -> dict[str, Any]:
-    """The sidekick options of a run: resolved for a new run, the recorded ones when resuming
-    (``resume_dir``); given options are checked against them.
+def resolve_sidekick(
+    config: Any,
+    spec: Any,
+    *,
+    given_name: bool,
+    resume_dir: Path | None = None,
+    config_path: Path | None = None,
+) -> Any:
+    """The run's sidekick (:func:`pyskick.sidekicks.for_run`, the one resolver): a new run's,
+    or the one a resumed run (``resume_dir``) recorded, with its options; given options are
+    checked against them. ``given_name``: whether the command (or its config file) named the
+    sidekick; otherwise a resumed run keeps its own.
 
     The options of ``config_path``'s ``[sidekick]`` table are checked first, as typed in the
     file (a string is not an int), and an error there names the file, not the command line.
 
     Raises:
-        UserError: an unknown option or bad value in the config file (exit 2).
-        click.BadParameter: an unknown option or bad value, or one that differs from what the
-            resumed run used (exit 2, before anything is written).
+        click.BadParameter: an unknown sidekick, option or value, or one that differs from
+            what the resumed run used (exit 2, before any work).
     """
     from pyskick.config import config_sidekick_table
-    from pyskick.options import check_typed_options
-    from pyskick.sidekicks.factory import run_options, sidekick_entry
+    from pyskick.errors import UserError
+    from pyskick.registry import UnknownNameError
+    from pyskick.sidekicks import for_run
 
-    if config_path is not None:
-        table = config_sidekick_table(config_path)
-        if table:
-            entry = sidekick_entry(config.sidekick)
-            owner = f"config file {config_path}, [sidekick] table: sidekick {entry.name!r}"
-            check_typed_options(entry.options, table, owner=owner)
-
-    recorded = None
-    saved = recorded_config(resume_dir) if resume_dir is not None else None
-    if saved is not None and saved.get("stage") == "train":
-        if "sidekick_options" not in saved and config.sidekick != "none":
-            raise click.BadParameter(
-                f"{resume_dir} was started by a pyskick without sidekick options; resume it "
-                "with that version",
-                param_hint="--resume",
-            )
-        saved = {"sidekick": "none", "sidekick_options": {}, **saved}
-        used = registered("sidekick", saved["sidekick"], "--sidekick").name
-        if registered("sidekick", config.sidekick, "--sidekick").name != used:
-            raise click.BadParameter(
-                f"cannot resume: the run used sidekick {used!r}, not {config.sidekick!r}",
-                param_hint="--sidekick",
-            )
-        recorded = saved["sidekick_options"]
+    recorded = recorded_config(resume_dir) if resume_dir is not None else None
+    if recorded is not None and recorded.get("stage") != "train":
+        recorded = None  # check_resumable refuses another stage
+    table = config_sidekick_table(config_path) if config_path is not None else None
+    typed = (f"config file {config_path}, [sidekick] table", table) if table else None
     try:
-        return run_options(
-            config.sidekick, config.sidekick_options, spec=spec, config=config, recorded=recorded
+        return for_run(
+            config.sidekick if given_name or recorded is None else None,
+            config.sidekick_options,
+            spec=spec,
+            config=config,
+            recorded=recorded,
+            typed=typed,
         )
-    except ValueError as exc:
-        raise click.BadParameter(str(exc), param_hint="--sidekick-option") from None
+    except UnknownNameError as exc:
+        raise click.BadParameter(str(exc), param_hint="--sidekick") from None
+    except UserError as exc:
+        message = str(exc)
+        if typed is not None and message.startswith(typed[0]):
+            raise  # the file's own error: exit 2 naming the file
+        hint = "--sidekick-option"
+        if message.startswith("cannot resume: the run used sidekick"):
+            hint = "--sidekick"
+        elif message.startswith("the run was started by a pyskick without"):
+            hint = "--resume"
+        raise click.BadParameter(message, param_hint=hint) from None
 
 
 # ---- option declarations ----------------------------------------------------------------

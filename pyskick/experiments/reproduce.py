@@ -638,8 +638,9 @@ def _plan_train(
     that continues keeps what it recorded.
     """
     from pyskick.actors import make_actor
+    from pyskick.options import resolve_options
     from pyskick.run_dir import RunDir
-    from pyskick.sidekicks.factory import make_sidekick, run_options
+    from pyskick.sidekicks.factory import RunSidekick, for_run
     from pyskick.training.pack import PackMember, pack_key, pack_members
 
     run = run_dir(out, method.name, k)
@@ -654,21 +655,27 @@ def _plan_train(
     resolved = settings["resolved_sidekick_options"]
     given = given_options.get(method.sidekick, {})
     if done:
-        recorded = (RunDir(run).recorded_config() or {}).get("sidekick_options", {})
-        options = run_options(method.sidekick, given, spec=spec, config=config, recorded=recorded)
+        chosen = for_run(
+            method.sidekick, given, spec=spec, config=config,
+            recorded=RunDir(run).recorded_config() or {"sidekick": method.sidekick},
+        )  # fmt: skip
     else:
-        shared = run_options(
-            method.sidekick, given, spec=spec, config=config, recorded=resolved.get(method.sidekick)
-        )
-        if method.sidekick not in resolved:
-            resolved[method.sidekick] = shared
+        first = resolved.get(method.sidekick)
+        folder = None if first is None else {"sidekick": method.sidekick, "sidekick_options": first}
+        chosen = for_run(method.sidekick, given, spec=spec, config=config, recorded=folder)
+        if first is None:
+            resolved[method.sidekick] = chosen.options
             write_json(out / SETTINGS_FILE, settings)
-        options = {**shared, **{key: v for key, v in fixed.items() if key not in given}}
-    config = config.replace(sidekick_options=options)
+        fixed_here = {key: v for key, v in fixed.items() if key not in given}
+        if fixed_here:  # the method's own options, over the folder's
+            options = resolve_options(
+                chosen.entry.options, {**chosen.options, **fixed_here},
+                owner=f"sidekick {chosen.name!r}", spec=spec, config=config,
+            )  # fmt: skip
+            chosen = RunSidekick(chosen.entry, options)
+    config = config.replace(sidekick_options=chosen.options)
     # Built only when there is training to do: a sidekick scores the training set on prepare.
-    sidekick = make_sidekick(
-        method.sidekick, one_view=one_view, spec=spec, config=config, options=options
-    )
+    sidekick = chosen.build(one_view=one_view, spec=spec, config=config)
     actor = make_actor(config.actor, one_view=one_view, spec=spec, config=config, field="actor")
     member = PackMember(config, run, init=one_view, sidekick=sidekick, actor=actor, loggers=loggers)
     recorded = None

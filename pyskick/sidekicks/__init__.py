@@ -1,11 +1,12 @@
 """Sidekicks: helpers that shape or demonstrate the policy's training (paper §3.3–3.4).
 
-The public API for sidekicks and the plugins that add them: the contract
-(:class:`Sidekick`, :class:`ScoredSidekick`, :func:`has_scores`), the bases of the two kinds of help
-(:class:`RewardMaps`, :class:`HybridSupervision`), building by name (:func:`make_sidekick`, and
-:func:`scoring_inputs` for a factory's one-line refusals)
-and the declarations of the built-in options (:data:`REWARD_OPTIONS`, :data:`HYBRID_OPTION`,
-:data:`NMS_PRESETS`, :func:`nms_preset`).
+The public API for sidekicks and the plugins that add them: the contract (:class:`Sidekick`,
+:class:`ScoredSidekick`, :func:`has_scores`), the bases of the two kinds of help
+(:class:`RewardMaps`, :class:`HybridSupervision`), building by name (:func:`for_run`, the one
+resolver of a run's sidekick and its options, new or resumed; :func:`make_sidekick` for a new
+run; :func:`scoring_inputs` for a factory's one-line refusals) and the declarations of the
+built-in options (:data:`REWARD_OPTIONS`, :data:`HYBRID_OPTION`, :data:`NMS_PRESETS`,
+:func:`nms_preset`).
 
 The names load lazily, so that the torch-free parts (:class:`SidekickOption`, the option
 declarations and presets) can be imported by plugin registration, which every ``pyskick``
@@ -22,7 +23,7 @@ if TYPE_CHECKING:
     from pyskick.run_dir import checkpoint_digest
     from pyskick.sidekicks.base import Demonstrations, NoSidekick, ScoredSidekick, Sidekick
     from pyskick.sidekicks.defaults import HYBRID_OPTION, NMS_PRESETS, REWARD_OPTIONS, nms_preset
-    from pyskick.sidekicks.factory import make_sidekick, run_options, scoring_inputs
+    from pyskick.sidekicks.factory import RunSidekick, for_run, make_sidekick, scoring_inputs
     from pyskick.sidekicks.hybrid import HybridSupervision
     from pyskick.sidekicks.reward_maps import RewardMaps
     from pyskick.sidekicks.scores import has_scores
@@ -42,7 +43,8 @@ _EXPORTS = {
     "RewardMaps": "pyskick.sidekicks.reward_maps",
     "SidekickOption": "pyskick.options",
     "make_sidekick": "pyskick.sidekicks.factory",
-    "run_options": "pyskick.sidekicks.factory",
+    "RunSidekick": "pyskick.sidekicks.factory",
+    "for_run": "pyskick.sidekicks.factory",
     "scoring_inputs": "pyskick.sidekicks.factory",
 }
 
@@ -54,14 +56,15 @@ __all__ = [
     "HybridSupervision",
     "NoSidekick",
     "RewardMaps",
+    "RunSidekick",
     "ScoredSidekick",
     "Sidekick",
     "SidekickOption",
     "checkpoint_digest",
+    "for_run",
     "has_scores",
     "make_sidekick",
     "nms_preset",
-    "run_options",
     "scoring_inputs",
 ]
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -28,39 +29,130 @@ def sidekick_entry(name: str, *, field: str | None = None) -> Entry:
     return lookup("sidekick", name, field=field)
 
 
-def run_options(
-    name: str,
+@dataclass(frozen=True)
+class RunSidekick:
+    """A run's sidekick, resolved once (:func:`for_run`): its registry entry and the options
+    the run uses (every declared option, checked, defaults filled in)."""
+
+    entry: Entry
+    options: dict[str, OptionValue]
+
+    @property
+    def name(self) -> str:
+        """The registered name (an alias resolved to it)."""
+        return self.entry.name
+
+    def build(
+        self,
+        *,
+        one_view: str | os.PathLike[str] | None,
+        spec: GridSpec | None,
+        config: TrainConfig | None,
+        channel_mean: Sequence[float] | None = None,
+    ) -> Sidekick:
+        """Call the registered factory with the resolved options.
+
+        The factory gets ``one_view=``, ``spec=``, ``channel_mean=`` (default
+        ``spec.channel_mean``), ``config=`` and ``options=``. The result must be a
+        :class:`Sidekick`; its ``name`` is set to the registered name and its ``options`` to
+        the resolved options (what runs record and score caches are keyed by). It is not
+        prepared.
+
+        Raises:
+            TypeError: the factory did not return a :class:`Sidekick`.
+        """
+        entry = self.entry
+        if channel_mean is None and spec is not None:
+            channel_mean = spec.channel_mean
+        sidekick = entry.factory(
+            one_view=None if one_view is None else Path(one_view),
+            spec=spec,
+            channel_mean=None if channel_mean is None else tuple(float(m) for m in channel_mean),
+            config=config,
+            options=dict(self.options),
+        )
+        if not isinstance(sidekick, Sidekick):
+            raise TypeError(
+                f"sidekick {entry.name!r} (plugin {entry.plugin}) built a "
+                f"{type(sidekick).__name__}, not a pyskick.sidekicks.Sidekick"
+            )
+        sidekick.name = entry.name
+        sidekick.options = dict(self.options)  # a dict: sidekicks are deep-copied (actors)
+        return sidekick
+
+
+def for_run(
+    name: str | None,
     given: Mapping[str, Any] | None = None,
     *,
     spec: GridSpec | None = None,
     config: TrainConfig | None = None,
     recorded: Mapping[str, Any] | None = None,
-) -> dict[str, OptionValue]:
-    """The options a run of sidekick ``name`` uses.
+    typed: tuple[str, Mapping[str, Any]] | None = None,
+    field: str | None = None,
+) -> RunSidekick:
+    """The one resolver of a run's sidekick: its name and options, new or resumed.
 
-    A new run (``recorded`` None) resolves ``given`` with the defaults of this dataset and
-    config. A resumed run keeps the options it recorded when it started (so a longer
-    ``--epochs`` does not move a schedule that depends on it); options given again must agree
-    with them.
+    The only reader of what a resumed run recorded about its sidekick, and the only place the
+    resume rules live (the CLI's ``train``, ``score``, ``reproduce`` and the trainer all come
+    here). The registry is asked once.
+
+    - A new run (``recorded`` None) resolves ``given`` with the defaults of this dataset
+      (``spec``) and ``config``.
+    - A resumed run continues with the sidekick it recorded (``name`` None: whichever that
+      was; another name is refused) and keeps the options it recorded when it started (so a
+      longer ``--epochs`` does not move a schedule that depends on it); options given again
+      must agree with them. A run recorded by a pyskick without sidekick options is refused.
+
+    Args:
+        name: the sidekick asked for (a registered name or alias); None: the recorded one, or
+            ``"none"`` for a new run.
+        given: the options set by the user (strings from the command line are parsed).
+        spec: the dataset's geometry; None for viewgrids built in memory.
+        config: the run's config (defaults may depend on it).
+        recorded: a resumed train run's recorded config (``config.json`` or its checkpoint's
+            ``config``): its ``sidekick`` and ``sidekick_options``.
+        typed: ``(owner, options)`` as typed in a config file's ``[sidekick]`` table, checked
+            strictly first (a string is not an int) so that an error names the file.
+        field: what held the name, named in an unknown name's error.
 
     Raises:
-        ValueError: an unknown option or bad value, or a given option that differs from the
-            recorded one (naming both).
+        UnknownNameError: (a ValueError) no such sidekick; lists the valid names.
+        UserError: an unknown option or bad value, another sidekick than the resumed run's, an
+            option that differs from the recorded one (naming both), or a run recorded
+            without sidekick options.
     """
-    entry = sidekick_entry(name)
+    from pyskick.options import check_typed_options
+
+    if recorded is not None:
+        if "sidekick_options" not in recorded and recorded.get("sidekick", "none") != "none":
+            raise UserError(
+                "the run was started by a pyskick without sidekick options; resume it with "
+                "that version"
+            )
+        used = str(recorded.get("sidekick", "none"))
+        entry = sidekick_entry(used if name is None else name, field=field)
+        if used != entry.name and used not in entry.aliases:
+            raise UserError(f"cannot resume: the run used sidekick {used!r}, not {name!r}")
+    else:
+        entry = sidekick_entry("none" if name is None else name, field=field)
     owner = f"sidekick {entry.name!r}"
+    if typed is not None and typed[1]:
+        check_typed_options(entry.options, typed[1], owner=f"{typed[0]}: {owner}")
     if recorded is None:
-        return resolve_options(entry.options, given or {}, owner=owner, spec=spec, config=config)
+        options = resolve_options(entry.options, given or {}, owner=owner, spec=spec, config=config)
+        return RunSidekick(entry, options)
+    kept = dict(recorded.get("sidekick_options") or {})
     merged = resolve_options(
-        entry.options, {**recorded, **(given or {})}, owner=owner, spec=spec, config=config
+        entry.options, {**kept, **(given or {})}, owner=owner, spec=spec, config=config
     )
     for key in given or {}:
-        if key in recorded and merged[key] != recorded[key]:
+        if key in kept and merged[key] != kept[key]:
             raise UserError(
                 f"cannot resume: {owner} option {key} is {merged[key]!r} but the run used "
-                f"{recorded[key]!r}"
+                f"{kept[key]!r}"
             )
-    return merged
+    return RunSidekick(entry, merged)
 
 
 def make_sidekick(
@@ -73,13 +165,8 @@ def make_sidekick(
     field: str | None = None,
     channel_mean: Sequence[float] | None = None,
 ) -> Sidekick:
-    """Call the registered factory of sidekick ``name`` with resolved options.
-
-    The factory gets ``one_view=``, ``spec=``, ``channel_mean=``, ``config=`` and ``options=``
-    (every declared option, checked, defaults filled in from ``spec`` and ``config``). The
-    result must be a :class:`Sidekick`; its ``name`` is set to the registered name and its
-    ``options`` to the resolved options (what runs record and score caches are keyed by). It
-    is not prepared.
+    """Build the registered sidekick ``name`` for a new run: :func:`for_run` (options
+    resolved with the defaults of ``spec`` and ``config``), then :meth:`RunSidekick.build`.
 
     Args:
         name: a registered sidekick name or alias.
@@ -96,27 +183,8 @@ def make_sidekick(
         ValueError: an unknown option or a bad value.
         TypeError: the factory did not return a :class:`Sidekick`.
     """
-    entry = sidekick_entry(name, field=field)
-    resolved = resolve_options(
-        entry.options, options or {}, owner=f"sidekick {entry.name!r}", spec=spec, config=config
-    )
-    if channel_mean is None and spec is not None:
-        channel_mean = spec.channel_mean
-    sidekick = entry.factory(
-        one_view=None if one_view is None else Path(one_view),
-        spec=spec,
-        channel_mean=None if channel_mean is None else tuple(float(m) for m in channel_mean),
-        config=config,
-        options=dict(resolved),
-    )
-    if not isinstance(sidekick, Sidekick):
-        raise TypeError(
-            f"sidekick {entry.name!r} (plugin {entry.plugin}) built a {type(sidekick).__name__}, "
-            "not a pyskick.sidekicks.Sidekick"
-        )
-    sidekick.name = entry.name
-    sidekick.options = dict(resolved)  # a dict: sidekicks are deep-copied (actors)
-    return sidekick
+    run = for_run(name, options, spec=spec, config=config, field=field)
+    return run.build(one_view=one_view, spec=spec, config=config, channel_mean=channel_mean)
 
 
 def scoring_inputs(

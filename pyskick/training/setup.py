@@ -28,7 +28,8 @@ from pyskick.overrides import overrides
 from pyskick.plugins import lookup
 from pyskick.run_dir import CONFIG, RunDir
 from pyskick.sidekicks.base import NoSidekick, Sidekick
-from pyskick.sidekicks.factory import make_sidekick
+from pyskick.sidekicks.factory import RunSidekick, for_run
+from pyskick.sidekicks.scores import has_scores
 from pyskick.training.baselines import AverageBaseline, ControlVariate
 from pyskick.training.batches import GridSource, resolve_data_on_device
 from pyskick.training.data import TrainData
@@ -65,6 +66,7 @@ class TrainerSetup:
     _requested_config: TrainConfig
     _requested_init: str | Path | None
     _given_sidekick: Sidekick | None
+    _scores: Path | None
     _given_actor: Actor | None
     _logger_names: Sequence[str] | None
     _is_set_up: bool
@@ -107,6 +109,7 @@ class TrainerSetup:
         """
         config, stage = self._requested_config, self.stage
         sidekick, actor = self._given_sidekick, self._given_actor
+        self._run_sidekick: RunSidekick | None = None  # resolved here when resuming
         if actor is not None and stage == "train":
             config = config.replace(actor=actor.name)
         if sidekick is not None and stage == "train":
@@ -140,13 +143,25 @@ class TrainerSetup:
             if recorded.get("stage") != stage:
                 raise UserError(f"cannot resume a {recorded.get('stage')!r} run as a {stage!r} run")
             check_pack(self.run_dir, recorded.get("pack"), self.pack_record)
-            # Without a sidekick object the run rebuilds its own: the recorded radius, and the
-            # recorded sidekick and options unless others were given.
+            # Without a sidekick object the run rebuilds its own (the one resolver, with the
+            # resume rules): the recorded sidekick unless another was named, the recorded
+            # options (given ones must agree), and the recorded radius.
             inherited: tuple[str, ...] = ()
             if sidekick is None:
                 inherited = ("reward_radius",)
-                inherited += ("sidekick",) if config.sidekick == "none" else ()
-                inherited += ("sidekick_options",) if not config.sidekick_options else ()
+                if stage == "train":
+                    self._run_sidekick = for_run(
+                        None if config.sidekick == "none" else config.sidekick,
+                        config.sidekick_options,
+                        spec=self.data.spec,
+                        config=config,
+                        recorded=recorded.get("config") or {},
+                        field="TrainConfig.sidekick",
+                    )
+                    config = config.replace(
+                        sidekick=self._run_sidekick.name,
+                        sidekick_options=self._run_sidekick.options,
+                    )
             config = resumed_config(recorded, config, stage, inherited)
         if stage == "pretrain":
             # One glimpse, no actions: the actor, critic and sidekick settings are moot.
@@ -177,19 +192,29 @@ class TrainerSetup:
         pretraining. Its options and reward radius are recorded in the config."""
         sidekick = self._given_sidekick
         if sidekick is None:  # the config's ("none" when pretraining)
-            sidekick = make_sidekick(
+            run = self._run_sidekick or for_run(
                 self.config.sidekick,
+                self.config.sidekick_options,
+                spec=self.data.spec,
+                config=self.config,
+                field="TrainConfig.sidekick",
+            )
+            sidekick = run.build(
                 one_view=None if self.init is None else Path(self.init),
                 spec=self.data.spec,
                 config=self.config,
-                options=self.config.sidekick_options,
-                field="TrainConfig.sidekick",
                 channel_mean=self.data.channel_mean,  # grids built in memory have no spec
             )
             self.config = self.config.replace(sidekick_options=dict(sidekick.options))
             if sidekick.reward_radius is not None:
                 self.config = self.config.replace(reward_radius=sidekick.reward_radius)
         self.sidekick: Sidekick = sidekick if sidekick is not None else NoSidekick()
+        if self._scores is not None:  # the one place a score file reaches a sidekick
+            if not has_scores(self.sidekick):
+                raise UserError(
+                    f"sidekick {self.sidekick.name!r} has no scores to load from a file"
+                )
+            self.sidekick.scores_file = self._scores  # type: ignore[attr-defined]
 
     def _init_distributed(self) -> None:
         """Step 3: the request's cheap checks, the device, under ``torchrun`` the process

@@ -113,6 +113,7 @@ def train(
     sidekick: Sidekick | None = None,
     actor: Actor | None = None,
     loggers: Sequence[str] | None = None,
+    scores: str | Path | None = None,
 ) -> TrainResult:
     """Train the look-around policy for ``config.epochs`` epochs.
 
@@ -128,6 +129,8 @@ def train(
         actor: what picks the motions; None builds the registered ``config.actor`` (see
             :class:`Trainer`).
         loggers: registered logger names (see :class:`Trainer`).
+        scores: the sidekick's precomputed score file (``pyskick score``), instead of the
+            score cache (see :class:`Trainer`).
     """
     return Trainer(
         config,
@@ -139,6 +142,7 @@ def train(
         sidekick=sidekick,
         actor=actor,
         loggers=loggers,
+        scores=scores,
     ).fit()
 
 
@@ -182,8 +186,9 @@ class Trainer(TrainerSetup):
         resume: continue from ``out_dir/latest.pt``; a run killed before its first
             checkpoint (``config.json`` but no ``latest.pt``) starts again from scratch.
         sidekick: training helper (train stage). None builds the registered
-            ``config.sidekick`` with :func:`~pyskick.sidekicks.make_sidekick` (``one_view=init``,
-            the data's spec, ``options=config.sidekick_options``); a sidekick given here
+            ``config.sidekick`` through :func:`~pyskick.sidekicks.for_run`, the one resolver
+            (``one_view=init``, the data's spec, ``config.sidekick_options``; a resumed run
+            keeps its recorded sidekick and options, given ones must agree); a sidekick given here
             replaces ``config.sidekick`` and ``config.sidekick_options`` by its ``name`` and
             ``options``. Its ``reward_radius``, if any, sets ``config.reward_radius``.
         actor: what picks the motions (train stage). None builds the registered
@@ -194,6 +199,9 @@ class Trainer(TrainerSetup):
         loggers: registered logger names for the metrics (``jsonl`` is always on); None:
             :func:`~pyskick.training.loggers.default_loggers`. Recorded in ``config.json``,
             not compared on resume (:mod:`pyskick.training.loggers`).
+        scores: a precomputed score file (``pyskick score``) that the sidekick (a
+            :class:`~pyskick.sidekicks.ScoredSidekick`) loads instead of the score cache;
+            refused for a sidekick without scores, and stale scores are refused when loaded.
 
     Raises:
         TypeError: an argument of the wrong type (on construction).
@@ -216,6 +224,7 @@ class Trainer(TrainerSetup):
         sidekick: Sidekick | None = None,
         actor: Actor | None = None,
         loggers: Sequence[str] | None = None,
+        scores: str | Path | None = None,
     ) -> None:
         if not isinstance(config, TrainConfig):
             raise TypeError(f"config must be a TrainConfig, got {type(config).__name__}")
@@ -241,6 +250,7 @@ class Trainer(TrainerSetup):
         self._requested_config = config
         self._requested_init = init
         self._given_sidekick = sidekick
+        self._scores = None if scores is None else Path(scores)
         self._given_actor = actor
         self._logger_names = loggers
         self._is_set_up = False

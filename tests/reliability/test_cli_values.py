@@ -105,13 +105,13 @@ def test_a_sidekick_table_error_blames_the_file_not_the_command_line(
 
 
 def test_a_typed_sidekick_table_and_command_line_strings_are_both_taken(tmp_path: Path) -> None:
-    from pyskick_cli.shared_options import resolve_run_options
+    from pyskick_cli.shared_options import resolve_sidekick
 
     config_path = tmp_path / "rew.toml"
     # An int where a number is declared is a number; the command line's strings are parsed.
     config_path.write_text('[sidekick]\nname = "rew"\nscale = 1\ndecay_every = 3\n')
     config = load_config(config_path, overrides={"sidekick_options": {"k": "2"}})
-    options = resolve_run_options(config, None, None, config_path)
+    options = resolve_sidekick(config, None, given_name=True, config_path=config_path).options
     assert (options["scale"], options["decay_every"], options["k"]) == (1.0, 3, 2)
     assert isinstance(options["scale"], float)
 

@@ -20,7 +20,7 @@ from pyskick.sidekicks.defaults import (
     hybrid_schedule_default,
 )
 from pyskick.sidekicks.demo import DemoSidekick
-from pyskick.sidekicks.factory import run_options
+from pyskick.sidekicks.factory import for_run
 from pyskick.sidekicks.reward import RewardSidekick
 from pyskick.sidekicks.scores import score_key
 
@@ -112,7 +112,7 @@ def test_defaults_scale_with_the_run() -> None:
     assert decay_every_default(SPEC, TrainConfig(epochs=5)) == 3  # decays once, after epoch 3
     assert hybrid_schedule_default(SPEC, paper) == 50
     assert hybrid_schedule_default(SPEC, TrainConfig(epochs=3)) == 1
-    rew = run_options("rew", {}, spec=SPEC, config=short)
+    rew = for_run("rew", {}, spec=SPEC, config=short).options
     assert rew == {
         "scale": 255e-4,
         "decay_every": 6,
@@ -121,18 +121,18 @@ def test_defaults_scale_with_the_run() -> None:
         "radius": 1,
     }
     # NMS follows the dataset preset (ModelNet Hard: 5 peaks, radius 2).
-    modelnet = run_options("rew", {"k": "3"}, spec=MODELNET, config=short)
+    modelnet = for_run("rew", {"k": "3"}, spec=MODELNET, config=short).options
     assert (modelnet["k"], modelnet["radius"]) == (3, 2)
-    assert run_options("demo", {}, spec=SPEC, config=paper) == {"hybrid_schedule": 50}
-    assert run_options("none", {}) == {}
+    assert for_run("demo", {}, spec=SPEC, config=paper).options == {"hybrid_schedule": 50}
+    assert for_run("none", {}).options == {}
 
 
 def test_unknown_options_list_the_valid_ones() -> None:
     with pytest.raises(ValueError, match="sidekick 'rew' has no option 'decay'") as info:
-        run_options("rew", {"decay": "2"}, spec=SPEC, config=TrainConfig())
+        for_run("rew", {"decay": "2"}, spec=SPEC, config=TrainConfig())
     assert "valid options: scale, decay_every, decay_factor, k, radius" in str(info.value)
     with pytest.raises(ValueError, match="valid options: none: it takes no options"):
-        run_options("none", {"k": "1"})
+        for_run("none", {"k": "1"})
 
 
 def test_make_sidekick_stamps_name_and_options(one_view_ckpt: Path) -> None:
@@ -172,20 +172,27 @@ def test_make_sidekick_checks_what_the_factory_builds(monkeypatch: pytest.Monkey
 
 
 def test_a_resumed_run_keeps_its_recorded_options() -> None:
-    recorded = {"scale": 0.01, "decay_every": 3, "decay_factor": 2.0, "k": 4, "radius": 1}
+    options = {"scale": 0.01, "decay_every": 3, "decay_factor": 2.0, "k": 4, "radius": 1}
+    recorded = {"sidekick": "rew", "sidekick_options": options}  # what the run recorded
     longer = TrainConfig(epochs=40)  # its own default decay_every would be 20
-    assert run_options("rew", {}, spec=SPEC, config=longer, recorded=recorded) == recorded
-    assert (
-        run_options("rew", {"decay_every": "3"}, spec=SPEC, config=longer, recorded=recorded)
-        == recorded
-    )
+
+    def resumed(name: str | None, given: dict, record: dict = recorded) -> dict:
+        return for_run(name, given, spec=SPEC, config=longer, recorded=record).options
+
+    assert resumed("rew", {}) == options
+    assert resumed(None, {}) == options  # no name: the run's own sidekick
+    assert resumed("rew", {"decay_every": "3"}) == options
     with pytest.raises(ValueError, match="cannot resume: sidekick 'rew' option decay_every is 5 "):
-        run_options("rew", {"decay_every": "5"}, spec=SPEC, config=longer, recorded=recorded)
+        resumed("rew", {"decay_every": "5"})
+    with pytest.raises(ValueError, match="cannot resume: the run used sidekick 'rew', not 'demo'"):
+        resumed("demo", {})
     # An option the run predates gets its default.
-    partial = {key: value for key, value in recorded.items() if key != "radius"}
-    assert run_options("rew", {}, spec=SPEC, config=longer, recorded=partial)["radius"] == 1
+    partial = {key: value for key, value in options.items() if key != "radius"}
+    assert resumed("rew", {}, {"sidekick": "rew", "sidekick_options": partial})["radius"] == 1
+    with pytest.raises(ValueError, match="started by a pyskick without sidekick options"):
+        resumed(None, {}, {"sidekick": "rew"})
     # A new run resolves the defaults of its config.
-    assert run_options("rew", {}, spec=SPEC, config=longer)["decay_every"] == 20
+    assert for_run("rew", {}, spec=SPEC, config=longer).options["decay_every"] == 20
 
 
 def test_options_that_change_scores_change_the_cache_key(one_view_ckpt: Path) -> None:

@@ -18,7 +18,7 @@ from pyskick_cli.shared_options import (
     parse_sidekick_options,
     preset_option,
     resolve_dataset_path,
-    resolve_run_options,
+    resolve_sidekick,
     sidekick_name_option,
     sidekick_option_option,
 )
@@ -112,7 +112,7 @@ def score(
     from pyskick.config import paper_preset
     from pyskick.data import ViewgridFile
     from pyskick.distributed import broadcast_from_main, init_distributed, resolve_device
-    from pyskick.sidekicks import has_scores, make_sidekick
+    from pyskick.sidekicks import has_scores
     from pyskick.sidekicks.scores import ScoreMeta, compute_scores_sharded, score_key, write_scores
     from pyskick.training import TrainData, load_config
     from pyskick.training.one_view_cache import cache_folder, cached_one_view
@@ -133,12 +133,10 @@ def score(
         "sidekick_options": parse_sidekick_options(sidekick_option),
     }
     config = load_config(config_path, preset=preset, overrides=overrides, default_preset=default)
-    options = resolve_run_options(config, source.spec, None, config_path)
+    chosen = resolve_sidekick(config, source.spec, given_name=True, config_path=config_path)
 
     def build(one_view: Path) -> Sidekick:
-        return make_sidekick(
-            sidekick, one_view=one_view, spec=source.spec, config=config, options=options
-        )
+        return chosen.build(one_view=one_view, spec=source.spec, config=config)
 
     # Built on the cached model's folder first, so that a sidekick without scores is refused
     # before a one-view model is pretrained for it.

@@ -16,11 +16,10 @@ from pyskick_cli.shared_options import (
     glimpses_option,
     parse_sidekick_options,
     recorded_init,
-    recorded_sidekick,
     registered,
     resolve_dataset_path,
     resolve_loggers,
-    resolve_run_options,
+    resolve_sidekick,
     sidekick_name_option,
     sidekick_option_option,
     training_options,
@@ -244,7 +243,6 @@ def train(
     --all` lists them); the run records every option with its default in config.json, and a
     resumed run keeps them.
     """
-    from pyskick.sidekicks import make_sidekick
     from pyskick.sidekicks.scores import load_scores_file
     from pyskick.training.one_view_cache import cached_one_view
     from pyskick.training.setup import check_init
@@ -267,15 +265,16 @@ def train(
                 "a run with --init or --resume pretrains nothing",
                 param_hint="--pretrain-epochs",
             )
-        if resume and sidekick is None and config.sidekick == "none":
-            # Not given again: a resumed run continues with its own sidekick.
-            config = config.replace(sidekick=recorded_sidekick(out_dir) or "none")
         # A config file's names, before any work (the command line's are checked when parsed).
         _check_names(config.critic, config.actor)
-        registered("sidekick", config.sidekick, "--sidekick")
         spec = source.spec
-        options = resolve_run_options(config, spec, out_dir if resume else None, config_path)
-        config = config.replace(sidekick_options=options)
+        # The one resolution of the run's sidekick (a resumed run keeps its own unless one is
+        # named, and its recorded options).
+        chosen = resolve_sidekick(
+            config, spec, given_name=sidekick is not None or config.sidekick != "none",
+            resume_dir=out_dir if resume else None, config_path=config_path,
+        )  # fmt: skip
+        config = config.replace(sidekick=chosen.name, sidekick_options=chosen.options)
         data = _load_data(source, config)
         if resume:
             init = _resumed_init(out_dir, init)
@@ -284,15 +283,12 @@ def train(
         if init is None:
             # Last: pretraining a one-view model is the one long step before training.
             init = cached_one_view(source, config, data)
-        helper = make_sidekick(
-            config.sidekick, one_view=init, spec=spec, config=config, options=options
-        )
-        if scores_file is not None:
+        helper = chosen.build(one_view=init, spec=spec, config=config)
+        if scores_file is not None:  # stale scores refused before any training
             load_scores_file(helper, data.train, scores_file, T=config.T)
-            helper.scores_file = scores_file
         trainer = Trainer(
             config, out_dir, data, stage="train", init=init, resume=resume, sidekick=helper,
-            loggers=loggers,
+            loggers=loggers, scores=scores_file,
         )  # fmt: skip
         _report(trainer.fit())
 
