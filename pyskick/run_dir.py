@@ -45,6 +45,7 @@ from pyskick.checkpoint import (
     EXPORT_WEIGHTS,
     POLICY_KEYS,
     is_export,
+    load_checkpoint,
     load_run,
     policy_from_state,
     read_run,
@@ -140,6 +141,12 @@ class RunDir:
     def has_checkpoint(self) -> bool:
         """Whether the run has finished at least one epoch (``latest.pt`` exists)."""
         return self.latest.is_file()
+
+    def epochs_done(self) -> int:
+        """Epochs the run's ``latest.pt`` covers (0 without one)."""
+        if not self.has_checkpoint():
+            return 0
+        return int(load_checkpoint(self.latest)["epoch"]) + 1
 
     # ---------------------------------------------------------------------- records
     def read_record(self, name: str) -> dict[str, Any] | None:

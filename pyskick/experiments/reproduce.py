@@ -470,11 +470,10 @@ def check_settings(out_dir: Path, settings: dict[str, Any]) -> None:
 
 
 def epochs_done(run: Path) -> int:
-    """Epochs a run's ``latest.pt`` covers (0 without one)."""
-    from pyskick.checkpoint import load_checkpoint
+    """Epochs a run's ``latest.pt`` covers (0 without one): :meth:`RunDir.epochs_done`."""
+    from pyskick.run_dir import RunDir
 
-    latest = run / "latest.pt"
-    return int(load_checkpoint(latest)["epoch"]) + 1 if latest.is_file() else 0
+    return RunDir(run).epochs_done()
 
 
 def _timed(out: Path, record: dict[str, Any], action: Callable[[], _T]) -> _T:

@@ -21,7 +21,7 @@ from pyskick import __version__
 from pyskick.config import RUNTIME_FIELDS, TRAIN_ONLY_FIELDS, TrainConfig
 from pyskick.distributed import is_main
 from pyskick.files import cache_root, file_lock
-from pyskick.run_dir import Dataset, dataset_digest
+from pyskick.run_dir import Dataset, RunDir, dataset_digest
 from pyskick.training.data import TrainData
 from pyskick.training.trainer import pretrain
 
@@ -72,9 +72,14 @@ def cached_one_view(dataset: Dataset, config: TrainConfig, data: TrainData) -> P
         if main_rank:
             waiting = f"waiting for another process to pretrain {run}"
             stack.enter_context(file_lock(run.parent / f"{run.name}.lock", waiting))
-        done = (run / "latest.pt").exists()
+        done = RunDir(run).epochs_done()
+        if done >= config.pretrain_epochs:
+            # Finished: reused as it is, by any number of processes (resuming it would compare
+            # the process count with the one it was trained with).
+            if main_rank:
+                _LOG.info("reusing one-view model %s", run)
+            return run
         if main_rank:
-            state = "reusing or resuming" if done else "pretraining"
-            _LOG.info("%s one-view model %s", state, run)
-        pretrain(pretrain_config(config), run, data, resume=done)
+            _LOG.info("%s one-view model %s", "resuming" if done else "pretraining", run)
+        pretrain(pretrain_config(config), run, data, resume=done > 0)
     return run

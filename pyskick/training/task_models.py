@@ -38,7 +38,7 @@ from pyskick.envs.task_rewards import (
     TaskReward,
 )
 from pyskick.files import cache_root, file_digest, file_lock
-from pyskick.run_dir import load_policy
+from pyskick.run_dir import RunDir, load_policy
 from pyskick.sidekicks.coverage import one_view_coverage
 from pyskick.training.data import TrainData
 from pyskick.training.one_view_cache import cached_one_view
@@ -84,11 +84,11 @@ def cached_random_actions_run(
     run.parent.mkdir(parents=True, exist_ok=True)
     waiting = f"waiting for another process to train {run}"
     with file_lock(run.parent / f"{run.name}.lock", waiting):
-        done = (run / "latest.pt").exists()
+        done = RunDir(run).epochs_done()
         # Finished runs are reused in seconds. Otherwise this is the one long step of making an
         # environment, and it may run inside gymnasium.make in a plain script where no progress
         # is drawn: WARNING records reach stderr even when logging is not configured.
-        finished = done and _finished(run, config.epochs)
+        finished = done >= config.epochs
         tell = _LOG.info if finished else _LOG.warning
         tell(
             "%s the default reward model (a one-view model, then a random-motions model, "
@@ -104,20 +104,11 @@ def cached_random_actions_run(
             one_view = cached_one_view(dataset_path, config, data)
             bar.advance(label="one-view model")
             tell("reward model: the one-view model is ready (%.0f s)", bar.elapsed)
-            train(config, run, data, init=one_view, resume=done)
+            if not finished:  # a finished run is reused by any number of processes
+                train(config, run, data, init=one_view, resume=done > 0)
             bar.advance(label="random-motions model")
             tell("reward model: the random-motions model is ready (%.0f s)", bar.elapsed)
     return run
-
-
-def _finished(run: Path, epochs: int) -> bool:
-    """Whether the run in ``run`` trained all its ``epochs`` (its log has them)."""
-    from pyskick.training.loggers import read_metrics
-
-    try:
-        return len(read_metrics(run / "metrics.jsonl")) >= epochs
-    except (OSError, ValueError):
-        return False
 
 
 def _dataset_path(dataset: str | os.PathLike[str] | None) -> Path:
