@@ -312,7 +312,10 @@ class RunDir:
             return
         for _ in range(20):
             self.path.mkdir(parents=True, exist_ok=True)
-            fd = os.open(self.lock_file, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                fd = os.open(self.lock_file, os.O_RDWR | os.O_CREAT, 0o644)
+            except FileNotFoundError:  # a refused holder removed the folder meanwhile: again
+                continue
             # A process merely looking (check_free) holds a shared lock for microseconds.
             for attempt in range(20):
                 try:
@@ -371,9 +374,12 @@ class RunDir:
         if before is not None:
             stat, pid = before
             fd, _ = _HELD[self._key()]
-            os.ftruncate(fd, 0)
-            os.pwrite(fd, pid, 0)
-            os.utime(self.lock_file, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+            try:
+                os.ftruncate(fd, 0)
+                os.pwrite(fd, pid, 0)
+                os.utime(self.lock_file, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+            except OSError:  # e.g. another user's .lock: the refusal, not this, is the error
+                pass
             return
         self.lock_file.unlink(missing_ok=True)
         for folder in created:  # the deepest first

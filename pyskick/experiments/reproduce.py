@@ -656,7 +656,8 @@ def _plan_train(
     if done:
         chosen = for_run(
             method.sidekick, given, spec=spec, config=config,
-            recorded=RunDir(run).recorded_config() or {"sidekick": method.sidekick},
+            recorded=RunDir(run).recorded_config()
+            or {"sidekick": method.sidekick, "sidekick_options": {}},
         )  # fmt: skip
     else:
         first = resolved.get(method.sidekick)

@@ -88,26 +88,24 @@ def cached_random_actions_run(
         # Finished runs are reused in seconds. Otherwise this is the one long step of making an
         # environment, and it may run inside gymnasium.make in a plain script where no progress
         # is drawn: WARNING records reach stderr even when logging is not configured.
-        finished = done >= config.epochs
-        tell = _LOG.info if finished else _LOG.warning
-        tell(
-            "%s the default reward model (a one-view model, then a random-motions model, "
-            "%d + %d epochs) in %s%s",
-            "reusing" if finished else "training",
+        if done >= config.epochs:  # finished: reused as it is, in seconds
+            _LOG.info("reusing the default reward model in %s", run)
+            return run
+        _LOG.warning(
+            "training the default reward model (a one-view model, then a random-motions model, "
+            "%d + %d epochs) in %s; cached for later environments, or pass reward_model=",
             config.pretrain_epochs,
             config.epochs,
             run,
-            "" if finished else "; cached for later environments, or pass reward_model=",
         )
         with progress.stage("reward model", total=2, unit="stage", lines="each") as bar:
             data = TrainData.from_file(dataset_path)
             one_view = cached_one_view(dataset_path, config, data)
             bar.advance(label="one-view model")
-            tell("reward model: the one-view model is ready (%.0f s)", bar.elapsed)
-            if not finished:  # a finished run is reused by any number of processes
-                train(config, run, data, init=one_view, resume=done > 0)
+            _LOG.warning("reward model: the one-view model is ready (%.0f s)", bar.elapsed)
+            train(config, run, data, init=one_view, resume=done > 0)
             bar.advance(label="random-motions model")
-            tell("reward model: the random-motions model is ready (%.0f s)", bar.elapsed)
+            _LOG.warning("reward model: the random-motions model is ready (%.0f s)", bar.elapsed)
     return run
 
 
