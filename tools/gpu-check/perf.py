@@ -15,6 +15,11 @@ failing part never loses the others, and the JSON is rewritten after every part)
   captured CUDA graph: achieved TFLOP/s from the analytic FLOP count.
 - ``profile``: torch.profiler over one ltla epoch of 10 batches: kernels, host syncs and
   copies per batch, device-busy share; the tables go to ``--profile-out``.
+- ``replay``: torch.profiler over training steps of ``pyskick bench --training``'s set-up
+  (paper-sun360, data on the device), replayed as CUDA graphs on a GPU (eager on the CPU): a
+  run alone and a pack of 15 in fp32, the pack in bf16; kernels per step, device-busy share,
+  device time by kind (matrix products and convolutions vs the rest) and the top kernels,
+  appended to ``--profile-out``.
 - ``compile``: torch.compile of the policy, compile seconds and steady step time.
 - ``nccl``: a one-rank process group: all_reduce of a CPU tensor under "nccl" (what
   pyskick.distributed does) and under "cpu:gloo,cuda:nccl".
@@ -519,6 +524,127 @@ def part_profile(args, device, ctx) -> dict[str, Any]:
     return res
 
 
+def _replay_variant(device, runs: int, precision: str, graph: bool, steps: int, tmp: Path):
+    """Profile ``steps`` training steps after the warm-up (and capture): one variant."""
+    from torch.profiler import ProfilerActivity, profile
+
+    from pyskick.checkpoint import save_checkpoint
+    from pyskick.config import train_preset
+    from pyskick.models import CompletionPolicy
+    from pyskick.models import preset as preset_model
+    from pyskick.training.data import TrainData
+    from pyskick.training.graphs import STEP_WARMUP
+    from pyskick.training.pack import PackMember, PackTrainer
+    from pyskick.training.trainer import Trainer
+
+    config = train_preset("paper-sun360").replace(
+        device=device.type, precision=precision, cuda_graph=graph,
+        data_on_device="on" if device.type == "cuda" else "auto",
+    )  # fmt: skip
+    model = preset_model(config.model)
+    warm = STEP_WARMUP + 3
+    n = config.batch_size * (warm + steps) * 2
+    gen = torch.Generator().manual_seed(0)
+    shape = (model.n_elevations, model.n_azimuths, model.channels, model.view_size, model.view_size)
+    data = TrainData(torch.randint(0, 256, (n, *shape), generator=gen, dtype=torch.uint8),
+                     torch.randint(0, 256, (8, *shape), generator=gen, dtype=torch.uint8),
+                     SUN360_MEAN)  # fmt: skip
+    folder = Path(tempfile.mkdtemp(dir=tmp))
+    init = folder / "one-view.pt"
+    torch.manual_seed(0)
+    save_checkpoint(init, {"model": CompletionPolicy(model).state_dict(),
+                           "model_config": model.to_dict()})  # fmt: skip
+    if runs == 1:
+        trainer = Trainer(config, folder / "run", data, stage="train", init=init).setup()
+        trainer.policy.train()
+        batches = trainer.batches(0)
+
+        def step(batch) -> None:
+            trainer.train_step(batch, 0)
+    else:
+        members = [PackMember(config.replace(seed=config.seed + r), folder / f"run{r}", init=init)
+                   for r in range(runs)]  # fmt: skip
+        pack = PackTrainer(members, data).setup()
+        pack.policy.train()
+        batches = pack.batches(0)
+        scales = torch.zeros(runs, dtype=torch.float64, device=pack.device)
+
+        def step(batch) -> None:
+            pack.train_step(batch, 0, scales)
+
+    for _ in range(warm):
+        step(next(batches))
+    sync(device)
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
+    todo = [next(batches) for _ in range(steps)]
+    with profile(activities=activities) as prof:
+        t = now()
+        for batch in todo:
+            step(batch)
+        sync(device)
+        wall = now() - t
+    if runs > 1:
+        pack._locks.close()
+    return prof, wall
+
+
+_MATMUL = ("gemm", "conv", "xmma", "cutlass", "cudnn", "sm90_", "sm80_", "wgrad", "dgrad", "fprop",
+           "implicit_", "winograd", "cublas")  # fmt: skip
+
+
+def part_replay(args, device, ctx) -> dict[str, Any]:
+    """Training steps replayed as CUDA graphs under torch.profiler (eager on the CPU): where a
+    replay's device time goes, and how busy it keeps the GPU."""
+    graph = device.type == "cuda"
+    variants = [(1, "fp32"), (15, "fp32"), (15, "bf16")] if graph else [(1, "fp32"), (2, "fp32")]
+    steps = 2 if args.quick else 5
+    tmp = Path(tempfile.mkdtemp(prefix="replay-", dir=args.work))
+    out: dict[str, Any] = {"graph": graph, "steps": steps}
+    RESULTS["replay"] = out
+    tables = []
+    for runs, precision in variants:
+        key = f"{runs}-{precision}"
+        try:
+            prof, wall = _replay_variant(device, runs, precision, graph, steps, tmp)
+        except Exception as exc:  # recorded; the other variants go on
+            out[key] = {"error": f"{type(exc).__name__}: {exc}"[:400]}
+            print(traceback.format_exc(), file=sys.stderr, flush=True)
+            save_json(args)
+            continue
+        kernels = [e for e in prof.events() if e.device_type is not None
+                   and "CUDA" in str(e.device_type) and e.device_time_total > 0]  # fmt: skip
+        by_name: dict[str, list[float]] = {}
+        for e in kernels:
+            by_name.setdefault(e.name, []).append(float(e.device_time_total))  # microseconds
+        busy_us = sum(sum(v) for v in by_name.values())
+        mm_us = sum(sum(v) for name, v in by_name.items()
+                    if any(m in name.lower() for m in _MATMUL))  # fmt: skip
+        top = sorted(by_name.items(), key=lambda kv: -sum(kv[1]))[:15]
+        res = {
+            "wall_ms_per_step": round(wall / steps * 1e3, 3),
+            "device_kernels_per_step": round(len(kernels) / steps, 1),
+            "device_busy_ms_per_step": round(busy_us / steps / 1e3, 3),
+            "device_busy_share": round(busy_us / 1e6 / wall, 4) if wall else None,
+            "matmul_conv_share_of_busy": round(mm_us / busy_us, 4) if busy_us else None,
+            "median_kernel_us": round(statistics.median(
+                [t for v in by_name.values() for t in v]), 2) if kernels else None,
+            "top_kernels": [{"name": name[:120], "calls_per_step": len(v) / steps,
+                             "ms_per_step": round(sum(v) / steps / 1e3, 4)}
+                            for name, v in top],
+        }  # fmt: skip
+        out[key] = res
+        brief = {k: v for k, v in res.items() if k != "top_kernels"}
+        print(f"  replay {key}: {json.dumps(brief)}", flush=True)
+        sort = "self_device_time_total" if graph else "self_cpu_time_total"
+        tables.append(f"=== replay {key} ({'graph' if graph else 'eager'}), {steps} steps\n"
+                      + json.dumps(res, indent=1) + "\n"
+                      + prof.key_averages().table(sort_by=sort, row_limit=30))  # fmt: skip
+        save_json(args)
+    with Path(args.profile_out).open("a") as f:
+        f.write("\n\n".join(tables) + "\n")
+    return out
+
+
 def part_compile(args, device, ctx) -> dict[str, Any]:
     from pyskick.models import CompletionPolicy, preset
 
@@ -607,6 +733,7 @@ PARTS = {
     "score": part_score,
     "step": part_step,
     "profile": part_profile,
+    "replay": part_replay,
     "compile": part_compile,
     "nccl": part_nccl,
 }

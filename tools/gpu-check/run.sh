@@ -20,7 +20,7 @@ mkdir -p "$OUT"
 DRY=${GPU_DRY:-0}
 PY=${PY:-python3}
 BUDGET_S=${BUDGET_S:-540}
-STEPS=${STEPS:-env,wheels,build,throwprobe,cudatests,memcheck,trainbench,bench,table1,evalscore,profile,nccl,racecheck,initcheck,step,compile,epoch,concurrent,fullsuite}
+STEPS=${STEPS:-env,wheels,build,throwprobe,cudatests,memcheck,trainbench,bench,replay,table1,evalscore,profile,nccl,racecheck,initcheck,step,compile,epoch,concurrent,fullsuite}
 HERE=$(cd "$(dirname "$0")" && pwd)
 WORK=${WORK:-/tmp/pyskick-gpu-work}
 mkdir -p "$WORK"
@@ -215,7 +215,7 @@ EOF
   return $rc
 }
 export -f trainbench
-step trainbench 120 bash -c 'trainbench >>"$S"'
+step trainbench 150 bash -c 'trainbench >>"$S"'
 
 
 
@@ -229,6 +229,10 @@ export -f perf
 BENCH=(--device all); [ "$DRY" = 1 ] && BENCH=(--device cpu --quick)
 step bench 90 sh -c "$PY -m pyskick bench ${BENCH[*]} --json >'$OUT/bench.json' 2>>'$OUT/tests.log'"
 
+# Where a replayed step's device time goes (perf.py's replay part: a run alone and a pack of 15
+# in fp32, the pack in bf16, under torch.profiler; appended to profile.txt).
+step replay 75 perf replay
+
 # racecheck and initcheck on the shared-memory / output-writing kernels (slower tools); the NCCL
 # probe (one rank).
 if [ "$DRY" != 1 ]; then
@@ -238,13 +242,14 @@ if [ "$DRY" != 1 ]; then
 fi
 
 # 5c. Table 1 at paper scale (issue "On the GPU", item 4): 6,000 synthetic scenes generated on
-#     the machine, then `reproduce` with packs (PRETRAIN one-view, EPOCHS policy epochs) in
-#     table1-a: a first table, and the time of a policy epoch. Then, when the budget allows at
-#     least twice as many, table1-b: a copy of table1-a's one-view run and evaluation, the
-#     policies trained afresh for as many epochs as fit (their schedules sized for that many,
-#     unlike an extension). Each finished pass's table.json/md and timings.jsonl replace
-#     perf.json's "table1" and its curves go to $OUT/curves.png. If the packed first pass fails,
-#     it is redone with runs alone (--pack off).
+#     the machine, then `reproduce` with packs (PRETRAIN one-view, EPOCHS policy epochs, SEEDS
+#     seeds) in table1-a: a first table, and the time of a pass. Then, when the budget allows
+#     another pass, table1-b: a copy of table1-a's one-view run and evaluation, and either
+#     (TABLE1_B=fresh, the default) the same policies on fresh seeds, pooled with the first pass
+#     by `pyskick pool`, or (TABLE1_B=epochs) the policies trained afresh for as many epochs as
+#     fit. The first pass's table.json/md and timings.jsonl go to perf.json's "table1" and its
+#     curves to $OUT/curves.png; the fresh seeds' to "table1_fresh", the pool's to
+#     "table1_pooled". If the packed first pass fails, it is redone with runs alone (--pack off).
 table1() {
   local data=$WORK/scenes6000.h5 a=$WORK/table1-a b=$WORK/table1-b pack=on
   local epochs=${EPOCHS:-5} t took train more args m
@@ -270,11 +275,17 @@ table1() {
     echo "cuda_graph = true" >"$WORK/graph.toml"; args+=(--config "$WORK/graph.toml"); graph=1
     echo "table1: the step replayed as a CUDA graph (it paid in trainbench)"
   fi
-  pass() {  # pass FOLDER EPOCHS PACK: one reproduce call; merges its table when it succeeded
+  # pass FOLDER EPOCHS PACK [OFFSET KEY]: one reproduce call (seeds OFFSET..OFFSET+seeds-1);
+  # merges its table into perf.json's KEY (default table1, with the curves) when it succeeded.
+  pass() {
     $PY -m pyskick reproduce --dataset "$data" "${args[@]}" --pack "$3" --seeds "$seeds" \
-      --methods "$methods" --epochs "$2" --pretrain-epochs "${PRETRAIN:-10}" --no-report \
-      --out "$1" >>"$OUT/tests.log" 2>&1 || return 1
-    $PY "$HERE/merge.py" table1 "$1" "$OUT/perf.json" "$OUT/curves.png"
+      --seed-offset "${4:-0}" --methods "$methods" --epochs "$2" \
+      --pretrain-epochs "${PRETRAIN:-10}" --no-report --out "$1" >>"$OUT/tests.log" 2>&1 || return 1
+    if [ -z "$5" ]; then
+      $PY "$HERE/merge.py" table1 "$1" "$OUT/perf.json" "$OUT/curves.png"
+    else
+      $PY "$HERE/merge.py" "$5" "$1" "$OUT/perf.json"
+    fi
   }
   t=$(date +%s)
   if ! pass "$a" "$epochs" on; then
@@ -295,12 +306,31 @@ table1() {
   # Seconds of policy training in the first pass (its set-up included: an upper bound).
   train=$($PY -c 'import json, sys; print(max(1, round(sum(r["seconds"] for r in map(json.loads, open(sys.argv[1])) if r["stage"] == "train"))))' "$a/timings.jsonl")
   echo "table1: $epochs epochs (pack=$pack) in ${took}s, ${train}s of it policy training"
-  more=$(( (BUDGET_S - ($(date +%s) - T0) - ${RESERVE:-60} - (took - train)) * epochs / train ))
+  # a copy of the first pass's one-view run and evaluation, without its policies and table.
+  copy_one_view() {
+    rm -rf "$1"; cp -a "$a" "$1"
+    for m in ${methods//,/ }; do rm -rf "$1/$m" "$1/eval/$m-"*; done
+    rm -f "$1/table.json" "$1/table.md"  # timings.jsonl goes on: the first pass, then this one
+  }
+  left=$(( BUDGET_S - ($(date +%s) - T0) - ${RESERVE:-30} ))
+  if [ "${TABLE1_B:-fresh}" = fresh ]; then
+    # Fresh seeds (design §12: a claim holds only if it holds again on fresh seeds): seeds
+    # N..2N-1 for the same epochs, then `pyskick pool` of both passes.
+    (( left >= took )) || { echo "table1: no time for fresh seeds (${left}s left)"; return 0; }
+    copy_one_view "$b"; t=$(date +%s)
+    pass "$b" "$epochs" "$pack" "$seeds" table1_fresh \
+      || { echo "table1: the fresh-seed pass failed"; return 1; }
+    echo "table1: fresh seeds $seeds..$(( 2 * seeds - 1 )) in $(( $(date +%s) - t ))s"
+    rm -rf "$WORK/table1-pool"
+    $PY -m pyskick pool "$a" "$b" --out "$WORK/table1-pool" >>"$OUT/tests.log" 2>&1 \
+      && $PY "$HERE/merge.py" table1_pooled "$WORK/table1-pool" "$OUT/perf.json"
+    return
+  fi
+  # Else (TABLE1_B=epochs) the policies trained afresh for as many epochs as fit (their
+  # schedules sized for that many, unlike an extension).
+  more=$(( (left - (took - train)) * epochs / train ))
   (( more >= 2 * epochs )) || { echo "table1: no time for a longer pass ($more epochs)"; return 0; }
-  rm -rf "$b"; cp -a "$a" "$b"
-  for m in ${methods//,/ }; do rm -rf "$b/$m" "$b/eval/$m-"*; done
-  rm -f "$b/table.json" "$b/table.md"  # timings.jsonl goes on: the first pass, then this one
-  t=$(date +%s)
+  copy_one_view "$b"; t=$(date +%s)
   pass "$b" "$more" "$pack" || { echo "table1: the $more-epoch pass failed"; return 1; }
   echo "table1: $more epochs (pack=$pack) in $(( $(date +%s) - t ))s"
 }
