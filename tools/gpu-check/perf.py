@@ -18,8 +18,12 @@ failing part never loses the others, and the JSON is rewritten after every part)
 - ``replay``: torch.profiler over training steps of ``pyskick bench --training``'s set-up
   (paper-sun360, data on the device), replayed as CUDA graphs on a GPU (eager on the CPU): a
   run alone and a pack of 15 in fp32, the pack in bf16; kernels per step, device-busy share,
-  device time by kind (matrix products and convolutions vs the rest) and the top kernels,
-  appended to ``--profile-out``.
+  device time by kind (matrix products and convolutions, cuDNN's layout transforms, the rest)
+  and the top kernels, appended to ``--profile-out``.
+- ``cudnn``: ``pyskick bench --training``'s graph rows (a run alone and a pack of 15, fp32 and
+  bf16) with ``torch.backends.cudnn.benchmark`` on, to set against trainbench's rows of the same
+  call (the replay profile of 2026-11-27 found a pack's grouped convolutions on cuDNN's default
+  algorithms, a bf16 weight gradient among them at 43 % of the device time).
 - ``compile``: torch.compile of the policy, compile seconds and steady step time.
 - ``nccl``: a one-rank process group: all_reduce of a CPU tensor under "nccl" (what
   pyskick.distributed does) and under "cpu:gloo,cuda:nccl".
@@ -592,6 +596,16 @@ _MATMUL = ("gemm", "conv", "xmma", "cutlass", "cudnn", "sm90_", "sm80_", "wgrad"
            "implicit_", "winograd", "cublas")  # fmt: skip
 
 
+def _is_layout(name: str) -> bool:
+    """cuDNN's layout transforms (NCHW <-> NHWC), not convolutions."""
+    return any(m in name for m in ("nchwToNhwc", "nhwcToNchw", "tensorTransform"))
+
+
+def _is_matmul(name: str) -> bool:
+    """A convolution or matrix product (cuDNN, CUTLASS, cuBLAS), not a layout transform."""
+    return not _is_layout(name) and any(m in name.lower() for m in _MATMUL)
+
+
 def part_replay(args, device, ctx) -> dict[str, Any]:
     """Training steps replayed as CUDA graphs under torch.profiler (eager on the CPU): where a
     replay's device time goes, and how busy it keeps the GPU."""
@@ -617,8 +631,8 @@ def part_replay(args, device, ctx) -> dict[str, Any]:
         for e in kernels:
             by_name.setdefault(e.name, []).append(float(e.device_time_total))  # microseconds
         busy_us = sum(sum(v) for v in by_name.values())
-        mm_us = sum(sum(v) for name, v in by_name.items()
-                    if any(m in name.lower() for m in _MATMUL))  # fmt: skip
+        layout_us = sum(sum(v) for name, v in by_name.items() if _is_layout(name))
+        mm_us = sum(sum(v) for name, v in by_name.items() if _is_matmul(name))
         top = sorted(by_name.items(), key=lambda kv: -sum(kv[1]))[:15]
         res = {
             "wall_ms_per_step": round(wall / steps * 1e3, 3),
@@ -626,6 +640,7 @@ def part_replay(args, device, ctx) -> dict[str, Any]:
             "device_busy_ms_per_step": round(busy_us / steps / 1e3, 3),
             "device_busy_share": round(busy_us / 1e6 / wall, 4) if wall else None,
             "matmul_conv_share_of_busy": round(mm_us / busy_us, 4) if busy_us else None,
+            "layout_transform_share_of_busy": round(layout_us / busy_us, 4) if busy_us else None,
             "median_kernel_us": round(statistics.median(
                 [t for v in by_name.values() for t in v]), 2) if kernels else None,
             "top_kernels": [{"name": name[:120], "calls_per_step": len(v) / steps,
@@ -643,6 +658,25 @@ def part_replay(args, device, ctx) -> dict[str, Any]:
     with Path(args.profile_out).open("a") as f:
         f.write("\n\n".join(tables) + "\n")
     return out
+
+
+def part_cudnn(args, device, ctx) -> dict[str, Any]:
+    """Training steps as CUDA graphs with cuDNN's autotuner on (see the module docstring)."""
+    from pyskick.training.bench import as_dicts, bench_training
+
+    graph = device.type == "cuda"
+    old = torch.backends.cudnn.benchmark
+    torch.backends.cudnn.benchmark = True
+    try:
+        rows = bench_training(
+            preset="paper-sun360" if graph else "cpu-demo", device=device.type,
+            runs=(1, 15) if graph else (1, 2), precisions=("fp32", "bf16") if graph else ("fp32",),
+            modes=("graph",) if graph else ("eager",), steps=2 if args.quick else 10,
+            progress=lambda line: print(f"  cudnn.benchmark: {line}", flush=True),
+        )  # fmt: skip
+    finally:
+        torch.backends.cudnn.benchmark = old
+    return {"cudnn_benchmark": True, "rows": as_dicts(rows)}
 
 
 def part_compile(args, device, ctx) -> dict[str, Any]:
@@ -734,6 +768,7 @@ PARTS = {
     "step": part_step,
     "profile": part_profile,
     "replay": part_replay,
+    "cudnn": part_cudnn,
     "compile": part_compile,
     "nccl": part_nccl,
 }

@@ -20,7 +20,7 @@ mkdir -p "$OUT"
 DRY=${GPU_DRY:-0}
 PY=${PY:-python3}
 BUDGET_S=${BUDGET_S:-540}
-STEPS=${STEPS:-env,wheels,build,throwprobe,cudatests,memcheck,trainbench,bench,replay,table1,evalscore,profile,nccl,racecheck,initcheck,step,compile,epoch,concurrent,fullsuite}
+STEPS=${STEPS:-env,wheels,build,throwprobe,cudatests,memcheck,trainbench,bench,replay,cudnn,table1,evalscore,profile,nccl,racecheck,initcheck,step,compile,epoch,concurrent,fullsuite}
 HERE=$(cd "$(dirname "$0")" && pwd)
 WORK=${WORK:-/tmp/pyskick-gpu-work}
 mkdir -p "$WORK"
@@ -232,6 +232,8 @@ step bench 90 sh -c "$PY -m pyskick bench ${BENCH[*]} --json >'$OUT/bench.json' 
 # Where a replayed step's device time goes (perf.py's replay part: a run alone and a pack of 15
 # in fp32, the pack in bf16, under torch.profiler; appended to profile.txt).
 step replay 75 perf replay
+# The same graph rows with cuDNN's autotuner on (perf.py's cudnn part).
+step cudnn 90 perf cudnn
 
 # racecheck and initcheck on the shared-memory / output-writing kernels (slower tools); the NCCL
 # probe (one rank).
@@ -314,8 +316,8 @@ table1() {
   }
   left=$(( BUDGET_S - ($(date +%s) - T0) - ${RESERVE:-30} ))
   if [ "${TABLE1_B:-fresh}" = fresh ]; then
-    # Fresh seeds (design §12: a claim holds only if it holds again on fresh seeds): seeds
-    # N..2N-1 for the same epochs, then `pyskick pool` of both passes.
+    # Fresh seeds N..2N-1 for the same epochs, then `pyskick pool` of both passes: a claim holds
+    # only if it holds again on fresh seeds (docs/reproduce.md, "Comparing methods").
     (( left >= took )) || { echo "table1: no time for fresh seeds (${left}s left)"; return 0; }
     copy_one_view "$b"; t=$(date +%s)
     pass "$b" "$epochs" "$pack" "$seeds" table1_fresh \
@@ -373,9 +375,16 @@ fi
 # 13. Whatever budget is left: the whole suite with the GPU visible (auto-device paths on
 #     CUDA), in parallel; the mlflow plugin's dependencies are not in the image.
 if [ "$DRY" != 1 ]; then
-  step fullsuite 600 $PY -m pytest -p no:cacheprovider -q -rfE -n 8 --maxfail=30 \
+  # Each failure is written as it happens (instafail.py): a run its limit stops still names them.
+  export INSTAFAIL=$WORK/instafail.txt; rm -f "$INSTAFAIL"
+  step fullsuite 600 env PYTHONPATH="$HERE${PYTHONPATH:+:$PYTHONPATH}" $PY -m pytest \
+    -p no:cacheprovider -p instafail -q -rfE -n 14 --maxfail=30 \
     --ignore=plugins/pyskick-mlflow tests plugins >>"$OUT/tests.log" 2>&1
   tail -3 "$OUT/tests.log" >>"$S"
+  if [ -s "$INSTAFAIL" ]; then
+    grep '^=== FAILED' "$INSTAFAIL" | tee -a "$S"
+    { echo "=== fullsuite failures"; cat "$INSTAFAIL"; } >>"$OUT/tests.log"
+  fi
 fi
 
 say "done"
