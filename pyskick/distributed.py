@@ -82,8 +82,15 @@ class DistContext:
         return self.rank == 0
 
 
+AUTO_DEVICE_ENV = "PYSKICK_AUTO_DEVICE"
+"""Environment variable: what ``device="auto"`` means (``cpu`` or ``cuda``; unset: CUDA when
+available). Explicit ``cpu``/``cuda`` settings are not affected."""
+
+
 def resolve_device(device: str, index: int | None = None) -> torch.device:
-    """``"auto"`` -> CUDA when available (``cuda:index``), else CPU.
+    """``"auto"`` -> CUDA when available (``cuda:index``), else CPU; ``$PYSKICK_AUTO_DEVICE``
+    (``cpu`` or ``cuda``) decides ``"auto"`` instead when set, e.g. to keep a test suite or a
+    shared GPU machine's runs on the CPU.
 
     Args:
         device: ``"auto"``, ``"cpu"`` or ``"cuda"``.
@@ -91,15 +98,28 @@ def resolve_device(device: str, index: int | None = None) -> torch.device:
             own GPU).
 
     Raises:
-        ValueError: unknown name, or ``"cuda"`` without a CUDA device.
+        UserError: unknown name (or value of ``$PYSKICK_AUTO_DEVICE``), or ``"cuda"`` without
+            a CUDA device.
     """
     if device not in ("auto", "cpu", "cuda"):
         raise UserError(f"device must be auto, cpu or cuda, got {device!r}")
+    asked = f"device '{device}'"
+    if device == "auto" and os.environ.get(AUTO_DEVICE_ENV):
+        device = os.environ[AUTO_DEVICE_ENV]
+        if device not in ("cpu", "cuda"):
+            raise UserError(f"{AUTO_DEVICE_ENV} must be cpu or cuda, got {device!r}")
+        asked = f"{AUTO_DEVICE_ENV}={device}"
     if device == "cuda" and not torch.cuda.is_available():
-        raise UserError("device 'cuda' requested but no CUDA device is available")
+        raise UserError(f"{asked} requested but no CUDA device is available")
     if device == "cpu" or not torch.cuda.is_available():
         return torch.device("cpu")
-    return torch.device("cuda", local_rank() if index is None else index)
+    index = local_rank() if index is None else index
+    if index >= torch.cuda.device_count():  # e.g. torchrun with more ranks than GPUs
+        raise UserError(
+            f"cuda:{index} requested but {torch.cuda.device_count()} CUDA device(s) visible: "
+            "start at most that many processes per node, or use --device cpu"
+        )
+    return torch.device("cuda", index)
 
 
 def init_distributed(device: torch.device) -> DistContext:

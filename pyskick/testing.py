@@ -16,7 +16,8 @@ ships one), so its fixtures are available in any test session without an import:
 - ``cli_runner``: ``run(*args) -> (exit code, stdout, stderr)`` of the ``pyskick`` command,
   in-process, with the documented exit codes;
 - ``device`` (session, parametrised): ``"cpu"``, and ``"cuda"`` (marked ``cuda``) when a GPU
-  is visible;
+  is visible. Everything else runs on the CPU: the kit sets ``$PYSKICK_AUTO_DEVICE=cpu`` for
+  the session unless it is set, so ``device="auto"`` (every preset's) means the CPU in tests;
 - ``backend`` (session, parametrised on ``device``): ``"native"`` and ``"reference"``, for
   tests that check a kernel's two implementations against hand-computed results;
 - ``native_and_reference`` (session): ``run(op, *args, **kwargs) -> (native result, reference
@@ -43,6 +44,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -154,9 +156,31 @@ def install_plugin(monkeypatch: pytest.MonkeyPatch) -> Callable[[object, str], N
     return host.register
 
 
+AUTO_DEVICE_ENV = "PYSKICK_AUTO_DEVICE"
+""":data:`pyskick.distributed.AUTO_DEVICE_ENV` (named here: loading the kit imports no torch)."""
+
+_auto_device_before: list[str | None] = []
+
+
 def pytest_configure(config: pytest.Config) -> None:
-    """Register the ``cuda`` marker of :func:`device`'s GPU parameter."""
+    """Register the ``cuda`` marker of :func:`device`'s GPU parameter, and keep ``device="auto"``
+    on the CPU for the session, its subprocesses included (``$PYSKICK_AUTO_DEVICE=cpu`` unless
+    the caller set it): a test on a GPU machine then computes what it computes on any other
+    machine, and a test meant for the GPU asks for it (the ``device`` fixture's ``cuda``)."""
     config.addinivalue_line("markers", "cuda: needs a CUDA device")
+    _auto_device_before.append(os.environ.get(AUTO_DEVICE_ENV))
+    os.environ.setdefault(AUTO_DEVICE_ENV, "cpu")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """Give ``$PYSKICK_AUTO_DEVICE`` back its value from before the session."""
+    if not _auto_device_before:
+        return
+    before = _auto_device_before.pop()
+    if before is None:
+        os.environ.pop(AUTO_DEVICE_ENV, None)
+    else:
+        os.environ[AUTO_DEVICE_ENV] = before
 
 
 def _devices() -> list[Any]:

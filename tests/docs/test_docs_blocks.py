@@ -56,6 +56,8 @@ from pathlib import Path
 
 import pytest
 
+from pyskick.testing import AUTO_DEVICE_ENV
+
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ["README.md", *sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "docs").glob("*.md"))]
 VENV_BIN = Path(sys.executable).parent
@@ -357,7 +359,12 @@ def run_block(block: Block, work: Path, env: dict[str, str]) -> None:
 
 
 def block_env(tmp: Path, data_dir: Path) -> dict[str, str]:
-    env = {key: value for key, value in os.environ.items() if not key.startswith("PYSKICK_")}
+    # The user's PYSKICK_* settings left out, but for what "auto" means (the test kit's CPU).
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith("PYSKICK_") or key == AUTO_DEVICE_ENV
+    }
     env.update(
         PATH=os.pathsep.join([str(VENV_BIN), env.get("PATH", "")]),
         VIRTUAL_ENV=str(VENV_BIN.parent),

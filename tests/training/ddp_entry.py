@@ -29,8 +29,13 @@ def grids(n: int, seed: int) -> torch.Tensor:
 def main(out: Path) -> None:
     torch.set_num_threads(1)
     data = TrainData(grids(16, 1), grids(5, 2), (120.0,))
-    config = train_preset("cpu-demo").replace(
-        batch_size=8, pretrain_epochs=2, epochs=1, T=3, critic="critic", eval_batch_size=64
+    # Two CPU ranks (gloo), compared with one process bit for bit.
+    config = (
+        train_preset("cpu-demo")
+        .replace(
+            batch_size=8, pretrain_epochs=2, epochs=1, T=3, critic="critic", eval_batch_size=64
+        )
+        .replace(device="cpu")
     )
     pretrain(config, out / "pre", data)
     trainer = Trainer(config, out / "train", data, stage="train", init=out / "pre")

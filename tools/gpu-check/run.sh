@@ -372,8 +372,9 @@ if [ "$DRY" != 1 ]; then
   step compile 120 perf compile
 fi
 
-# 13. Whatever budget is left: the whole suite with the GPU visible (auto-device paths on
-#     CUDA), in parallel; the mlflow plugin's dependencies are not in the image.
+# 13. Whatever budget is left: the whole suite with the GPU visible, in parallel (the test kit
+#     keeps device "auto" on the CPU, PYSKICK_AUTO_DEVICE=cpu: the CUDA paths are the -m cuda
+#     tests'); the mlflow plugin's dependencies are not in the image.
 if [ "$DRY" != 1 ]; then
   # Each failure is written as it happens (instafail.py): a run its limit stops still names them.
   export INSTAFAIL=$WORK/instafail.txt; rm -f "$INSTAFAIL"
