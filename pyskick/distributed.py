@@ -98,8 +98,9 @@ def resolve_device(device: str, index: int | None = None) -> torch.device:
             own GPU).
 
     Raises:
-        UserError: unknown name (or value of ``$PYSKICK_AUTO_DEVICE``), or ``"cuda"`` without
-            a CUDA device.
+        UserError: unknown name (or value of ``$PYSKICK_AUTO_DEVICE``), ``"cuda"`` without a
+            CUDA device, or a CUDA index past the visible devices (under torchrun: more
+            processes per node than GPUs).
     """
     if device not in ("auto", "cpu", "cuda"):
         raise UserError(f"device must be auto, cpu or cuda, got {device!r}")
@@ -113,11 +114,17 @@ def resolve_device(device: str, index: int | None = None) -> torch.device:
         raise UserError(f"{asked} requested but no CUDA device is available")
     if device == "cpu" or not torch.cuda.is_available():
         return torch.device("cpu")
+    rank_index = index is None
     index = local_rank() if index is None else index
-    if index >= torch.cuda.device_count():  # e.g. torchrun with more ranks than GPUs
+    if index >= torch.cuda.device_count():
+        advice = (  # torchrun with more ranks per node than GPUs
+            ": start at most that many processes per node, or use --device cpu"
+            if rank_index
+            else ""
+        )
         raise UserError(
-            f"cuda:{index} requested but {torch.cuda.device_count()} CUDA device(s) visible: "
-            "start at most that many processes per node, or use --device cpu"
+            f"cuda:{index} requested but {torch.cuda.device_count()} CUDA device(s) visible"
+            + advice
         )
     return torch.device("cuda", index)
 

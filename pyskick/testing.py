@@ -169,7 +169,8 @@ def pytest_configure(config: pytest.Config) -> None:
     machine, and a test meant for the GPU asks for it (the ``device`` fixture's ``cuda``)."""
     config.addinivalue_line("markers", "cuda: needs a CUDA device")
     _auto_device_before.append(os.environ.get(AUTO_DEVICE_ENV))
-    os.environ.setdefault(AUTO_DEVICE_ENV, "cpu")
+    if not os.environ.get(AUTO_DEVICE_ENV):  # empty counts as unset, as in resolve_device
+        os.environ[AUTO_DEVICE_ENV] = "cpu"
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

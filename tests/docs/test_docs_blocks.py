@@ -14,7 +14,8 @@ and the tail of its stderr; the blocks after it still run (and may fail because 
 files run side by side, two at a time. The environment: the venv's ``bin`` first on
 ``PATH`` (``pyskick`` is the checkout's), ``PYSKICK_CACHE_DIR`` and ``PYSKICK_DATA_DIR`` in the
 test's temporary folder, ``PYSKICK_PROGRESS=lines``, ``OMP_NUM_THREADS=1`` (torch on one
-thread), ``MPLBACKEND=Agg``; other ``PYSKICK_*`` variables are removed.
+thread), ``MPLBACKEND=Agg``; other ``PYSKICK_*`` variables are removed but for the test
+kit's ``PYSKICK_AUTO_DEVICE`` (``device="auto"`` on the CPU).
 
 **Inputs a user brings.** Provided in every working directory whose file names them:
 

@@ -592,8 +592,26 @@ def _replay_variant(device, runs: int, precision: str, graph: bool, steps: int, 
     return prof, wall
 
 
-_MATMUL = ("gemm", "conv", "xmma", "cutlass", "cudnn", "sm90_", "sm80_", "wgrad", "dgrad", "fprop",
-           "implicit_", "winograd", "cublas")  # fmt: skip
+# Names of convolution and matrix-product kernels (not "conv" alone: convertTensor_kernel is a
+# dtype conversion; not "cudnn" alone: its layout transforms are cuDNN kernels too).
+_MATMUL = ("gemm", "convolve", "convolution", "conv2d", "xmma", "cutlass", "sm90_", "sm80_",
+           "wgrad", "dgrad", "fprop", "implicit_", "winograd", "cublas")  # fmt: skip
+
+
+def _is_copy(name: str) -> bool:
+    """A copy or fill the profiler lists among the device's activities, not a kernel."""
+    return name.startswith(("Memcpy", "Memset"))
+
+
+def _busy_union_us(events) -> float:
+    """Microseconds during which at least one kernel ran (overlapping kernels counted once)."""
+    spans = sorted((e.time_range.start, e.time_range.end) for e in events)
+    total, end = 0.0, float("-inf")
+    for start, stop in spans:
+        if stop > end:
+            total += stop - max(start, end)
+            end = stop
+    return total
 
 
 def _is_layout(name: str) -> bool:
@@ -625,8 +643,9 @@ def part_replay(args, device, ctx) -> dict[str, Any]:
             print(traceback.format_exc(), file=sys.stderr, flush=True)
             save_json(args)
             continue
-        kernels = [e for e in prof.events() if e.device_type is not None
-                   and "CUDA" in str(e.device_type) and e.device_time_total > 0]  # fmt: skip
+        activity = [e for e in prof.events() if e.device_type is not None
+                    and "CUDA" in str(e.device_type) and e.device_time_total > 0]  # fmt: skip
+        kernels = [e for e in activity if not _is_copy(e.name)]
         by_name: dict[str, list[float]] = {}
         for e in kernels:
             by_name.setdefault(e.name, []).append(float(e.device_time_total))  # microseconds
@@ -637,13 +656,18 @@ def part_replay(args, device, ctx) -> dict[str, Any]:
         res = {
             "wall_ms_per_step": round(wall / steps * 1e3, 3),
             "device_kernels_per_step": round(len(kernels) / steps, 1),
+            "copies_fills_per_step": round((len(activity) - len(kernels)) / steps, 1),
+            # The sum of the kernels' durations (overlapping kernels each counted) and, over
+            # the wall time, the share during which at least one kernel ran.
             "device_busy_ms_per_step": round(busy_us / steps / 1e3, 3),
-            "device_busy_share": round(busy_us / 1e6 / wall, 4) if wall else None,
+            "kernel_time_over_wall": round(busy_us / 1e6 / wall, 4) if wall else None,
+            "device_busy_share": round(_busy_union_us(kernels) / 1e6 / wall, 4)
+            if wall and kernels else None,
             "matmul_conv_share_of_busy": round(mm_us / busy_us, 4) if busy_us else None,
             "layout_transform_share_of_busy": round(layout_us / busy_us, 4) if busy_us else None,
             "median_kernel_us": round(statistics.median(
                 [t for v in by_name.values() for t in v]), 2) if kernels else None,
-            "top_kernels": [{"name": name[:120], "calls_per_step": len(v) / steps,
+            "top_kernels": [{"name": name[:600], "calls_per_step": len(v) / steps,
                              "ms_per_step": round(sum(v) / steps / 1e3, 4)}
                             for name, v in top],
         }  # fmt: skip

@@ -20,7 +20,7 @@ mkdir -p "$OUT"
 DRY=${GPU_DRY:-0}
 PY=${PY:-python3}
 BUDGET_S=${BUDGET_S:-540}
-STEPS=${STEPS:-env,wheels,build,throwprobe,cudatests,memcheck,trainbench,bench,replay,cudnn,table1,evalscore,profile,nccl,racecheck,initcheck,step,compile,epoch,concurrent,fullsuite}
+STEPS=${STEPS:-env,wheels,build,throwprobe,cudatests,memcheck,trainbench,bench,replay,table1,cudnn,evalscore,profile,nccl,racecheck,initcheck,step,compile,epoch,concurrent,fullsuite}
 HERE=$(cd "$(dirname "$0")" && pwd)
 WORK=${WORK:-/tmp/pyskick-gpu-work}
 mkdir -p "$WORK"
@@ -232,8 +232,6 @@ step bench 90 sh -c "$PY -m pyskick bench ${BENCH[*]} --json >'$OUT/bench.json' 
 # Where a replayed step's device time goes (perf.py's replay part: a run alone and a pack of 15
 # in fp32, the pack in bf16, under torch.profiler; appended to profile.txt).
 step replay 75 perf replay
-# The same graph rows with cuDNN's autotuner on (perf.py's cudnn part).
-step cudnn 90 perf cudnn
 
 # racecheck and initcheck on the shared-memory / output-writing kernels (slower tools); the NCCL
 # probe (one rank).
@@ -283,7 +281,7 @@ table1() {
     $PY -m pyskick reproduce --dataset "$data" "${args[@]}" --pack "$3" --seeds "$seeds" \
       --seed-offset "${4:-0}" --methods "$methods" --epochs "$2" \
       --pretrain-epochs "${PRETRAIN:-10}" --no-report --out "$1" >>"$OUT/tests.log" 2>&1 || return 1
-    if [ -z "$5" ]; then
+    if [ -z "${5:-}" ]; then
       $PY "$HERE/merge.py" table1 "$1" "$OUT/perf.json" "$OUT/curves.png"
     else
       $PY "$HERE/merge.py" "$5" "$1" "$OUT/perf.json"
@@ -314,7 +312,7 @@ table1() {
     for m in ${methods//,/ }; do rm -rf "$1/$m" "$1/eval/$m-"*; done
     rm -f "$1/table.json" "$1/table.md"  # timings.jsonl goes on: the first pass, then this one
   }
-  left=$(( BUDGET_S - ($(date +%s) - T0) - ${RESERVE:-30} ))
+  local left=$(( BUDGET_S - ($(date +%s) - T0) - ${RESERVE:-30} ))
   if [ "${TABLE1_B:-fresh}" = fresh ]; then
     # Fresh seeds N..2N-1 for the same epochs, then `pyskick pool` of both passes: a claim holds
     # only if it holds again on fresh seeds (docs/reproduce.md, "Comparing methods").
@@ -325,7 +323,8 @@ table1() {
     echo "table1: fresh seeds $seeds..$(( 2 * seeds - 1 )) in $(( $(date +%s) - t ))s"
     rm -rf "$WORK/table1-pool"
     $PY -m pyskick pool "$a" "$b" --out "$WORK/table1-pool" >>"$OUT/tests.log" 2>&1 \
-      && $PY "$HERE/merge.py" table1_pooled "$WORK/table1-pool" "$OUT/perf.json"
+      && $PY "$HERE/merge.py" table1_pooled "$WORK/table1-pool" "$OUT/perf.json" \
+      || { echo "table1: pool failed (tests.log)"; return 1; }
     return
   fi
   # Else (TABLE1_B=epochs) the policies trained afresh for as many epochs as fit (their
@@ -338,6 +337,10 @@ table1() {
 }
 export -f table1
 step table1 ${TABLE1_S:-450} bash -c 'table1 >>"$S"'
+
+# The replayed steps again with cuDNN's autotuner on (perf.py's cudnn part), against
+# trainbench's rows of the same call.
+step cudnn 90 perf cudnn
 
 # 8. Evaluation and sidekick-scoring throughput; 9. the bare model step (precisions, graph);
 # 10. where the eager trainer's time goes.
