@@ -23,9 +23,11 @@ setup: $(PY)
 	  $(PIP) install -q --no-build-isolation --no-deps -e "$$dir" || exit 1; \
 	done
 
+# The suite on every core (pytest-xdist), each test module in one worker (its module fixtures
+# made once).
 test: setup
 	$(VENV)/bin/ruff check .
-	$(PY) -m pytest
+	$(PY) -m pytest -n auto --dist loadscope
 
 # The CPU kernels built with AddressSanitizer + UndefinedBehaviorSanitizer into build/sanitize
 # (the normal install in $(VENV) is left alone), then the ops tests, hypothesis cases included,

@@ -17,6 +17,7 @@ A bottom-layer module (no pyskick imports).
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
 from collections.abc import Callable, Iterator
@@ -144,12 +145,23 @@ def init_distributed(device: torch.device) -> DistContext:
     if not dist.is_initialized():
         backend = "cpu:gloo,cuda:nccl" if device.type == "cuda" else "gloo"
         dist.init_process_group(backend=backend)
+        # Left to the interpreter's exit, gloo's threads are torn down by C++ destructors, which
+        # sometimes abort the process after its work is done ("terminate called without an
+        # active exception", exit -6): the group this module made is destroyed before that.
+        atexit.register(destroy_distributed)
     return DistContext(
         rank=dist.get_rank(),
         world_size=dist.get_world_size(),
         local_rank=local_rank(),
         reducible=reducible_devices(str(dist.get_backend())),
     )
+
+
+def destroy_distributed() -> None:
+    """Leave and destroy the default process group, if there is one (idempotent); registered
+    to run at exit by :func:`init_distributed` when it made the group."""
+    if dist.is_available() and dist.is_initialized():
+        dist.destroy_process_group()
 
 
 def reducible_devices(backend: str) -> frozenset[str]:

@@ -35,8 +35,9 @@ def test_the_variable_decides_what_auto_means(monkeypatch: pytest.MonkeyPatch) -
 
 
 @pytest.mark.skipif(
-    bool(testing._auto_device_before and testing._auto_device_before[0]),
-    reason="PYSKICK_AUTO_DEVICE was set by the caller of this session",
+    bool(testing._auto_device_before)
+    and testing._auto_device_before[0] not in (None, "", "cpu"),  # "cpu": an xdist worker's
+    reason="PYSKICK_AUTO_DEVICE was set to another device by the caller of this session",
 )
 def test_the_kit_keeps_auto_on_the_cpu_for_the_session() -> None:
     # Set when the session started (pytest_configure), before any fixture or subprocess.
