@@ -13,6 +13,7 @@ from pathlib import Path
 SCRIPT = textwrap.dedent(
     """
     import atexit
+    from pathlib import Path
 
     import torch
     import torch.distributed as dist
@@ -21,7 +22,8 @@ SCRIPT = textwrap.dedent(
 
 
     def report() -> None:  # registered first, so it runs after pyskick's exit handler
-        print(f"rank {rank} at exit: group {'alive' if dist.is_initialized() else 'destroyed'}")
+        state = "alive" if dist.is_initialized() else "destroyed"
+        Path(f"rank{rank}.txt").write_text(f"rank {rank} at exit: group {state}")
 
 
     atexit.register(report)
@@ -44,5 +46,6 @@ def test_a_rank_destroys_the_group_it_joined_before_exiting(tmp_path: Path) -> N
         env=env, capture_output=True, text=True, timeout=120, cwd=tmp_path,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:]
-    lines = sorted(line for line in proc.stdout.splitlines() if "at exit" in line)
+    # A file per rank: the ranks share torchrun's stdout, where their lines can interleave.
+    lines = [(tmp_path / f"rank{r}.txt").read_text() for r in (0, 1)]
     assert lines == ["rank 0 at exit: group destroyed", "rank 1 at exit: group destroyed"]
