@@ -24,6 +24,8 @@ failing part never loses the others, and the JSON is rewritten after every part)
   bf16) with ``torch.backends.cudnn.benchmark`` on, to set against trainbench's rows of the same
   call (the replay profile of 2026-11-27 found a pack's grouped convolutions on cuDNN's default
   algorithms, a bf16 weight gradient among them at 43 % of the device time).
+- ``compiled``: a run alone's step with the policy torch.compile'd (inductor) inside the CUDA
+  graph, against the same step uncompiled: wall time and kernels per step.
 - ``compile``: torch.compile of the policy, compile seconds and steady step time.
 - ``nccl``: a one-rank process group: all_reduce of a CPU tensor under "nccl" (what
   pyskick.distributed does) and under "cpu:gloo,cuda:nccl".
@@ -528,8 +530,10 @@ def part_profile(args, device, ctx) -> dict[str, Any]:
     return res
 
 
-def _replay_variant(device, runs: int, precision: str, graph: bool, steps: int, tmp: Path):
-    """Profile ``steps`` training steps after the warm-up (and capture): one variant."""
+def _replay_variant(device, runs: int, precision: str, graph: bool, steps: int, tmp: Path,
+                    compile_backend: str | None = None):  # fmt: skip
+    """Profile ``steps`` training steps after the warm-up (and capture): one variant; with
+    ``compile_backend`` (a run alone) the policy is ``torch.compile``'d inside the step."""
     from torch.profiler import ProfilerActivity, profile
 
     from pyskick.checkpoint import save_checkpoint
@@ -561,6 +565,8 @@ def _replay_variant(device, runs: int, precision: str, graph: bool, steps: int, 
     if runs == 1:
         trainer = Trainer(config, folder / "run", data, stage="train", init=init).setup()
         trainer.policy.train()
+        if compile_backend is not None:  # the step calls policy_ddp (the policy, one process)
+            trainer.policy_ddp = torch.compile(trainer.policy_ddp, backend=compile_backend)
         batches = trainer.batches(0)
 
         def step(batch) -> None:
@@ -684,6 +690,40 @@ def part_replay(args, device, ctx) -> dict[str, Any]:
     return out
 
 
+def part_compiled(args, device, ctx) -> dict[str, Any]:
+    """A run alone's training step with the policy ``torch.compile``'d (inductor on a GPU:
+    fused kernels) and replayed as a CUDA graph, against the same step uncompiled, both under
+    torch.profiler for 10 steps: wall time and kernels per step. The replay profile found a run
+    alone bound by its 1,145 kernels of ~2 µs each (docs/training.md)."""
+    graph = device.type == "cuda"
+    backend = "inductor" if graph else "aot_eager"
+    steps = 2 if args.quick else 10
+    tmp = Path(tempfile.mkdtemp(prefix="compiled-", dir=args.work))
+    out: dict[str, Any] = {"graph": graph, "backend": backend, "steps": steps}
+    RESULTS["compiled"] = out
+    for key, compile_backend in (("plain", None), ("compiled", backend)):
+        t = now()
+        try:
+            prof, wall = _replay_variant(device, 1, "fp32", graph, steps, tmp, compile_backend)
+        except Exception as exc:  # recorded; the other variant goes on
+            out[key] = {"error": f"{type(exc).__name__}: {exc}"[:600]}
+            print(traceback.format_exc(), file=sys.stderr, flush=True)
+            save_json(args)
+            continue
+        kernels = [e for e in prof.events() if e.device_type is not None
+                   and "CUDA" in str(e.device_type) and e.device_time_total > 0
+                   and not _is_copy(e.name)]  # fmt: skip
+        out[key] = {
+            "setup_and_warmup_s": round(now() - t - wall, 2),
+            "wall_ms_per_step": round(wall / steps * 1e3, 3),
+            "device_kernels_per_step": round(len(kernels) / steps, 1),
+            "kernel_ms_per_step": round(sum(e.device_time_total for e in kernels) / steps / 1e3, 3),
+        }  # fmt: skip
+        print(f"  compiled {key}: {json.dumps(out[key])}", flush=True)
+        save_json(args)
+    return out
+
+
 def part_cudnn(args, device, ctx) -> dict[str, Any]:
     """Training steps as CUDA graphs with cuDNN's autotuner on (see the module docstring)."""
     from pyskick.training.bench import as_dicts, bench_training
@@ -793,6 +833,7 @@ PARTS = {
     "profile": part_profile,
     "replay": part_replay,
     "cudnn": part_cudnn,
+    "compiled": part_compiled,
     "compile": part_compile,
     "nccl": part_nccl,
 }

@@ -20,7 +20,7 @@ mkdir -p "$OUT"
 DRY=${GPU_DRY:-0}
 PY=${PY:-python3}
 BUDGET_S=${BUDGET_S:-540}
-STEPS=${STEPS:-env,wheels,build,throwprobe,cudatests,memcheck,trainbench,bench,replay,table1,cudnn,evalscore,profile,nccl,racecheck,initcheck,step,compile,epoch,concurrent,fullsuite}
+STEPS=${STEPS:-env,wheels,build,throwprobe,cudatests,memcheck,trainbench,bench,replay,table1,cudnn,compiled,evalscore,profile,nccl,racecheck,initcheck,step,compile,epoch,concurrent,fullsuite}
 HERE=$(cd "$(dirname "$0")" && pwd)
 WORK=${WORK:-/tmp/pyskick-gpu-work}
 mkdir -p "$WORK"
@@ -341,6 +341,9 @@ step table1 ${TABLE1_S:-450} bash -c 'table1 >>"$S"'
 # The replayed steps again with cuDNN's autotuner on (perf.py's cudnn part), against
 # trainbench's rows of the same call.
 step cudnn 90 perf cudnn
+# A run alone's step with the policy compiled (inductor) inside the graph (perf.py's compiled
+# part): fewer, fused kernels, the lever the replay profile points to for a run alone.
+step compiled 150 perf compiled
 
 # 8. Evaluation and sidekick-scoring throughput; 9. the bare model step (precisions, graph);
 # 10. where the eager trainer's time goes.
