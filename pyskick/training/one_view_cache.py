@@ -5,7 +5,8 @@ and the pyskick version (not the runtime fields such as the device, nor code edi
 version: clear the cache after changing the model code). A cached run that was interrupted is
 resumed; a finished one is reused as it is. The cache lives under ``$PYSKICK_CACHE_DIR``
 (default ``~/.cache/pyskick``) in ``one-view/<key>/``; a file lock serialises processes that
-want the same model (under torchrun rank 0 holds it and the other ranks train along).
+want the same model (under torchrun rank 0 holds it, reads the folder, and every rank follows
+what it read).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from pathlib import Path
 
 from pyskick import __version__
 from pyskick.config import RUNTIME_FIELDS, TRAIN_ONLY_FIELDS, TrainConfig
-from pyskick.distributed import is_main
+from pyskick.distributed import broadcast_from_main, init_distributed, is_main, resolve_device
 from pyskick.files import cache_root, file_lock
 from pyskick.run_dir import Dataset, RunDir, dataset_digest
 from pyskick.training.data import TrainData
@@ -67,12 +68,20 @@ def cached_one_view(dataset: Dataset, config: TrainConfig, data: TrainData) -> P
     """
     run = cache_folder(dataset, config)
     run.parent.mkdir(parents=True, exist_ok=True)
+    # Under torchrun the process group first: every rank follows what rank 0 read under the
+    # lock. A rank reading the folder itself could resume a pretraining that rank 0, after
+    # waiting for another process, finds finished, and the ranks would meet in different
+    # collectives.
+    device = resolve_device(config.device)
+    init_distributed(device)
     main_rank = is_main()
     with contextlib.ExitStack() as stack:
         if main_rank:
             waiting = f"waiting for another process to pretrain {run}"
             stack.enter_context(file_lock(run.parent / f"{run.name}.lock", waiting))
-        done = RunDir(run).epochs_done()
+        done = broadcast_from_main(
+            lambda: RunDir(run).epochs_done(), device, "reading the one-view model cache"
+        )
         if done >= config.pretrain_epochs:
             # Finished: reused as it is, by any number of processes (resuming it would compare
             # the process count with the one it was trained with).

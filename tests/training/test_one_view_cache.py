@@ -6,6 +6,10 @@ README's torchrun block)."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -32,3 +36,52 @@ def test_a_finished_cached_model_is_reused_without_resuming(
     # A longer pretraining is another cache entry, trained from scratch.
     with pytest.raises(AssertionError, match="trained"):
         cached_one_view(tiny_scenes, config.replace(pretrain_epochs=2), data)
+
+
+RANK_SCRIPT = textwrap.dedent(
+    """
+    import sys
+    from pathlib import Path
+
+    import torch
+
+    from pyskick.distributed import rank
+    from pyskick.run_dir import RunDir
+    from pyskick.testing import tiny_train_config
+    from pyskick.training import TrainData
+    from pyskick.training.one_view_cache import cached_one_view
+
+    torch.set_num_threads(1)
+    dataset, out = sys.argv[1], Path(sys.argv[2])
+    if rank() == 1:
+        # Rank 1 as if it had read the cache folder before another process finished the
+        # pretraining that rank 0, waiting for the lock, then finds finished.
+        RunDir.epochs_done = lambda self: 0
+    config = tiny_train_config().replace(pretrain_epochs=1)
+    run = cached_one_view(dataset, config, TrainData.from_file(dataset))
+    (out / f"rank{rank()}.txt").write_text(str(run))
+    """
+)
+
+
+def test_under_torchrun_every_rank_follows_what_rank_0_read(
+    tiny_scenes: Path, tiny_config, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    one_thread: None,
+) -> None:  # fmt: skip
+    monkeypatch.setenv("PYSKICK_CACHE_DIR", str(tmp_path / "cache"))
+    run = cached_one_view(
+        tiny_scenes, tiny_config.replace(pretrain_epochs=1), TrainData.from_file(tiny_scenes)
+    )
+    before = (run / "latest.pt").read_bytes()
+    script = tmp_path / "rank.py"
+    script.write_text(RANK_SCRIPT)
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONWARNINGS": "ignore"}
+    env.pop("WORLD_SIZE", None)
+    proc = subprocess.run(
+        [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
+         str(script), str(tiny_scenes), str(tmp_path)],
+        env=env, capture_output=True, text=True, timeout=180, cwd=tmp_path,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert [(tmp_path / f"rank{r}.txt").read_text() for r in (0, 1)] == [str(run)] * 2
+    assert (run / "latest.pt").read_bytes() == before  # reused, not trained again
