@@ -24,6 +24,9 @@ ships one), so its fixtures are available in any test session without an import:
   result)`` on ``device``. Both fail the test when ``device`` has no native kernels
   (:func:`require_native`): a comparison never degrades silently into reference against
   reference, and on a GPU machine a build without CUDA kernels is a broken build;
+- ``run_python(*args, cwd=, ranks=)`` (a function): ``python *args`` in a fresh process,
+  under ``torchrun --standalone --nproc-per-node ranks`` when ``ranks`` is given, failing the
+  test with the tail of its stderr unless it exits 0;
 - ``install_plugin``: ``install(plugin, name)`` registers a plugin object (a module or an
   object with ``@pyskick.hookimpl`` methods) in the plugin host that the library and the
   command line use, for the test only (a plugin defined inside a test, or one not installed).
@@ -45,6 +48,8 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -79,6 +84,30 @@ def one_thread() -> Iterator[None]:
     """torch on one thread for the test: request it, or make it autouse in a conftest."""
     with single_thread():
         yield
+
+
+def run_python(
+    *args: str | os.PathLike[str], cwd: Path, ranks: int | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    """Run ``python *args`` in a fresh process (torch on one thread, warnings off, no
+    ``WORLD_SIZE`` inherited), under ``torchrun --standalone --nproc-per-node ranks`` when
+    ``ranks`` is given; fail the test with the tail of its stderr unless it exits 0.
+
+    Returns:
+        The finished process (its ``stdout`` and ``stderr`` as text).
+    """
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONWARNINGS": "ignore"}
+    env.pop("WORLD_SIZE", None)
+    launcher = [] if ranks is None else [
+        "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(ranks)
+    ]  # fmt: skip
+    proc = subprocess.run(
+        [sys.executable, *launcher, *map(str, args)],
+        env=env, capture_output=True, text=True, timeout=timeout, cwd=cwd,
+    )  # fmt: skip
+    if proc.returncode != 0:
+        pytest.fail(f"exit {proc.returncode}:\n{proc.stderr[-3000:]}")
+    return proc
 
 
 def _builtin(name: str, factory: pytest.TempPathFactory) -> Path:

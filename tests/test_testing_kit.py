@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib.metadata
 from pathlib import Path
 
+import pytest
 import torch
 
 from pyskick.data import ViewgridFile
@@ -43,3 +44,11 @@ def test_a_tiny_run_from_the_kits_one_view_through_the_command_line(
     code, _, err = cli_runner("train", "--dataset", tmp_path / "missing.h5")
     assert code == 2
     assert err.startswith("Error: ")
+
+
+def test_run_python_returns_the_process_or_fails_the_test_with_its_stderr(tmp_path: Path) -> None:
+    from pyskick.testing import run_python
+
+    assert run_python("-c", "print('ok')", cwd=tmp_path).stdout == "ok\n"
+    with pytest.raises(pytest.fail.Exception, match=r"exit 3:\n.*refused"):
+        run_python("-c", "import sys; sys.stderr.write('refused'); sys.exit(3)", cwd=tmp_path)

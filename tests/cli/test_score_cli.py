@@ -5,9 +5,6 @@ from __future__ import annotations
 import contextlib
 import io
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import h5py
@@ -20,6 +17,7 @@ from pyskick.data.builtin import make_builtin
 from pyskick.sidekicks.base import checkpoint_digest
 from pyskick.sidekicks.reward import RewardSidekick
 from pyskick.sidekicks.scores import read_score_meta, read_scores, score_key
+from pyskick.testing import run_python
 from pyskick_cli.main import main
 
 FAST = ["--preset", "cpu-demo", "--batch-size", "8", "--device", "cpu"]
@@ -186,15 +184,8 @@ def test_torchrun_shards_and_writes_the_same_file(
 ) -> None:
     (data, one), (single, _) = scenes, scored
     sharded = tmp_path / "sharded.h5"
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONWARNINGS": "ignore"}
-    env.pop("WORLD_SIZE", None)
-    torchrun = ["-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2"]
     args = [*SCORE, "--model", str(one), "--dataset", str(data), "--out", str(sharded)]
-    proc = subprocess.run(
-        [sys.executable, *torchrun, "-m", "pyskick_cli", *args],
-        env=env, capture_output=True, text=True, timeout=120, cwd=tmp_path,
-    )  # fmt: skip
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    proc = run_python("-m", "pyskick_cli", *args, cwd=tmp_path, ranks=2)
     assert "train: 16 viewgrids scored in" in proc.stdout
     assert "(2 processes)" in proc.stdout
     assert proc.stdout.count("wrote rew scores") == 1  # rank 0 alone writes

@@ -29,6 +29,7 @@ from pyskick.sidekicks.scores import (
     score_key,
     write_scores,
 )
+from pyskick.testing import run_python
 
 ENTRY = Path(__file__).with_name("scores_entry.py")
 _spec = importlib.util.spec_from_file_location("scores_entry", ENTRY)
@@ -307,12 +308,7 @@ def test_concurrent_processes_compute_once(tmp_path: Path) -> None:
 
 def test_torchrun_shards_and_matches_one_process(tmp_path: Path) -> None:
     log = tmp_path / "log"
-    torchrun = ["-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2"]
-    proc = subprocess.run(
-        [sys.executable, *torchrun, str(ENTRY), "sharded", str(tmp_path), str(log)],
-        env=_env(), capture_output=True, text=True, timeout=120, cwd=tmp_path,
-    )  # fmt: skip
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    run_python(ENTRY, "sharded", tmp_path, log, cwd=tmp_path, ranks=2)
     ranks = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in (0, 1)]
     single = entry.digest(ViewMeans().compute_scores(example_grids(), T=2, device=CPU))
     for result in ranks:

@@ -6,14 +6,12 @@ README's torchrun block)."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
 import pytest
 
+from pyskick.testing import run_python
 from pyskick.training import TrainData, one_view_cache
 from pyskick.training.one_view_cache import cached_one_view
 
@@ -75,13 +73,6 @@ def test_under_torchrun_every_rank_follows_what_rank_0_read(
     before = (run / "latest.pt").read_bytes()
     script = tmp_path / "rank.py"
     script.write_text(RANK_SCRIPT)
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONWARNINGS": "ignore"}
-    env.pop("WORLD_SIZE", None)
-    proc = subprocess.run(
-        [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
-         str(script), str(tiny_scenes), str(tmp_path)],
-        env=env, capture_output=True, text=True, timeout=180, cwd=tmp_path,
-    )  # fmt: skip
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    run_python(script, tiny_scenes, tmp_path, cwd=tmp_path, ranks=2, timeout=180)
     assert [(tmp_path / f"rank{r}.txt").read_text() for r in (0, 1)] == [str(run)] * 2
     assert (run / "latest.pt").read_bytes() == before  # reused, not trained again

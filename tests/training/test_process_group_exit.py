@@ -4,11 +4,10 @@ left to C++ destructors, gloo's threads sometimes aborted a rank after its work 
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
+
+from pyskick.testing import run_python
 
 SCRIPT = textwrap.dedent(
     """
@@ -38,14 +37,7 @@ SCRIPT = textwrap.dedent(
 def test_a_rank_destroys_the_group_it_joined_before_exiting(tmp_path: Path) -> None:
     script = tmp_path / "rank.py"
     script.write_text(SCRIPT)
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONWARNINGS": "ignore"}
-    env.pop("WORLD_SIZE", None)
-    proc = subprocess.run(
-        [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
-         str(script)],
-        env=env, capture_output=True, text=True, timeout=120, cwd=tmp_path,
-    )  # fmt: skip
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    run_python(script, cwd=tmp_path, ranks=2)
     # A file per rank: the ranks share torchrun's stdout, where their lines can interleave.
     lines = [(tmp_path / f"rank{r}.txt").read_text() for r in (0, 1)]
     assert lines == ["rank 0 at exit: group destroyed", "rank 1 at exit: group destroyed"]

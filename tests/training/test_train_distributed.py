@@ -3,40 +3,23 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import torch
 
 from pyskick.checkpoint import load_checkpoint
+from pyskick.testing import run_python
 from pyskick.training.loggers import read_metrics
 
 ENTRY = Path(__file__).with_name("ddp_entry.py")
 
 
-def _run(args: list[str], tmp_path: Path) -> None:
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONWARNINGS": "ignore"}
-    env.pop("WORLD_SIZE", None)
-    proc = subprocess.run(
-        [sys.executable, *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=tmp_path,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-
-
 @pytest.mark.slow
 def test_two_ranks_agree_and_match_one_process(tmp_path):
     ddp, single = tmp_path / "ddp", tmp_path / "single"
-    torchrun = ["-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2"]
-    _run([*torchrun, str(ENTRY), str(ddp)], tmp_path)
-    _run([str(ENTRY), str(single)], tmp_path)
+    run_python(ENTRY, ddp, cwd=tmp_path, ranks=2)
+    run_python(ENTRY, single, cwd=tmp_path)
 
     ranks = [json.loads((ddp / f"rank{r}.json").read_text()) for r in (0, 1)]
     assert [r["world"] for r in ranks] == [2, 2]

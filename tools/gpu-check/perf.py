@@ -609,6 +609,12 @@ def _is_copy(name: str) -> bool:
     return name.startswith(("Memcpy", "Memset"))
 
 
+def _device_activity(prof) -> list:
+    """The profile's device activities that took time (kernels, copies and fills)."""
+    return [e for e in prof.events() if e.device_type is not None
+            and "CUDA" in str(e.device_type) and e.device_time_total > 0]  # fmt: skip
+
+
 def _busy_union_us(events) -> float:
     """Microseconds during which at least one kernel ran (overlapping kernels counted once)."""
     spans = sorted((e.time_range.start, e.time_range.end) for e in events)
@@ -649,8 +655,7 @@ def part_replay(args, device, ctx) -> dict[str, Any]:
             print(traceback.format_exc(), file=sys.stderr, flush=True)
             save_json(args)
             continue
-        activity = [e for e in prof.events() if e.device_type is not None
-                    and "CUDA" in str(e.device_type) and e.device_time_total > 0]  # fmt: skip
+        activity = _device_activity(prof)
         kernels = [e for e in activity if not _is_copy(e.name)]
         by_name: dict[str, list[float]] = {}
         for e in kernels:
@@ -710,9 +715,7 @@ def part_compiled(args, device, ctx) -> dict[str, Any]:
             print(traceback.format_exc(), file=sys.stderr, flush=True)
             save_json(args)
             continue
-        kernels = [e for e in prof.events() if e.device_type is not None
-                   and "CUDA" in str(e.device_type) and e.device_time_total > 0
-                   and not _is_copy(e.name)]  # fmt: skip
+        kernels = [e for e in _device_activity(prof) if not _is_copy(e.name)]
         out[key] = {
             "setup_and_warmup_s": round(now() - t - wall, 2),
             "wall_ms_per_step": round(wall / steps * 1e3, 3),
