@@ -46,6 +46,7 @@ COMMANDS = {
     "compare": "pyskick_cli.commands.compare:compare",
     "reproduce": "pyskick_cli.commands.reproduce:reproduce",
     "pool": "pyskick_cli.commands.reproduce:pool",
+    "plan": "pyskick_cli.commands.reproduce:plan",
     "demo": "pyskick_cli.commands.demo:demo",
     "visualize": "pyskick_cli.commands.visualize:visualize",
     "export": "pyskick_cli.commands.export:export",

@@ -357,6 +357,15 @@ seeds_option = shared_option(
     help="Training seeds per method: seed k of every method uses the same data order and "
     "starts, so methods are compared paired, seed by seed.",
 )
+plan_option = shared_option(
+    "--plan",
+    type=click.Path(dir_okay=False, exists=True, path_type=Path),
+    default=None,
+    help="A power plan (`pyskick plan`) to judge the claims with: a claim it gives less than "
+    "90% power at these seeds is 'not resolved at this budget' (copied into the folder, "
+    "which keeps using it).",
+)
+
 seed_offset_option = shared_option(
     "--seed-offset",
     type=click.IntRange(min=0),

@@ -16,6 +16,11 @@ from pyskick.sidekicks.defaults import HYBRID_OPTION
 if TYPE_CHECKING:
     from pyskick.config import TrainConfig
 
+DEMO_PLAN = Path(__file__).with_name("demo_plan.json")
+"""The power plan of ``pyskick demo``'s default settings (:mod:`pyskick.experiments.power_plan`),
+made by ``pyskick plan`` from a pilot of 32 seeds on the validation split (docs/reproduce.md,
+"The demo's power plan")."""
+
 
 def demo_sidekick(
     *,

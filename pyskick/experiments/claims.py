@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pyskick.evaluation.compare import paired_seeds
-from pyskick.evaluation.power import seeds_for_power
+from pyskick.evaluation.power import MAX_PLANNED_SEEDS, seeds_for_power
 from pyskick.methods import ONE_VIEW
 from pyskick.metrics import METRICS
 
@@ -37,6 +37,17 @@ def claim_verdict(claim: Mapping[str, Any]) -> str:
     if "verdict" in claim:
         return str(claim["verdict"])
     return HOLDS if claim["holds"] else NOT_RESOLVED
+
+
+def verdict_text(claim: Mapping[str, Any]) -> str:
+    """A claim's verdict in words: an under-powered claim (power plan) is *not resolved at this
+    budget*, with the seeds its plan needs."""
+    verdict = claim_verdict(claim)
+    if verdict != NOT_RESOLVED or not claim.get("under_powered"):
+        return verdict
+    needed = claim.get("plan_seeds_needed")
+    need = f"≈ {needed}" if needed is not None else f"more than {MAX_PLANNED_SEEDS}"
+    return f"{verdict} at this budget (needs {need} seeds)"
 
 
 def epoch_text(epoch: int | None) -> str:
@@ -176,7 +187,15 @@ class Claim:
             or ``"not resolved"`` (otherwise).
         holds: ``verdict == "holds"`` (kept for readers of older tables).
         evidence: one sentence per part, with its verdict and numbers.
-        notes: figures shown beside the claim and not judged (the policy gain ratio).
+        notes: figures shown beside the claim and not judged (the policy gain ratio, the
+            power plan's figures).
+        planned_power: with a power plan (:mod:`pyskick.experiments.power_plan`), the power
+            it gives the claim at the table's seeds; else None.
+        plan_seeds_needed: the seeds the plan says the claim needs for its target power
+            (90 %; None: no plan, or more than the plan searched).
+        under_powered: the table has fewer seeds than that: its verdict is *not resolved* at
+            this budget unless its intervals contradict it.
+        interval_verdict: with a plan, what the claim's intervals alone say.
     """
 
     name: str
@@ -184,6 +203,10 @@ class Claim:
     holds: bool
     evidence: list[str]
     notes: list[str]
+    planned_power: float | None = None
+    plan_seeds_needed: int | None = None
+    under_powered: bool = False
+    interval_verdict: str | None = None
 
 
 def paper_claims(table: Mapping[str, Any]) -> list[Claim]:
@@ -268,14 +291,57 @@ def _gap_part(row: Mapping[str, Any], reference: str, metric: str) -> tuple[str,
     )
 
 
+def epochs_sooner(mine: Mapping[str, Any], theirs: Mapping[str, Any]) -> list[float]:
+    """Per seed, how many epochs before ltla (``theirs``) a method (``mine``) reaches ltla's
+    final validation error (the rows' ``learning`` summaries); "never" counts as one epoch
+    past the run."""
+    never = mine["epochs"] + 1
+    own = [never if e is None else e for e in mine["epochs_to_reference"]]
+    ref = [never if e is None else e for e in theirs["epochs_to_reference"]]
+    return [float(b - a) for a, b in zip(own, ref, strict=True)]
+
+
+def claim_seed_gaps(table: Mapping[str, Any]) -> dict[str, list[list[float]]]:
+    """Per claim of :func:`paper_claims`, per part, the per-seed gaps in the claimed direction
+    (×1000, or epochs for "sooner"): what a power plan is made of
+    (:mod:`pyskick.experiments.power_plan`). Claims whose parts lack per-seed values (one seed,
+    tables before per-seed gaps) are left out."""
+    rows = {row["method"]: row for row in table["rows"]}
+    out: dict[str, list[list[float]]] = {}
+
+    def seed_diffs(row: Mapping[str, Any], reference: str) -> list[list[float]] | None:
+        parts = [row["paired"][reference][metric].get("seed_diffs_x1000") for metric in METRICS]
+        return None if any(not p or len(p) < 2 for p in parts) else parts
+
+    if LTLA in rows and _is_reference(rows, RANDOM):
+        parts = seed_diffs(rows[LTLA], RANDOM)
+        if parts:
+            out["learning works"] = parts
+    if _is_reference(rows, LTLA):
+        ltla = rows[LTLA]
+        for name in sidekick_rows(rows):
+            parts = seed_diffs(rows[name], LTLA)
+            if parts:
+                out[f"{name} beats ltla"] = parts
+        for name in sidekick_rows(rows):
+            mine, theirs = rows[name].get("learning"), ltla.get("learning")
+            if not mine or not theirs or "seed_auc_x1000" not in mine:
+                continue
+            sooner = epochs_sooner(mine, theirs)
+            area = [
+                a - b for a, b in zip(theirs["seed_auc_x1000"], mine["seed_auc_x1000"], strict=True)
+            ]
+            if len(sooner) > 1:
+                out[f"{name} learns faster than ltla"] = [sooner, area]
+    return out
+
+
 def _speed_part(row: Mapping[str, Any], ltla: Mapping[str, Any]) -> tuple[str, str] | None:
     mine, theirs = row.get("learning"), ltla.get("learning")
     if not mine or not theirs or "epochs_to_reference" not in mine:
         return None
-    never = mine["epochs"] + 1  # not reached within the run: counted as one epoch after it
-    own = [never if e is None else e for e in mine["epochs_to_reference"]]
-    ref = [never if e is None else e for e in theirs["epochs_to_reference"]]
-    sooner = paired_seeds([b - a for a, b in zip(own, ref, strict=True)])
+    own = mine["epochs_to_reference"]
+    sooner = paired_seeds(epochs_sooner(mine, theirs))
     lo, hi = sooner.ci95_x1000  # plain epochs here: paired_seeds does not rescale
     if len(own) > 1:
         epochs_verdict = verdict_of(lo, hi)

@@ -23,6 +23,13 @@ from typing import Any
 from pyskick._io import check_writable_folder, read_json_object
 from pyskick.errors import UserError
 from pyskick.experiments.claims import row_role
+from pyskick.experiments.power_plan import (
+    PowerPlan,
+    folder_plan,
+    plan_mismatch,
+    read_plan,
+    shared_plan,
+)
 from pyskick.experiments.selection import ONE_VIEW
 from pyskick.experiments.table import build_table, write_table
 
@@ -33,34 +40,69 @@ TABLE_FILE = "table.json"
 _FREE = ("dataset", "resolved_sidekick_options")
 
 
-def pool(folders: Sequence[str | Path], out: str | Path) -> dict[str, Any]:
+def pool(
+    folders: Sequence[str | Path], out: str | Path, plan: str | Path | None = None
+) -> dict[str, Any]:
     """Build the table over the seeds of ``folders`` and write ``table.md``/``table.json``
     into ``out`` (created; another pooled table there is replaced).
 
     Args:
         folders: reproduce folders, each with its ``reproduce.json`` and ``table.json``.
         out: the folder of the pooled table (not one of ``folders``).
+        plan: a power plan file to judge the claims with (:mod:`pyskick.experiments.
+            power_plan`), copied into ``out``; None: the plan every folder holds, if they
+            hold the same one (none otherwise).
 
     Returns:
         The table; its ``settings`` say which folders it pools, and ``seed_runs`` each seed.
 
     Raises:
         ValueError: fewer than two folders, a folder that is not a finished reproduce folder,
-            settings that differ, overlapping seeds, no method common to all; nothing is
-            written then.
+            settings that differ, overlapping seeds, no method common to all, a plan made
+            for other settings; nothing is written then.
     """
     paths = [Path(folder) for folder in folders]
     if len(paths) < 2:
         raise UserError("pool needs at least two reproduce folders")
-    if len({p.resolve() for p in paths}) < len(paths):
-        raise UserError("pool: a folder is named twice")
     out = Path(out)
     if out.resolve() in {p.resolve() for p in paths}:
         raise UserError(f"pool: --out {out} is one of the pooled folders; choose a new folder")
     check_writable_folder(out)
     if (out / SETTINGS_FILE).exists():
         raise UserError(f"pool: --out {out} is a reproduce folder; choose a new folder")
-    records = [_read(path) for path in paths]
+    given = None if plan is None else read_plan(plan)
+    records = [_read(path, "pool") for path in paths]
+    if given is not None:
+        different = plan_mismatch(given, records[0][0])
+        if different:
+            raise UserError(
+                f"pool: power plan {plan} was made for other settings ({', '.join(different)})"
+            )
+    judged_with = given if given is not None else shared_plan(paths)
+    table = pooled_table(paths, plan=judged_with)
+    out.mkdir(parents=True, exist_ok=True)
+    folder_plan(out, judged_with, drop=judged_with is None)
+    write_table(out, table)
+    return table
+
+
+def pooled_table(
+    folders: Sequence[str | Path], what: str = "pool", plan: PowerPlan | None = None
+) -> dict[str, Any]:
+    """The table over the seeds of ``folders`` (one or more), written nowhere: what
+    :func:`pool` writes (its claims judged with ``plan``), and what a power plan
+    (:mod:`pyskick.experiments.power_plan`) is made from. ``what`` names the command in the
+    errors.
+
+    Raises:
+        ValueError: as :func:`pool` (a single folder's own table is returned as it is).
+    """
+    paths = [Path(folder) for folder in folders]
+    if len({p.resolve() for p in paths}) < len(paths):
+        raise UserError(f"{what}: a folder is named twice")
+    records = [_read(path, what) for path in paths]
+    if len(paths) == 1:
+        return records[0][1]
     first_settings = records[0][0]
     for path, (settings, _) in zip(paths[1:], records[1:], strict=True):
         different = sorted(
@@ -70,7 +112,7 @@ def pool(folders: Sequence[str | Path], out: str | Path) -> dict[str, Any]:
         )
         if different:
             raise UserError(
-                f"pool: {path} was run with other settings than {paths[0]} "
+                f"{what}: {path} was run with other settings than {paths[0]} "
                 f"({', '.join(different)}); only folders of the same settings pool"
             )
     seen: dict[int, Path] = {}
@@ -79,7 +121,7 @@ def pool(folders: Sequence[str | Path], out: str | Path) -> dict[str, Any]:
         for k in _seed_indices(table):
             if k in seen:
                 raise UserError(
-                    f"pool: {seen[k]} and {path} both hold seed {k}; pool disjoint seeds "
+                    f"{what}: {seen[k]} and {path} both hold seed {k}; pool disjoint seeds "
                     "(reproduce --seed-offset)"
                 )
             seen[k] = path
@@ -89,26 +131,24 @@ def pool(folders: Sequence[str | Path], out: str | Path) -> dict[str, Any]:
         present = {row["method"] for row in table["rows"]}
         methods = [m for m in methods if m in present]
     if ONE_VIEW not in methods or len(methods) < 2:
-        raise UserError("pool: the folders have no trained method in common")
+        raise UserError(f"{what}: the folders have no trained method in common")
     roles = {row["method"]: row_role(row) for row in records[0][1]["rows"]}
     settings = {
         **first_settings,
         "pooled": [str(p) for p in paths],
     }
-    table = build_table(paths[0], methods, runs=runs, settings=settings, roles=roles)
+    table = build_table(paths[0], methods, runs=runs, settings=settings, roles=roles, plan=plan)
     # Written into another folder than the first: every seed's folder by its absolute path.
     table["seed_runs"] = [[str(folder.resolve()), k] for folder, k in runs]
-    out.mkdir(parents=True, exist_ok=True)
-    write_table(out, table)
     return table
 
 
-def _read(folder: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+def _read(folder: Path, what: str) -> tuple[dict[str, Any], dict[str, Any]]:
     """A finished reproduce folder's settings and table."""
     settings_path, table_path = folder / SETTINGS_FILE, folder / TABLE_FILE
     if not settings_path.is_file() or not table_path.is_file():
         raise UserError(
-            f"pool: {folder} is not a finished reproduce folder (no {SETTINGS_FILE} and "
+            f"{what}: {folder} is not a finished reproduce folder (no {SETTINGS_FILE} and "
             f"{TABLE_FILE})"
         )
     try:
@@ -117,14 +157,14 @@ def _read(folder: Path) -> tuple[dict[str, Any], dict[str, Any]]:
             read_json_object(table_path, "Table 1 record"),
         )
     except OSError as exc:
-        raise UserError(f"pool: cannot read {folder}'s records: {exc}") from None
+        raise UserError(f"{what}: cannot read {folder}'s records: {exc}") from None
 
 
 def _seed_indices(table: dict[str, Any]) -> list[int]:
     """The seed indices a folder's table is of (tables before ``seed_runs``: 0..K-1)."""
     if "seed_runs" in table:
         if any(folder != "." for folder, _ in table["seed_runs"]):
-            raise UserError("pool: a pooled table cannot be pooled again; pool its folders")
+            raise UserError("a pooled table cannot be pooled again; pool its folders")
         return [int(k) for _, k in table["seed_runs"]]
     trained = [row["seeds"] for row in table["rows"] if row["method"] != ONE_VIEW]
     return list(range(trained[0] if trained else 0))

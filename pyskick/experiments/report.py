@@ -22,6 +22,7 @@ from pyskick.experiments.claims import (
     claim_verdict,
     needs_text,
     ordering_checks,
+    verdict_text,
 )
 from pyskick.experiments.layout import run_dir
 from pyskick.experiments.table import (
@@ -222,16 +223,26 @@ def _html(
     parts.append("</table>")
     parts += _html_table("Paired gaps", PAIRED_NOTE, paired_lines(table))
     if table.get("claims"):
+        plan = table.get("plan") or {}
+        planned = (
+            f" With the power plan of {plan['pilot']['seeds']} pilot seeds on the "
+            f"{plan['pilot']['eval_split']} split, a claim it gives less than "
+            f"{plan['target_power']:.0%} power at these seeds is not resolved at this budget "
+            "unless its intervals contradict it."
+            if plan.get("applied")
+            else ""
+        )
         parts.append(
             "<h2>The paper's effects</h2><p>Judged by paired 95% intervals (across seeds with "
-            "several seeds).</p><ul>"
+            f"several seeds).{esc(planned)}</p><ul>"
         )
         for claim in table["claims"]:
             state = claim_verdict(claim)
             cls = {HOLDS: "", CONTRADICTED: ' class="fail"'}.get(state, ' class="open"')
             lines = [*claim["evidence"], *claim.get("notes", [])]
             items = "".join(f"<li>{esc(text)}</li>" for text in lines)
-            parts.append(f"<li{cls}><b>{esc(claim['name'])}: {state}</b><ul>{items}</ul></li>")
+            said = esc(verdict_text(claim))
+            parts.append(f"<li{cls}><b>{esc(claim['name'])}: {said}</b><ul>{items}</ul></li>")
         parts.append("</ul>")
     parts += _html_table("Learning speed", LEARNING_NOTE, learning_lines(table))
     parts.append(

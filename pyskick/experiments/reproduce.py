@@ -39,6 +39,13 @@ from pyskick.experiments.layout import (
     eval_path,
     run_dir,
 )
+from pyskick.experiments.power_plan import (
+    PLAN_FILE,
+    PowerPlan,
+    folder_plan,
+    plan_mismatch,
+    read_plan,
+)
 from pyskick.experiments.report import write_report
 from pyskick.experiments.selection import (
     ONE_VIEW,
@@ -111,6 +118,8 @@ def reproduce(
     log: Log | None = None,
     loggers: Sequence[str] | None = None,
     pack: str = "auto",
+    plan: str | os.PathLike[str] | bool | None = None,
+    plan_optional: bool = False,
 ) -> ReproduceResult:
     """Run Table 1 on ``dataset`` into ``out_dir`` (resumable; see the module docstring).
 
@@ -149,6 +158,12 @@ def reproduce(
             where packing pays (:func:`packs_pay`); ``"on"``: wherever they can; ``"off"``:
             one run at a time. Not recorded: a pack changes results only by float rounding,
             and a run continues in the pack it started in (refused otherwise).
+        plan: a power plan file (``pyskick plan``, :mod:`pyskick.experiments.power_plan`)
+            the claims are judged with; copied into the folder (``plan.json``), whose copy a
+            later call without ``plan`` keeps using. None: the folder's copy, if any;
+            False: no plan (the folder's copy is removed).
+        plan_optional: a ``plan`` made for other settings is set aside with a log line
+            (the demo's built-in plan) instead of refused.
 
     Returns:
         :class:`ReproduceResult`.
@@ -159,14 +174,15 @@ def reproduce(
             settings that disagree with the folder's ``reproduce.json``; nothing is written then.
     """
     start = time.perf_counter()
-    plan = _plan(
+    steps = _plan(
         dataset, out_dir, preset=preset, config=config, epochs=epochs,
         pretrain_epochs=pretrain_epochs, batch_size=batch_size, methods=methods, seeds=seeds,
         seed_offset=seed_offset, num_test=num_test, eval_split=eval_split, device=device,
         sidekick_options=sidekick_options, loggers=loggers, pack=pack,
+        power_plan=plan, plan_optional=plan_optional,
     )  # fmt: skip
-    table, index = _run(plan, report=report, say=log or (lambda _line: None))
-    return ReproduceResult(plan.out, table, index, time.perf_counter() - start)
+    table, index = _run(steps, report=report, say=log or (lambda _line: None))
+    return ReproduceResult(steps.out, table, index, time.perf_counter() - start)
 
 
 @dataclass(frozen=True)
@@ -184,6 +200,9 @@ class _Plan:
     settings: dict[str, Any]
     loggers: Sequence[str] | None
     pack: str
+    power_plan: PowerPlan | None = None
+    plan_note: str | None = None  # why a given plan was set aside
+    drop_plan: bool = False  # plan=False: the folder's copy goes
 
     @property
     def trained(self) -> list[Method]:
@@ -214,6 +233,8 @@ def _plan(
     sidekick_options: Mapping[str, Any] | None,
     loggers: Sequence[str] | None,
     pack: str,
+    power_plan: str | os.PathLike[str] | bool | None = None,
+    plan_optional: bool = False,
 ) -> _Plan:
     """Step 1: every argument checked, the settings the folder will record (reads only)."""
     from pyskick.config import config_preset
@@ -302,10 +323,35 @@ def _plan(
         },
     }
     check_settings(out, settings)
+    judged_with, note = _power_plan(power_plan, plan_optional, settings, out)
     return _Plan(
         out, source, chosen, indices, given_options, n_test, eval_split, train_config, settings,
-        loggers, pack,
+        loggers, pack, judged_with, note, drop_plan=power_plan is False,
     )  # fmt: skip
+
+
+def _power_plan(
+    path: str | os.PathLike[str] | bool | None,
+    optional: bool,
+    settings: Mapping[str, Any],
+    out: Path,
+) -> tuple[PowerPlan | None, str | None]:
+    """The power plan the table will be judged with: ``path`` if it was made for
+    ``settings`` (refused otherwise, or set aside with a note when ``optional``), else (None)
+    the folder's copy, else none; (plan, note)."""
+    if path is False:
+        return None, None
+    if path is None or path is True:
+        copy = out / PLAN_FILE
+        return (read_plan(copy) if copy.is_file() else None), None
+    plan = read_plan(path)
+    different = plan_mismatch(plan, settings)
+    if not different:
+        return plan, None
+    why = f"power plan {path} was made for other settings ({', '.join(different)})"
+    if optional:
+        return None, f"reproduce: {why}; the claims are judged by their intervals alone"
+    raise UserError(f"{why}; a plan judges only tables of its pilot's design")
 
 
 def _run(plan: _Plan, *, report: bool, say: Log) -> tuple[dict[str, Any], Path | None]:
@@ -336,6 +382,8 @@ def _run(plan: _Plan, *, report: bool, say: Log) -> tuple[dict[str, Any], Path |
         plan.settings["resolved_sidekick_options"] = resolved
         out.mkdir(parents=True, exist_ok=True)
         write_json(out / SETTINGS_FILE, plan.settings)
+        if plan.plan_note is not None:
+            say(plan.plan_note)
 
         data = TrainData.from_file(plan.source)
         test = plan.source.split(plan.eval_split).load(list(range(plan.n_test)))
@@ -351,7 +399,10 @@ def _run(plan: _Plan, *, report: bool, say: Log) -> tuple[dict[str, Any], Path |
                 seeds=plan.indices,
                 settings=plan.settings,
                 roles={m.name: m.role for m in plan.chosen},
+                plan=plan.power_plan,
             )
+            # The folder's plan changes with its table: an interrupted call keeps both as were.
+            folder_plan(out, plan.power_plan, drop=plan.drop_plan)
             write_table(out, table)
             index = None
             if report:

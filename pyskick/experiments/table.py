@@ -41,13 +41,14 @@ from pyskick.evaluation.stats import improvement_pct, summarize
 from pyskick.experiments.claims import (
     PAPER_GAIN_RATIOS,
     RANDOM,
-    claim_verdict,
     epoch_text,
     ordering_checks,
     paper_claims,
     row_role,
+    verdict_text,
 )
 from pyskick.experiments.layout import eval_path, run_dir
+from pyskick.experiments.power_plan import PowerPlan, apply_plan, plan_record
 from pyskick.methods import ONE_VIEW
 from pyskick.metrics import METRICS
 
@@ -115,6 +116,7 @@ def build_table(
     settings: Mapping[str, Any],
     roles: Mapping[str, str] | None = None,
     runs: SeedRuns | None = None,
+    plan: PowerPlan | None = None,
 ) -> dict[str, Any]:
     """Aggregate ``out_dir/eval`` into the table (the content of ``table.json``).
 
@@ -128,6 +130,8 @@ def build_table(
             None: the registered methods' (``"baseline"`` for a name none registers).
         runs: instead of ``seeds``, the seeds as (folder, index) pairs, from several folders
             (a pooled table). The table records them (``seed_runs``).
+        plan: a power plan the claims are judged with
+            (:func:`~pyskick.experiments.power_plan.apply_plan`); recorded as ``plan``.
 
     Raises:
         FileNotFoundError: a missing evaluation.
@@ -212,7 +216,11 @@ def build_table(
         "rows": rows,
     }
     table["ordering"] = [asdict(check) for check in ordering_checks(table)]
-    table["claims"] = [asdict(claim) for claim in paper_claims(table)]
+    claims = paper_claims(table)
+    if plan is not None:
+        claims = apply_plan(claims, table, plan)
+        table["plan"] = plan_record(plan, table["settings"])
+    table["claims"] = [asdict(claim) for claim in claims]
     return table
 
 
@@ -315,9 +323,16 @@ def format_table(table: Mapping[str, Any]) -> str:
         text += "\n\n" + "\n".join(learning) + f"\n\n{LEARNING_NOTE}"
     claims = table.get("claims") or []
     if claims:
-        text += "\n\nThe paper's effects (paired 95% intervals):\n"
+        plan = table.get("plan") or {}
+        planned = (
+            f"; power plan of {plan['pilot']['seeds']} pilot seeds: below "
+            f"{plan['target_power']:.0%} power, not resolved at this budget"
+            if plan.get("applied")
+            else ""
+        )
+        text += f"\n\nThe paper's effects (paired 95% intervals{planned}):\n"
         for claim in claims:
-            text += f"\n- **{claim['name']}: {claim_verdict(claim)}**"
+            text += f"\n- **{claim['name']}: {verdict_text(claim)}**"
             text += "".join(f"\n  - {line}" for line in claim["evidence"])
             text += "".join(f"\n  - {line}" for line in claim.get("notes", []))
     return text

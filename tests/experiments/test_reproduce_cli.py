@@ -234,3 +234,7 @@ def test_demo_runs_the_sidekick_comparison_with_seeds(
     assert "<h2>Learning speed</h2>" in page
     assert (out / "curves.png").is_file()
     assert "reproduce: done in" in err
+    # Its own power plan is for 800 scenes of 16-pixel views: not these.
+    assert "demo: its power plan is for 800 scenes of 16-pixel views; these claims are " in err
+    assert "plan" not in table
+    assert not (out / "plan.json").exists()

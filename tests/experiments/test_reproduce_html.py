@@ -5,6 +5,7 @@ from __future__ import annotations
 import html
 import json
 import re
+import shutil
 from pathlib import Path
 from urllib.parse import quote, unquote
 
@@ -100,3 +101,27 @@ def test_a_report_without_matplotlib_says_why(
         "reproduce: no figures in the report: figures need matplotlib (pip install "
         "'pyskick[viz]'): import of pyskick.viz halted; None in sys.modules"
     ]
+
+
+def test_the_page_says_how_a_plan_judged_the_claims(
+    finished: Path, scenes: Path, tmp_path: Path
+) -> None:
+    folder = tmp_path / "planned"
+    shutil.copytree(finished, folder)
+    table = json.loads((folder / "table.json").read_text())
+    table["plan"] = {
+        "pilot": {"folders": ["pilot"], "seeds": 16, "eval_split": "val"},
+        "target_power": 0.9,
+        "applied": True,
+    }
+    claim = table["claims"][0]
+    claim.update(verdict="not resolved", under_powered=True, plan_seeds_needed=24)
+    source = ViewgridFile(scenes)
+    write_report(folder, table, source.split("test").load(),
+                 channel_mean=source.spec.channel_mean, device="cpu", examples=1)  # fmt: skip
+    page = (folder / "index.html").read_text()
+    assert (
+        "With the power plan of 16 pilot seeds on the val split, a claim it gives less than 90% "
+        "power at these seeds is not resolved at this budget unless its intervals contradict it."
+    ) in page
+    assert f"<b>{claim['name']}: not resolved at this budget (needs ≈ 24 seeds)</b>" in page

@@ -18,6 +18,7 @@ from pyskick_cli.shared_options import (
     methods_option,
     pack_option,
     parse_sidekick_options,
+    plan_option,
     preset_option,
     pretrain_epochs_option,
     resolve_dataset_path,
@@ -42,6 +43,15 @@ def parse_methods(value: str | None) -> list[str] | None:
     if not names:
         raise click.BadParameter("no method named", param_hint="--methods")
     return names
+
+
+reproduce_folders_argument = click.argument(
+    "folders",
+    nargs=-1,
+    required=True,
+    type=click.Path(file_okay=False, exists=True, path_type=Path),
+)
+"""FOLDERS...: finished reproduce folders (``pool``, ``plan``)."""
 
 
 def run_table(
@@ -98,6 +108,7 @@ def run_table(
 @pack_option()
 @logger_option()
 @sidekick_option_option(help=SIDEKICK_OPTION_HELP)
+@plan_option()
 @click.option("--no-report", is_flag=True, help="Write the table only (no figures, no page).")
 def reproduce(
     dataset: str,
@@ -116,6 +127,7 @@ def reproduce(
     pack: str,
     logger: tuple[str, ...],
     sidekick_option: tuple[str, ...],
+    plan: Path | None,
     no_report: bool,
 ) -> None:
     """Run every method of the paper's Table 1 on one dataset: train, evaluate (avg, adv),
@@ -132,23 +144,23 @@ def reproduce(
         eval_split=eval_split,
         device=device, report=not no_report, pack=pack,
         sidekick_options=parse_sidekick_options(sidekick_option), loggers=resolve_loggers(logger),
+        plan=plan,
     )  # fmt: skip
 
 
 @click.command()
-@click.argument(
-    "folders",
-    nargs=-1,
-    required=True,
-    type=click.Path(file_okay=False, exists=True, path_type=Path),
-)
+@reproduce_folders_argument
 @click.option(
     "--out",
     type=click.Path(file_okay=False, path_type=Path),
     required=True,
     help="Folder of the pooled table.md/table.json (created; a pooled table there is replaced).",
 )
-def pool(folders: tuple[Path, ...], out: Path) -> None:
+@plan_option(
+    help="A power plan (`pyskick plan`) to judge the claims with (default: the plan every "
+    "folder holds, if they hold the same one)."
+)
+def pool(folders: tuple[Path, ...], out: Path, plan: Path | None) -> None:
     """Judge the paper's claims over the seeds of several reproduce FOLDERS of the same
     settings (e.g. `reproduce --seed-offset 4` into another folder, or another machine's run):
     one table, seed k of each method paired with seed k of the others. Folders with other
@@ -158,6 +170,36 @@ def pool(folders: tuple[Path, ...], out: Path) -> None:
     from pyskick.experiments.table import format_table
     from pyskick_cli.progress import echo as say
 
-    table = pool_folders(folders, out)
+    table = pool_folders(folders, out, plan=plan)
     click.echo(format_table(table))
     say(f"pool: {len(table['seed_runs'])} seeds of {len(folders)} folders; table in {out}")
+
+
+@click.command()
+@reproduce_folders_argument
+@click.option(
+    "--out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    required=True,
+    help="The plan file to write (JSON; an existing one is replaced).",
+)
+def plan(folders: tuple[Path, ...], out: Path) -> None:
+    """Make a power plan from pilot FOLDERS: reproduce folders of one design run on the
+    validation split (`reproduce --eval-split val`, on seeds the judged runs will not use).
+    It says which claims the design has 90% power for at how many seeds; `reproduce --plan`
+    and `pool --plan` then judge an under-powered claim "not resolved at this budget"
+    whatever its intervals say (docs/reproduce.md, "Power plans").
+    """
+    from pyskick._io import check_writable_folder
+    from pyskick.experiments.power_plan import make_plan, plan_lines, write_plan
+
+    if out.is_dir():
+        raise click.BadParameter(f"{out} is a folder", param_hint="--out")
+    check_writable_folder(out.parent)
+    made = write_plan(make_plan(folders), out)
+    click.echo("\n".join(plan_lines(made)))
+    pilot = made.pilot
+    click.echo(
+        f"plan: {pilot['seeds']} pilot seeds on the {pilot['eval_split']} split; written to {out}",
+        err=True,
+    )
