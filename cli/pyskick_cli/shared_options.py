@@ -186,7 +186,12 @@ def shared_option(*decls: str, **attrs: Any) -> Callable[..., Callable[[F], F]]:
     overriding the declaration's (e.g. a command's own default or help)."""
 
     def make(**changes: Any) -> Callable[[F], F]:
-        return click.option(*decls, **{**attrs, **changes})
+        options = {**attrs, **changes}
+        if options.get("required"):
+            # A required option has no default: since Click 8.3 even default=None would
+            # satisfy it (the option then arrives as None).
+            options.pop("default", None)
+        return click.option(*decls, **options)
 
     return make
 

@@ -79,8 +79,8 @@ def _at_most(limit: int) -> Callable[[re.Match[str]], str]:
 SUBSTITUTIONS: list[tuple[str, str, str | Callable[[re.Match[str]], str]]] = [
     ("data sizes: at most 48 viewgrids", r"(--num) (\d+)\b", _at_most(48)),
     ("one epoch", r"(--epochs|--pretrain-epochs) (\d+)\b", lambda m: f"{m.group(1)} 1"),
-    # Two: a power plan's pilot needs a spread across seeds.
-    ("two seeds", r"(--seeds) (\d+)\b", _at_most(2)),
+    # Four: a power plan's pilot needs them (pyskick.experiments.power_plan.MIN_PILOT_SEEDS).
+    ("at most four seeds", r"(--seeds) (\d+)\b", _at_most(4)),
     ("the cpu-demo model", r"--preset paper-(sun360|modelnet)\b", "--preset cpu-demo"),
     ("packs of 1 and 2 runs, 1 timed step", r"--runs [\d,]+", "--runs 1,2 --steps 1"),
     ("two processes", r"(--nproc-per-node) (\d+)\b", _at_most(2)),
@@ -560,7 +560,7 @@ def test_the_sizes_are_substituted() -> None:
         "pyskick data make synthetic-scenes --out s.h5 --num 48   # --num 2000",
         "pyskick data preview s.h5 --num 4 --out p.png",
         "pyskick reproduce --dataset s.h5 --preset cpu-demo --epochs 1 \\",
-        "    --pretrain-epochs 1 --seeds 2 --num-test 100 --no-report",
+        "    --pretrain-epochs 1 --seeds 3 --num-test 100 --no-report",
         "torchrun --nproc-per-node 2 -m pyskick train --out r --epochs 1",
         "pyskick demo --out runs/demo --seeds 2 --num 48 --pretrain-epochs 1 --epochs 1 "
         "--methods ltla # sized for 2 cores",

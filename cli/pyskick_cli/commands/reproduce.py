@@ -74,7 +74,7 @@ def run_table(
 
 
 @click.command()
-@dataset_option(required=True, default=None, show_default=False)
+@dataset_option(required=True, show_default=False)
 @click.option(
     "--out",
     type=click.Path(file_okay=False, path_type=Path),
