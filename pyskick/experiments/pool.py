@@ -26,6 +26,7 @@ from pyskick.experiments.claims import row_role
 from pyskick.experiments.power_plan import (
     PowerPlan,
     folder_plan,
+    make_plan,
     plan_mismatch,
     read_plan,
     shared_plan,
@@ -141,6 +142,20 @@ def pooled_table(
     # Written into another folder than the first: every seed's folder by its absolute path.
     table["seed_runs"] = [[str(folder.resolve()), k] for folder, k in runs]
     return table
+
+
+def plan_from_folders(folders: Sequence[str | Path]) -> PowerPlan:
+    """The power plan (:func:`~pyskick.experiments.power_plan.make_plan`) of the pilot
+    ``folders``: finished reproduce folders of one design on the validation split, pooled as
+    :func:`pool` pools them when there are several (``pyskick plan``).
+
+    Raises:
+        ValueError: no folder, a folder that is not a finished reproduce folder, folders of
+            other settings or overlapping seeds, or a pilot :func:`make_plan` refuses.
+    """
+    if not folders:
+        raise UserError("plan needs at least one pilot folder")
+    return make_plan(pooled_table(folders, what="plan"), folders)
 
 
 def _read(folder: Path, what: str) -> tuple[dict[str, Any], dict[str, Any]]:

@@ -113,28 +113,23 @@ class PowerPlan:
         }
 
 
-def make_plan(folders: Sequence[str | Path]) -> PowerPlan:
-    """The power plan of the pilot ``folders`` (finished reproduce folders of one design on
-    the validation split; several are pooled as ``pyskick pool`` pools them).
+def make_plan(table: Mapping[str, Any], folders: Sequence[str | Path]) -> PowerPlan:
+    """The power plan of a pilot: ``table`` is its table (one folder's, or several pooled:
+    :func:`pyskick.experiments.pool.plan_from_folders` does both), ``folders`` where it came
+    from (recorded).
 
     Raises:
-        ValueError: no folder, a folder that is not a finished reproduce folder, folders of
-            different settings or overlapping seeds, a pilot on the test split, or a pilot
-            without a claim of at least two seeds.
+        ValueError: a pilot on the test split, without a claim of the paper, or of fewer than
+            :data:`MIN_PILOT_SEEDS` seeds.
     """
-    from pyskick.experiments.pool import pooled_table
-
-    if not folders:
-        raise UserError("plan needs at least one pilot folder")
-    table = pooled_table(folders, what="plan")
     # Where the pilot's data lay says nothing about the design (and a plan travels).
     settings = {k: v for k, v in table["settings"].items() if k not in ("dataset", "pooled")}
     split = settings.get("eval_split", "test")
     if split != "val":
         raise UserError(
-            f"plan: the pilot {folders[0]} was evaluated on the {split} split; a pilot runs on "
-            "the validation split (reproduce --eval-split val), so that no design is chosen on "
-            "the test split"
+            f"plan: the pilot {', '.join(str(f) for f in folders)} was evaluated on the "
+            f"{split} split; a pilot runs on the validation split (reproduce --eval-split val), "
+            "so that no design is chosen on the test split"
         )
     gaps = claim_seed_gaps(table)
     if not gaps:

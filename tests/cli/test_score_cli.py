@@ -194,3 +194,20 @@ def test_torchrun_shards_and_writes_the_same_file(
         for split in ("train", "val"):
             for name in ("normal", "nms"):
                 np.testing.assert_allclose(b[split][name][()], a[split][name][()], atol=1e-6)
+
+
+def test_a_sidekick_is_named_by_the_option_or_the_config(
+    scenes: tuple[Path, Path],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # --sidekick is optional because --config may name one; neither is one line, exit 2.
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PYSKICK_CACHE_DIR", str(tmp_path / "cache"))
+    data, one = scenes
+    args = ["score", "--model", str(one), "--dataset", str(data), "--out", "S.h5"]
+    code, _, err = run(args, capsys)
+    assert code == 2
+    assert "no sidekick named: give --sidekick NAME (or sidekick in --config)" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == []

@@ -191,12 +191,13 @@ def plan(folders: tuple[Path, ...], out: Path) -> None:
     whatever its intervals say (docs/reproduce.md, "Power plans").
     """
     from pyskick._io import check_writable_folder
-    from pyskick.experiments.power_plan import make_plan, plan_lines, write_plan
+    from pyskick.experiments.pool import plan_from_folders
+    from pyskick.experiments.power_plan import plan_lines, write_plan
 
     if out.is_dir():
         raise click.BadParameter(f"{out} is a folder", param_hint="--out")
     check_writable_folder(out.parent)
-    made = write_plan(make_plan(folders), out)
+    made = write_plan(plan_from_folders(folders), out)
     click.echo("\n".join(plan_lines(made)))
     pilot = made.pilot
     click.echo(

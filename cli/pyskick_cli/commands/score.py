@@ -44,9 +44,8 @@ def _split_names(value: str, available: tuple[str, ...]) -> list[str]:
 
 @click.command()
 @sidekick_name_option(
-    required=True,
     help="A registered sidekick that computes scores (rew, demo, ...; see `pyskick plugins "
-    "--all`).",
+    "--all`); required unless --config names one.",
 )
 @sidekick_option_option()
 @click.option(
@@ -133,6 +132,11 @@ def score(
         "sidekick_options": parse_sidekick_options(sidekick_option),
     }
     config = load_config(config_path, preset=preset, overrides=overrides, default_preset=default)
+    if sidekick is None and config.sidekick == "none":  # --sidekick is optional for --config
+        raise click.BadParameter(
+            "no sidekick named: give --sidekick NAME (or sidekick in --config)",
+            param_hint="--sidekick",
+        )
     chosen = resolve_sidekick(config, source.spec, given_name=True, config_path=config_path)
 
     def build(one_view: Path) -> Sidekick:
@@ -143,7 +147,7 @@ def score(
     helper = build(model or cache_folder(source, config))
     if not has_scores(helper):
         raise click.BadParameter(
-            f"sidekick {sidekick!r} computes no scores", param_hint="--sidekick"
+            f"sidekick {chosen.name!r} computes no scores", param_hint="--sidekick"
         )
     if model is None:
         helper = build(cached_one_view(source, config, TrainData.from_file(source)))
