@@ -174,19 +174,19 @@ def reproduce(
             settings that disagree with the folder's ``reproduce.json``; nothing is written then.
     """
     start = time.perf_counter()
-    steps = _plan(
+    call = _prepare(
         dataset, out_dir, preset=preset, config=config, epochs=epochs,
         pretrain_epochs=pretrain_epochs, batch_size=batch_size, methods=methods, seeds=seeds,
         seed_offset=seed_offset, num_test=num_test, eval_split=eval_split, device=device,
         sidekick_options=sidekick_options, loggers=loggers, pack=pack,
         power_plan=plan, plan_optional=plan_optional,
     )  # fmt: skip
-    table, index = _run(steps, report=report, say=log or (lambda _line: None))
-    return ReproduceResult(steps.out, table, index, time.perf_counter() - start)
+    table, index = _run(call, report=report, say=log or (lambda _line: None))
+    return ReproduceResult(call.out, table, index, time.perf_counter() - start)
 
 
 @dataclass(frozen=True)
-class _Plan:
+class _Call:
     """What a ``reproduce`` call will do, every argument checked (nothing written yet)."""
 
     out: Path
@@ -215,7 +215,7 @@ class _Plan:
         return [(m.name, k) for m in self.chosen for k in (self.indices if m.trained else range(1))]
 
 
-def _plan(
+def _prepare(
     dataset: str | os.PathLike[str],
     out_dir: str | os.PathLike[str],
     *,
@@ -235,7 +235,7 @@ def _plan(
     pack: str,
     power_plan: str | os.PathLike[str] | bool | None = None,
     plan_optional: bool = False,
-) -> _Plan:
+) -> _Call:
     """Step 1: every argument checked, the settings the folder will record (reads only)."""
     from pyskick.config import config_preset
     from pyskick.data import ViewgridFile
@@ -324,7 +324,7 @@ def _plan(
     }
     check_settings(out, settings)
     judged_with, note = _power_plan(power_plan, plan_optional, settings, out)
-    return _Plan(
+    return _Call(
         out, source, chosen, indices, given_options, n_test, eval_split, train_config, settings,
         loggers, pack, judged_with, note, drop_plan=power_plan is False,
     )  # fmt: skip
@@ -354,7 +354,7 @@ def _power_plan(
     raise UserError(f"{why}; a plan judges only tables of its pilot's design")
 
 
-def _run(plan: _Plan, *, report: bool, say: Log) -> tuple[dict[str, Any], Path | None]:
+def _run(call: _Call, *, report: bool, say: Log) -> tuple[dict[str, Any], Path | None]:
     """Steps 2 to 5 under the folder's lock: record the settings, pretrain and train
     (:func:`_train_all`), evaluate (:func:`_evaluate_all`), and tabulate and report.
 
@@ -366,9 +366,9 @@ def _run(plan: _Plan, *, report: bool, say: Log) -> tuple[dict[str, Any], Path |
     from pyskick.sidekicks import nms_preset
     from pyskick.training import TrainData
 
-    out, spec = plan.out, plan.source.spec
+    out, spec = call.out, call.source.spec
     with RunDir(out).locked():
-        check_settings(out, plan.settings)
+        check_settings(out, call.settings)
         # Every run of a sidekick in this folder uses the options resolved for its first run, so
         # that seeds or methods added later (or with more --epochs) share one schedule.
         previous = out / SETTINGS_FILE
@@ -379,82 +379,82 @@ def _run(plan: _Plan, *, report: bool, say: Log) -> tuple[dict[str, Any], Path |
             if previous.is_file()
             else {}
         )
-        plan.settings["resolved_sidekick_options"] = resolved
+        call.settings["resolved_sidekick_options"] = resolved
         out.mkdir(parents=True, exist_ok=True)
-        write_json(out / SETTINGS_FILE, plan.settings)
-        if plan.plan_note is not None:
-            say(plan.plan_note)
+        write_json(out / SETTINGS_FILE, call.settings)
+        if call.plan_note is not None:
+            say(call.plan_note)
 
-        data = TrainData.from_file(plan.source)
-        test = plan.source.split(plan.eval_split).load(list(range(plan.n_test)))
+        data = TrainData.from_file(call.source)
+        test = call.source.split(call.eval_split).load(list(range(call.n_test)))
         # Every run, evaluation and the table (with the report) is one step; a step finished by an
         # earlier call is skipped (counted, not in the rate that the time left is estimated from).
-        steps = 1 + len(plan.trained) * len(plan.indices) + len(plan.evaluations) * len(METRICS) + 1
+        steps = 1 + len(call.trained) * len(call.indices) + len(call.evaluations) * len(METRICS) + 1
         with progress.stage("reproduce", total=steps, unit="step", lines="each") as overall:
-            _train_all(plan, data, overall, say)
-            _evaluate_all(plan, test, overall, say)
+            _train_all(call, data, overall, say)
+            _evaluate_all(call, test, overall, say)
             table = build_table(
                 out,
-                [m.name for m in plan.chosen],
-                seeds=plan.indices,
-                settings=plan.settings,
-                roles={m.name: m.role for m in plan.chosen},
-                plan=plan.power_plan,
+                [m.name for m in call.chosen],
+                seeds=call.indices,
+                settings=call.settings,
+                roles={m.name: m.role for m in call.chosen},
+                plan=call.power_plan,
             )
             # The folder's plan changes with its table: an interrupted call keeps both as were.
-            folder_plan(out, plan.power_plan, drop=plan.drop_plan)
+            folder_plan(out, call.power_plan, drop=call.drop_plan)
             write_table(out, table)
             index = None
             if report:
                 say("reproduce: drawing the report")
                 index = write_report(
                     out, table, test, channel_mean=spec.channel_mean, nms=nms_preset(spec.preset),
-                    device=plan.train_config.device, spec=spec, log=say,
+                    device=call.train_config.device, spec=spec, log=say,
                 )  # fmt: skip
             overall.advance(label="report" if report else "table")
     return table, index
 
 
-def _train_all(plan: _Plan, data: TrainData, overall: progress.Stage, say: Log) -> None:
+def _train_all(call: _Call, data: TrainData, overall: progress.Stage, say: Log) -> None:
     """Steps 2 and 3: the one-view model, then every trained method's seeds (in packs where
     they allow it), each a step of ``overall``; a run finished earlier is skipped."""
     from pyskick.plugins import get_registries
     from pyskick.training.pack import recover_recorded
 
-    out = plan.out
+    out = call.out
     one_view = run_dir(out, ONE_VIEW, 0)
-    worked = _pretrain(plan.train_config, one_view, data, out, say, plan.loggers)
+    worked = _pretrain(call.train_config, one_view, data, out, say, call.loggers)
     overall.advance(label=_step(f"pretrain {ONE_VIEW}", worked), skipped=not worked)
     # A pack killed while committing its checkpoints is finished (or undone) before any
     # run's epoch is read, so that its runs are found at one epoch, together.
-    recover_recorded([run_dir(out, m.name, k) for m in plan.trained for k in plan.indices])
+    recover_recorded([run_dir(out, m.name, k) for m in call.trained for k in call.indices])
     registries = get_registries()
     jobs: list[TrainJob] = []
-    for method in plan.trained:
+    for method in call.trained:
         fixed = method_sidekick_options(method, registries)
-        for k in plan.indices:
+        for k in call.indices:
             job = _plan_train(
-                method, k, plan.train_config, one_view, plan.source.spec, out,
-                plan.given_options, plan.settings, fixed, plan.loggers,
+                method, k, call.train_config, one_view, call.source.spec, out,
+                call.given_options, call.settings, fixed, call.loggers,
             )  # fmt: skip
             if job is None:
                 overall.advance(label=_step(f"train {method.name} seed {k}", False),
                                 skipped=True)  # fmt: skip
             else:
                 jobs.append(job)
-    for group in group_jobs(jobs, plan.pack):
+    for group in group_jobs(jobs, call.pack):
         _train_group(group, data, out, say)
         for job in group:
             overall.advance(label=f"train {job.method.name} seed {job.k}")
 
 
-def _evaluate_all(plan: _Plan, test: Tensor, overall: progress.Stage, say: Log) -> None:
+def _evaluate_all(call: _Call, test: Tensor, overall: progress.Stage, say: Log) -> None:
     """Step 4: every run on the evaluation split with every metric, each a step of
     ``overall``; an evaluation of the same weights done earlier is skipped."""
-    for name, k in plan.evaluations:
+    for name, k in call.evaluations:
         for metric in METRICS:
             worked = _evaluate(
-                name, k, metric, plan.train_config, test, plan.source.spec, plan.out, say
+                name, k, metric, call.train_config, test, call.source.spec, call.out, say
             )
             overall.advance(label=_step(f"evaluate {name} seed {k} {metric}", worked),
                             skipped=not worked)  # fmt: skip
