@@ -366,9 +366,9 @@ plan_option = shared_option(
     "--plan",
     type=click.Path(dir_okay=False, exists=True, path_type=Path),
     default=None,
-    help="A power plan (`pyskick plan`) to judge the claims with: a claim it gives less than "
-    "90% power at these seeds is 'not resolved at this budget' (copied into the folder, "
-    "which keeps using it).",
+    help="A power plan (`pyskick plan`) to judge the claims with: a claim with fewer seeds "
+    "than the plan says it needs for 90% power is 'not resolved at this budget' (copied into "
+    "the folder, which keeps using it).",
 )
 
 seed_offset_option = shared_option(

@@ -72,15 +72,13 @@ def pool(
     if (out / SETTINGS_FILE).exists():
         raise UserError(f"pool: --out {out} is a reproduce folder; choose a new folder")
     given = None if plan is None else read_plan(plan)
-    records = [_read(path, "pool") for path in paths]
-    if given is not None:
-        different = plan_mismatch(given, records[0][0])
-        if different:
-            raise UserError(
-                f"pool: power plan {plan} was made for other settings ({', '.join(different)})"
-            )
     judged_with = given if given is not None else shared_plan(paths)
     table = pooled_table(paths, plan=judged_with)
+    different = [] if given is None else plan_mismatch(given, table["settings"])
+    if different:  # the folders' settings, checked by pooled_table; nothing written yet
+        raise UserError(
+            f"pool: power plan {plan} was made for other settings ({', '.join(different)})"
+        )
     out.mkdir(parents=True, exist_ok=True)
     folder_plan(out, judged_with, drop=judged_with is None)
     write_table(out, table)

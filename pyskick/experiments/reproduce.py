@@ -26,7 +26,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from pyskick import progress
 from pyskick._io import read_json_object, write_json
@@ -118,7 +118,7 @@ def reproduce(
     log: Log | None = None,
     loggers: Sequence[str] | None = None,
     pack: str = "auto",
-    plan: str | os.PathLike[str] | bool | None = None,
+    plan: str | os.PathLike[str] | Literal[False] | None = None,
     plan_optional: bool = False,
 ) -> ReproduceResult:
     """Run Table 1 on ``dataset`` into ``out_dir`` (resumable; see the module docstring).
@@ -233,7 +233,7 @@ def _prepare(
     sidekick_options: Mapping[str, Any] | None,
     loggers: Sequence[str] | None,
     pack: str,
-    power_plan: str | os.PathLike[str] | bool | None = None,
+    power_plan: str | os.PathLike[str] | Literal[False] | None = None,
     plan_optional: bool = False,
 ) -> _Call:
     """Step 1: every argument checked, the settings the folder will record (reads only)."""
@@ -331,7 +331,7 @@ def _prepare(
 
 
 def _power_plan(
-    path: str | os.PathLike[str] | bool | None,
+    path: str | os.PathLike[str] | Literal[False] | None,
     optional: bool,
     settings: Mapping[str, Any],
     out: Path,
@@ -341,7 +341,7 @@ def _power_plan(
     the folder's copy, else none; (plan, note)."""
     if path is False:
         return None, None
-    if path is None or path is True:
+    if path is None:
         copy = out / PLAN_FILE
         return (read_plan(copy) if copy.is_file() else None), None
     plan = read_plan(path)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Literal
 
 import click
 
@@ -197,7 +198,7 @@ def demo(
 
 def _judged_with(
     plan: Path | None, *, no_plan: bool, out: Path, num: int, view_size: int
-) -> Path | bool | None:
+) -> Path | Literal[False] | None:
     """The power plan the demo's claims are judged with: none with ``--no-plan`` (False), the
     one given, else the folder's (None: a rerun keeps judging as it did), else the demo's own
     where the data are the default design's (the reproduce settings compare the rest; the

@@ -187,15 +187,13 @@ def plan(folders: tuple[Path, ...], out: Path) -> None:
     """Make a power plan from pilot FOLDERS: reproduce folders of one design run on the
     validation split (`reproduce --eval-split val`, on seeds the judged runs will not use).
     It says which claims the design has 90% power for at how many seeds; `reproduce --plan`
-    and `pool --plan` then judge an under-powered claim "not resolved at this budget"
-    whatever its intervals say (docs/reproduce.md, "Power plans").
+    and `pool --plan` then judge a claim with fewer seeds than it needs "not resolved at this
+    budget" unless its intervals contradict it (docs/reproduce.md, "Power plans").
     """
     from pyskick._io import check_writable_folder
     from pyskick.experiments.pool import plan_from_folders
     from pyskick.experiments.power_plan import plan_lines, write_plan
 
-    if out.is_dir():
-        raise click.BadParameter(f"{out} is a folder", param_hint="--out")
     check_writable_folder(out.parent)
     made = write_plan(plan_from_folders(folders), out)
     click.echo("\n".join(plan_lines(made)))
