@@ -57,7 +57,14 @@ TRAIN_ONLY_FIELDS = (
 )
 """Fields that only matter after pretraining: the one-view cache keys a pretraining by the
 others (their defaults in the cached run), and a resumed pretraining ignores them."""
-RUNTIME_FIELDS = ("device", "data_on_device", "eval_batch_size", "save_every", "cuda_graph")
+RUNTIME_FIELDS = (
+    "device",
+    "data_on_device",
+    "eval_batch_size",
+    "save_every",
+    "cuda_graph",
+    "channels_last",
+)
 """Fields that change where and how fast a run computes, never its results: a resumed run may
 change them, and results recorded by ``reproduce`` do not depend on them."""
 # A config is a few lines of TOML: anything larger is the wrong file (never read into memory).
@@ -73,7 +80,15 @@ _NON_NEGATIVE_FLOATS = (
     "reward_scale",
     "supervised_scale",
 )
-_BOOLS = ("memorize", "fix_decode", "deterministic", "critic_residual", "critic_gate", "cuda_graph")
+_BOOLS = (
+    "memorize",
+    "fix_decode",
+    "deterministic",
+    "critic_residual",
+    "critic_gate",
+    "cuda_graph",
+    "channels_last",
+)
 
 
 @dataclass(frozen=True)
@@ -178,6 +193,11 @@ class TrainConfig:
     (CUDA only, one process; a pack's step too): the host launches one graph instead of
     ~1,200 kernels a step.
     Same arithmetic as the eager step, to float rounding (docs/training.md, "CUDA graphs")."""
+    channels_last: bool = False
+    """Keep the convolutions' weights, and so their activations, channels-last (NHWC), the
+    layout cuDNN's tensor-core convolutions compute in, instead of transforming every
+    convolution's input and output to it and back (docs/training.md, "Channels-last").
+    Same arithmetic to float rounding; off until a GPU measurement shows it pays."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.model, str) or self.model not in MODEL_PRESETS:

@@ -284,6 +284,13 @@ cuda_graph_option = shared_option(
     help="Replay the training step as a CUDA graph (one per epoch; CUDA, one process): one "
     "launch instead of ~1,200 a step (default: the config's, off).",
 )
+channels_last_option = shared_option(
+    "--channels-last/--no-channels-last",
+    "channels_last",
+    default=None,
+    help="Keep the convolutions channels-last (NHWC), the layout cuDNN's tensor-core "
+    "convolutions compute in; same results to float rounding (default: the config's, off).",
+)
 pack_option = shared_option(
     "--pack",
     type=click.Choice(["auto", "on", "off"]),
@@ -438,6 +445,7 @@ def training_options(f: F) -> F:
         data_on_device_option(),
         precision_option(),
         cuda_graph_option(),
+        channels_last_option(),
         eval_batch_size_option(),
         save_every_option(),
         logger_option(),

@@ -34,6 +34,9 @@ from pyskick.training.graphs import STEP_WARMUP
 from pyskick.training.pack import PackMember, PackTrainer
 from pyskick.training.trainer import Trainer
 
+LAYOUTS = ("contiguous", "channels-last")
+"""The convolutions' memory formats a variant may use."""
+
 PAPER_EPOCH_GRIDS = 6000
 """Training viewgrids of a SUN360 epoch (the paper's 56 s on a GTX 1080)."""
 
@@ -51,6 +54,9 @@ class TrainingBench:
     """``"device"``: the viewgrids live on the device; ``"host"``: copied per batch."""
     step: str
     """``"eager"``, or ``"graph"``: replayed as a CUDA graph (``TrainConfig.cuda_graph``)."""
+    layout: str
+    """The convolutions' memory format: ``"contiguous"`` (NCHW), or ``"channels-last"``
+    (NHWC, ``TrainConfig.channels_last``)."""
     batch_size: int
     T: int
     view_size: int
@@ -90,6 +96,7 @@ def bench_training(
     precisions: Sequence[str] = ("fp32",),
     data: Sequence[str] = ("device",),
     modes: Sequence[str] = ("eager",),
+    layouts: Sequence[str] = ("contiguous",),
     grids: int | None = None,
     steps: int = 5,
     warmup: int = 2,
@@ -107,6 +114,7 @@ def bench_training(
         precisions: ``"fp32"``, ``"bf16"``.
         data: ``"device"``, ``"host"`` (the same on the CPU).
         modes: ``"eager"``, ``"graph"`` (the step replayed as a CUDA graph; CUDA only).
+        layouts: ``"contiguous"``, ``"channels-last"`` (the convolutions' memory format).
         grids: random training viewgrids (default: enough for every step of every run).
         steps, warmup: timed and untimed steps per variant.
         batch_size, T: override the preset's.
@@ -123,6 +131,9 @@ def bench_training(
     if T is not None:
         base = base.replace(T=T)
     target = resolve_device(base.device)
+    unknown = sorted(set(layouts) - set(LAYOUTS))
+    if unknown:
+        raise UserError(f"bench: unknown layout {unknown[0]!r} (choose from {', '.join(LAYOUTS)})")
     if "graph" in modes and target.type != "cuda":
         raise UserError(f"bench: a CUDA graph needs a CUDA device, not {target.type}")
     # A graph's eager steps and its capture are untimed too.
@@ -145,14 +156,17 @@ def bench_training(
             torch.manual_seed(0)
             policy = CompletionPolicy(model)
         save_checkpoint(init, {"model": policy.state_dict(), "model_config": model.to_dict()})
-        variants = [(p, d, m) for p in precisions for d in data for m in modes]
-        for precision, placement, mode in variants:
+        variants = [
+            (p, d, m, layout) for p in precisions for d in data for m in modes for layout in layouts
+        ]
+        for precision, placement, mode, layout in variants:
             alone: float | None = None
             for size in runs:
                 config = base.replace(
                     precision=precision,
                     data_on_device="on" if placement == "device" else "off",
                     cuda_graph=mode == "graph",
+                    channels_last=layout == "channels-last",
                 )
                 if target.type == "cpu":
                     config = config.replace(data_on_device="auto")
@@ -168,6 +182,7 @@ def bench_training(
                     precision=precision,
                     data=placement,
                     step=mode,
+                    layout=layout,
                     batch_size=config.batch_size,
                     T=config.T,
                     view_size=model.view_size,
@@ -226,8 +241,9 @@ def _time_steps(
 def _describe(row: TrainingBench) -> str:
     speed = "" if row.speedup is None else f", {row.speedup:.2f}x a run alone"
     graph = ", CUDA graph" if row.step == "graph" else ""
+    layout = ", channels-last" if row.layout == "channels-last" else ""
     return (
-        f"{row.preset} {row.device} {row.precision}{graph} data on {row.data}, "
+        f"{row.preset} {row.device} {row.precision}{graph}{layout} data on {row.data}, "
         f"{row.runs} run{'s' if row.runs > 1 else ''}: {row.episodes_per_s:.0f} episodes/s"
         f"{speed}, {row.epoch_seconds_per_run:.2f} s per run's 6,000-grid epoch"
     )

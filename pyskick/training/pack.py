@@ -42,6 +42,7 @@ from pyskick.envs.rollout import Rollout, collect_rollout, make_env
 from pyskick.errors import UserError
 from pyskick.models.act import select_actions
 from pyskick.models.critics import FullObservabilityCritic, PartialObservabilityCritic
+from pyskick.models.memory_format import use_channels_last
 from pyskick.models.packed import pack, unpack_into
 from pyskick.run_dir import RunDir
 from pyskick.sidekicks.base import Sidekick
@@ -95,7 +96,7 @@ def pack_key(member: PackMember, *, done: int, stage: Stage = "train") -> tuple[
     return (
         stage, c.model, c.T, c.batch_size, c.lr, c.weight_decay, member.init is not None,
         c.fix_decode, c.frozen_batchnorm, c.memorize, radius, c.start_zeroing, c.device,
-        c.data_on_device, c.epochs, c.save_every, c.precision, critic,
+        c.data_on_device, c.epochs, c.save_every, c.precision, c.channels_last, critic,
         c.critic_gate if learned_critic else None,
         c.critic_residual if learned_critic else None, done,
     )  # fmt: skip
@@ -502,6 +503,7 @@ _SAME = (
     ("epochs", lambda t: t.epochs),
     ("save_every", lambda t: t.config.save_every),
     ("precision", lambda t: t.config.precision),
+    ("channels_last", lambda t: t.config.channels_last),
     ("critic", lambda t: None if t.critic is None else type(t.critic).__name__),
     ("critic_gate", lambda t: t.config.critic_gate if t.critic is not None else None),
 )
@@ -633,6 +635,10 @@ class PackTrainer:
         self.critic: nn.Module | None = None
         if first.critic is not None:
             self.critic = pack([t.critic for t in trainers], image_encoder=self.policy.sense_im)
+        if self.config.channels_last:  # before the optimizer's state takes their layout
+            use_channels_last(self.policy)
+            if self.critic is not None:
+                use_channels_last(self.critic)
         self.env = make_env(
             first.model_config,
             self.T,

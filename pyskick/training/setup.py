@@ -24,6 +24,7 @@ from pyskick.distributed import DistContext, init_distributed, is_main, resolve_
 from pyskick.envs.rollout import make_env
 from pyskick.errors import UserError
 from pyskick.models import CompletionPolicy, ModelConfig, preset
+from pyskick.models.memory_format import use_channels_last
 from pyskick.overrides import overrides
 from pyskick.plugins import lookup
 from pyskick.run_dir import CONFIG, RunDir
@@ -276,6 +277,10 @@ class TrainerSetup:
             self.policy.act.requires_grad_(False)
         entry = self._critic_entry
         self.critic = self._make_critic(entry.factory) if entry is not None else None
+        if config.channels_last:  # before the optimizer's state takes their layout
+            use_channels_last(self.policy)
+            if self.critic is not None:
+                use_channels_last(self.critic)
         params = self.policy.trainable_parameters()
         if self.critic is not None:
             params += [p for p in self.critic.parameters() if p.requires_grad]

@@ -161,3 +161,24 @@ def test_training_bench_times_a_run_alone_and_a_pack(capsys: pytest.CaptureFixtu
     code, _, err = _run(capsys, "--training", "--precision", "fp16")
     assert code == 2
     assert "fp32, bf16" in err
+    code, _, err = _run(capsys, "--training", "--layout", "nhwc")
+    assert code == 2
+    assert "contiguous, channels-last" in err
+
+
+def test_training_bench_times_the_convolutions_channels_last(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    torch.set_num_threads(1)
+    args = ("--training", "--runs", "1,2", "--steps", "1", "--device", "cpu", "--view-size", "16")
+    code, out, err = _run(capsys, *args, "--layout", "contiguous,channels-last", "--json")
+    assert code == 0, err
+    rows = json.loads(out)["rows"]
+    assert [(r["runs"], r["layout"]) for r in rows] == [
+        (1, "contiguous"),
+        (2, "contiguous"),
+        (1, "channels-last"),
+        (2, "channels-last"),
+    ]
+    assert rows[2]["speedup"] == 1.0  # against the run alone of its own layout
+    assert "fp32, channels-last data on device, 2 runs:" in err

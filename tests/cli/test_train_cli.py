@@ -49,14 +49,17 @@ def test_pretrain_train_evaluate(
     assert report["split"] == "test"
     assert report["n_samples"] == 4
     assert {"mean_x1000", "std_x1000", "stderr_x1000", "improvement_pct"} <= set(report)
-    # --resume with more epochs continues the same run.
+    # --resume with more epochs continues the same run, here with channels-last convolutions
+    # (where and how fast it computes: a resumed run may change it).
     code, _, err = run(
         ["train", "--dataset", str(scenes), *FAST[:2], "--epochs", "2", "--batch-size", "8",
-         "--device", "cpu", "--out", str(ltla), "--resume"],
+         "--device", "cpu", "--out", str(ltla), "--resume", "--channels-last"],
         capsys,
     )  # fmt: skip
     assert code == 0, err
-    assert load_checkpoint(ltla / "latest.pt")["epoch"] == 1
+    state = load_checkpoint(ltla / "latest.pt")
+    assert state["epoch"] == 1
+    assert state["config"]["channels_last"] is True
 
 
 def test_train_without_init_pretrains_once_and_reuses(

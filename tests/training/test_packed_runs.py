@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from pyskick.checkpoint import load_checkpoint, save_checkpoint
+from pyskick.models.memory_format import is_channels_last
 from pyskick.run_dir import RunDir
 from pyskick.sidekicks.demo import DemoSidekick
 from pyskick.sidekicks.reward import RewardSidekick
@@ -72,10 +73,16 @@ def _solo(member, data):
 
 
 @pytest.mark.parametrize("kinds", [("ltla", "rnd", "rew", "demo"), ("ac", "ac2")])
-def test_one_packed_step_is_each_runs_step(tmp_path, pretrained, tiny_config, tiny_data, kinds):
+@pytest.mark.parametrize("channels_last", [False, True], ids=["nchw", "channels-last"])
+def test_one_packed_step_is_each_runs_step(
+    tmp_path, pretrained, tiny_config, tiny_data, kinds, channels_last
+):
+    """The pack (channels-last or not) against its runs alone (contiguous)."""
     config = tiny_config.replace(epochs=1)
-    members = _members(tmp_path / "pack", pretrained, config, kinds)
+    pack_config = config.replace(channels_last=channels_last)
+    members = _members(tmp_path / "pack", pretrained, pack_config, kinds)
     packed = PackTrainer(members, tiny_data).setup()
+    assert is_channels_last(packed.policy) is channels_last
     solos = [
         _solo(m, tiny_data).setup() for m in _members(tmp_path / "solo", pretrained, config, kinds)
     ]
@@ -195,6 +202,11 @@ def test_runs_that_cannot_share_a_pack_are_refused_before_anything_is_written(
     mixed = _members(tmp_path / "m", pretrained, tiny_config, ("ltla", "ac"))
     with pytest.raises(ValueError, match="critic differs"):
         train_pack(mixed, tiny_data)
+    layouts = [members[0], PackMember(tiny_config.replace(epochs=1, channels_last=True),
+                                      tmp_path / "c", init=pretrained)]  # fmt: skip
+    with pytest.raises(ValueError, match=r"channels_last differs \(False vs True\)"):
+        train_pack(layouts, tiny_data)
+    assert not (tmp_path / "c" / "config.json").exists()
 
 
 def test_pretraining_packs(tmp_path, tiny_config, tiny_data):

@@ -24,6 +24,10 @@ failing part never loses the others, and the JSON is rewritten after every part)
   bf16) with ``torch.backends.cudnn.benchmark`` on, to set against trainbench's rows of the same
   call (the replay profile of 2026-11-27 found a pack's grouped convolutions on cuDNN's default
   algorithms, a bf16 weight gradient among them at 43 % of the device time).
+- ``layout``: ``pyskick bench --training``'s graph rows (a run alone and a pack of 15, fp32 and
+  bf16) with the convolutions contiguous and channels-last (``--layout``), and the replay
+  profile of a channels-last pack of 15 in fp32 (the 2026-11-27 profile found 19 % of a pack's
+  device time in cuDNN's NCHW/NHWC layout transforms).
 - ``compiled``: a run alone's step with the policy torch.compile'd (inductor) inside the CUDA
   graph, against the same step uncompiled: wall time and kernels per step.
 - ``compile``: torch.compile of the policy, compile seconds and steady step time.
@@ -531,9 +535,10 @@ def part_profile(args, device, ctx) -> dict[str, Any]:
 
 
 def _replay_variant(device, runs: int, precision: str, graph: bool, steps: int, tmp: Path,
-                    compile_backend: str | None = None):  # fmt: skip
+                    compile_backend: str | None = None, channels_last: bool = False):  # fmt: skip
     """Profile ``steps`` training steps after the warm-up (and capture): one variant; with
-    ``compile_backend`` (a run alone) the policy is ``torch.compile``'d inside the step."""
+    ``compile_backend`` (a run alone) the policy is ``torch.compile``'d inside the step; with
+    ``channels_last`` the convolutions compute channels-last."""
     from torch.profiler import ProfilerActivity, profile
 
     from pyskick.checkpoint import save_checkpoint
@@ -546,7 +551,7 @@ def _replay_variant(device, runs: int, precision: str, graph: bool, steps: int, 
     from pyskick.training.trainer import Trainer
 
     config = train_preset("paper-sun360").replace(
-        device=device.type, precision=precision, cuda_graph=graph,
+        device=device.type, precision=precision, cuda_graph=graph, channels_last=channels_last,
         data_on_device="on" if device.type == "cuda" else "auto",
     )  # fmt: skip
     model = preset_model(config.model)
@@ -636,6 +641,39 @@ def _is_matmul(name: str) -> bool:
     return not _is_layout(name) and any(m in name.lower() for m in _MATMUL)
 
 
+def _replay_summary(prof, wall: float, steps: int) -> dict[str, Any]:
+    """Kernels per step, device-busy share, device time by kind and the top kernels of a
+    profile of ``steps`` replayed steps that took ``wall`` seconds."""
+    activity = _device_activity(prof)
+    kernels = [e for e in activity if not _is_copy(e.name)]
+    by_name: dict[str, list[float]] = {}
+    for e in kernels:
+        by_name.setdefault(e.name, []).append(float(e.device_time_total))  # microseconds
+    busy_us = sum(sum(v) for v in by_name.values())
+    layout_us = sum(sum(v) for name, v in by_name.items() if _is_layout(name))
+    mm_us = sum(sum(v) for name, v in by_name.items() if _is_matmul(name))
+    top = sorted(by_name.items(), key=lambda kv: -sum(kv[1]))[:15]
+    res = {
+        "wall_ms_per_step": round(wall / steps * 1e3, 3),
+        "device_kernels_per_step": round(len(kernels) / steps, 1),
+        "copies_fills_per_step": round((len(activity) - len(kernels)) / steps, 1),
+        # The sum of the kernels' durations (overlapping kernels each counted) and, over
+        # the wall time, the share during which at least one kernel ran.
+        "device_busy_ms_per_step": round(busy_us / steps / 1e3, 3),
+        "kernel_time_over_wall": round(busy_us / 1e6 / wall, 4) if wall else None,
+        "device_busy_share": round(_busy_union_us(kernels) / 1e6 / wall, 4)
+        if wall and kernels else None,
+        "matmul_conv_share_of_busy": round(mm_us / busy_us, 4) if busy_us else None,
+        "layout_transform_share_of_busy": round(layout_us / busy_us, 4) if busy_us else None,
+        "median_kernel_us": round(statistics.median(
+            [t for v in by_name.values() for t in v]), 2) if kernels else None,
+        "top_kernels": [{"name": name[:600], "calls_per_step": len(v) / steps,
+                         "ms_per_step": round(sum(v) / steps / 1e3, 4)}
+                        for name, v in top],
+    }  # fmt: skip
+    return res
+
+
 def part_replay(args, device, ctx) -> dict[str, Any]:
     """Training steps replayed as CUDA graphs under torch.profiler (eager on the CPU): where a
     replay's device time goes, and how busy it keeps the GPU."""
@@ -655,33 +693,7 @@ def part_replay(args, device, ctx) -> dict[str, Any]:
             print(traceback.format_exc(), file=sys.stderr, flush=True)
             save_json(args)
             continue
-        activity = _device_activity(prof)
-        kernels = [e for e in activity if not _is_copy(e.name)]
-        by_name: dict[str, list[float]] = {}
-        for e in kernels:
-            by_name.setdefault(e.name, []).append(float(e.device_time_total))  # microseconds
-        busy_us = sum(sum(v) for v in by_name.values())
-        layout_us = sum(sum(v) for name, v in by_name.items() if _is_layout(name))
-        mm_us = sum(sum(v) for name, v in by_name.items() if _is_matmul(name))
-        top = sorted(by_name.items(), key=lambda kv: -sum(kv[1]))[:15]
-        res = {
-            "wall_ms_per_step": round(wall / steps * 1e3, 3),
-            "device_kernels_per_step": round(len(kernels) / steps, 1),
-            "copies_fills_per_step": round((len(activity) - len(kernels)) / steps, 1),
-            # The sum of the kernels' durations (overlapping kernels each counted) and, over
-            # the wall time, the share during which at least one kernel ran.
-            "device_busy_ms_per_step": round(busy_us / steps / 1e3, 3),
-            "kernel_time_over_wall": round(busy_us / 1e6 / wall, 4) if wall else None,
-            "device_busy_share": round(_busy_union_us(kernels) / 1e6 / wall, 4)
-            if wall and kernels else None,
-            "matmul_conv_share_of_busy": round(mm_us / busy_us, 4) if busy_us else None,
-            "layout_transform_share_of_busy": round(layout_us / busy_us, 4) if busy_us else None,
-            "median_kernel_us": round(statistics.median(
-                [t for v in by_name.values() for t in v]), 2) if kernels else None,
-            "top_kernels": [{"name": name[:600], "calls_per_step": len(v) / steps,
-                             "ms_per_step": round(sum(v) / steps / 1e3, 4)}
-                            for name, v in top],
-        }  # fmt: skip
+        res = _replay_summary(prof, wall, steps)
         out[key] = res
         brief = {k: v for k, v in res.items() if k != "top_kernels"}
         print(f"  replay {key}: {json.dumps(brief)}", flush=True)
@@ -744,6 +756,39 @@ def part_cudnn(args, device, ctx) -> dict[str, Any]:
     finally:
         torch.backends.cudnn.benchmark = old
     return {"cudnn_benchmark": True, "rows": as_dicts(rows)}
+
+
+def part_layout(args, device, ctx) -> dict[str, Any]:
+    """Replayed steps with the convolutions contiguous and channels-last (see the module
+    docstring)."""
+    from pyskick.training.bench import as_dicts, bench_training
+
+    graph = device.type == "cuda"
+    out: dict[str, Any] = {"graph": graph}
+    RESULTS["layout"] = out
+    rows = bench_training(
+        preset="paper-sun360" if graph else "cpu-demo", device=device.type,
+        runs=(1, 15) if graph else (1, 2), precisions=("fp32", "bf16") if graph else ("fp32",),
+        modes=("graph",) if graph else ("eager",), layouts=("contiguous", "channels-last"),
+        steps=2 if args.quick else 10,
+        progress=lambda line: print(f"  layout: {line}", flush=True),
+    )  # fmt: skip
+    out["rows"] = as_dicts(rows)
+    save_json(args)
+    steps = 2 if args.quick else 5
+    tmp = Path(tempfile.mkdtemp(prefix="layout-", dir=args.work))
+    runs = 15 if graph else 2
+    prof, wall = _replay_variant(device, runs, "fp32", graph, steps, tmp, channels_last=True)
+    res = _replay_summary(prof, wall, steps)
+    out[f"replay-{runs}-fp32-channels-last"] = res
+    brief = {k: v for k, v in res.items() if k != "top_kernels"}
+    print(f"  layout replay {runs}-fp32 channels-last: {json.dumps(brief)}", flush=True)
+    sort = "self_device_time_total" if graph else "self_cpu_time_total"
+    with Path(args.profile_out).open("a") as f:
+        f.write(f"\n\n=== replay {runs}-fp32 channels-last, {steps} steps\n"
+                + json.dumps(res, indent=1) + "\n"
+                + prof.key_averages().table(sort_by=sort, row_limit=30) + "\n")  # fmt: skip
+    return out
 
 
 def part_compile(args, device, ctx) -> dict[str, Any]:
@@ -835,6 +880,7 @@ PARTS = {
     "step": part_step,
     "profile": part_profile,
     "replay": part_replay,
+    "layout": part_layout,
     "cudnn": part_cudnn,
     "compiled": part_compiled,
     "compile": part_compile,

@@ -20,7 +20,7 @@ mkdir -p "$OUT"
 DRY=${GPU_DRY:-0}
 PY=${PY:-python3}
 BUDGET_S=${BUDGET_S:-540}
-STEPS=${STEPS:-env,wheels,build,throwprobe,cudatests,memcheck,trainbench,bench,replay,table1,cudnn,compiled,evalscore,profile,nccl,racecheck,initcheck,step,compile,epoch,concurrent,fullsuite}
+STEPS=${STEPS:-env,wheels,build,throwprobe,cudatests,memcheck,trainbench,bench,replay,table1,cudnn,layout,compiled,evalscore,profile,nccl,racecheck,initcheck,step,compile,epoch,concurrent,fullsuite}
 HERE=$(cd "$(dirname "$0")" && pwd)
 WORK=${WORK:-/tmp/pyskick-gpu-work}
 mkdir -p "$WORK"
@@ -341,6 +341,10 @@ step table1 ${TABLE1_S:-450} bash -c 'table1 >>"$S"'
 # The replayed steps again with cuDNN's autotuner on (perf.py's cudnn part), against
 # trainbench's rows of the same call.
 step cudnn 90 perf cudnn
+# The replayed steps with the convolutions channels-last against contiguous, and the replay
+# profile of a channels-last pack of 15 (perf.py's layout part): cuDNN's layout transforms were
+# 19 % of a pack's device time.
+step layout 120 perf layout
 # A run alone's step with the policy compiled (inductor) inside the graph (perf.py's compiled
 # part): fewer, fused kernels, the lever the replay profile points to for a run alone.
 step compiled 150 perf compiled

@@ -97,6 +97,7 @@ def _bench_training(
     precisions: tuple[str, ...],
     placements: tuple[str, ...],
     modes: tuple[str, ...],
+    layouts: tuple[str, ...],
     steps: int,
     view_size: int | None,
     as_json: bool,
@@ -116,6 +117,7 @@ def _bench_training(
         precisions=precisions,
         data=placements,
         modes=modes,
+        layouts=layouts,
         steps=steps,
         view_size=view_size,
         progress=lambda line: click.echo(f"bench: {line}", err=True),
@@ -124,7 +126,8 @@ def _bench_training(
         click.echo(json.dumps({"environment": environment(), "rows": as_dicts(rows)}, indent=2))
         return
     header = (
-        "runs", "precision", "data", "mode", "step", "episodes/s", "vs alone", "s per run-epoch"
+        "runs", "precision", "data", "mode", "layout", "step", "episodes/s", "vs alone",
+        "s per run-epoch",
     )  # fmt: skip
     lines = [header]
     for row in rows:
@@ -134,6 +137,7 @@ def _bench_training(
                 row.precision,
                 row.data,
                 row.step,
+                row.layout,
                 _duration(row.step_seconds),
                 f"{row.episodes_per_s:.0f}",
                 _times(row.speedup),
@@ -316,6 +320,15 @@ def _table(rows: list[dict[str, Any]]) -> str:
     "only).",
 )
 @click.option(
+    "--layout",
+    "layouts",
+    type=ChoiceList(("contiguous", "channels-last")),
+    default="contiguous",
+    show_default=True,
+    help="--training: comma-separated memory formats of the convolutions: contiguous (NCHW), "
+    "channels-last (NHWC).",
+)
+@click.option(
     "--steps",
     type=click.IntRange(min=1),
     default=5,
@@ -338,6 +351,7 @@ def bench(
     precisions: tuple[str, ...],
     placements: tuple[str, ...],
     modes: tuple[str, ...],
+    layouts: tuple[str, ...],
     steps: int,
     view_size: int | None,
 ) -> None:
@@ -351,7 +365,16 @@ def bench(
     """
     if training:
         _bench_training(
-            device, preset, runs, precisions, placements, modes, steps, view_size, as_json
+            device,
+            preset,
+            runs,
+            precisions,
+            placements,
+            modes,
+            layouts,
+            steps,
+            view_size,
+            as_json,
         )
         return
     from pyskick.kernel_bench import run_suite

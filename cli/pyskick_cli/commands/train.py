@@ -147,6 +147,7 @@ def pretrain(
     data_on_device: str | None,
     precision: str | None,
     cuda_graph: bool | None,
+    channels_last: bool | None,
     eval_batch_size: int | str | None,
     save_every: int | None,
     logger: tuple[str, ...],
@@ -162,8 +163,8 @@ def pretrain(
         config = _config(
             preset, config_path, source.spec.preset, pretrain_epochs=epochs, batch_size=batch_size,
             lr=lr, seed=seed, device=device, data_on_device=data_on_device,
-            precision=precision, cuda_graph=cuda_graph, eval_batch_size=eval_batch_size,
-            save_every=save_every,
+            precision=precision, cuda_graph=cuda_graph, channels_last=channels_last,
+            eval_batch_size=eval_batch_size, save_every=save_every,
         )  # fmt: skip
         data = _load_data(source, config)
         trainer = Trainer(config, out_dir, data, stage="pretrain", resume=resume, loggers=loggers)
@@ -222,6 +223,7 @@ def train(
     data_on_device: str | None,
     precision: str | None,
     cuda_graph: bool | None,
+    channels_last: bool | None,
     eval_batch_size: int | str | None,
     save_every: int | None,
     logger: tuple[str, ...],
@@ -254,7 +256,7 @@ def train(
         config = _config(
             preset, config_path, source.spec.preset, epochs=epochs, batch_size=batch_size, lr=lr,
             seed=seed, device=device, data_on_device=data_on_device, precision=precision,
-            cuda_graph=cuda_graph, eval_batch_size=eval_batch_size,
+            cuda_graph=cuda_graph, channels_last=channels_last, eval_batch_size=eval_batch_size,
             save_every=save_every, T=T, critic=critic, actor=actor, sidekick=sidekick,
             sidekick_options=parse_sidekick_options(sidekick_option),
             pretrain_epochs=pretrain_epochs,
