@@ -129,6 +129,7 @@ def restore_training(run: Checkpointed, state: dict[str, Any], grid_shape: tuple
             )
         run.critic.load_state_dict(state["critic"])
     run.optimizer.load_state_dict(state["optimizer"])
+    _moments_like_weights(run.optimizer)
     run.baseline.load_state_dict(state["baseline"])
     if "control_variate" in state:  # absent from checkpoints that predate it (never used)
         run.control_variate.load_state_dict(state["control_variate"])
@@ -145,3 +146,17 @@ def restore_training(run: Checkpointed, state: dict[str, Any], grid_shape: tuple
     run.critic_calibrated = bool(state.get("critic_calibrated", True))
     run.best_val = float(state["best_val"])
     run.history = [dict(item) for item in state["history"]]
+
+
+def _moments_like_weights(optimizer: torch.optim.Optimizer) -> None:
+    """Give the optimizer's per-element state the memory layout of its parameter (a run saved
+    contiguous and resumed channels-last, or the reverse: ``load_state_dict`` keeps the saved
+    strides, and Adam's multi-tensor step would fall back to one tensor at a time)."""
+    for param, values in optimizer.state.items():
+        for key, value in values.items():
+            if (
+                torch.is_tensor(value)
+                and value.shape == param.shape
+                and value.stride() != param.stride()
+            ):
+                values[key] = torch.empty_like(param, dtype=value.dtype).copy_(value)

@@ -153,11 +153,22 @@ def test_a_packed_policy_steps_as_its_runs_do(case: dict) -> None:
 _BEFORE_MAX_POOLING = ("sense_im.0.", "sense_im.3.", "sense_im.6.")  # the convolutions
 
 
+@pytest.mark.parametrize(
+    ("packed_channels_last", "solo_channels_last"),
+    [(False, False), (True, False), (False, True)],
+    ids=["contiguous", "packed-channels-last", "solo-channels-last"],
+)
 @given(shapes())
-@settings(max_examples=6, deadline=None)
-def test_a_packed_policy_backpropagates_as_its_runs_do_in_float64(case: dict) -> None:
+@settings(max_examples=4, deadline=None)
+def test_a_packed_policy_backpropagates_as_its_runs_do_in_float64(
+    packed_channels_last: bool, solo_channels_last: bool, case: dict
+) -> None:
     """Every gradient, the convolutions' too, in float64 (where no two pooled inputs come
-    within rounding of each other): within 1e-10 of the largest."""
+    within rounding of each other), each layout on either side: within 1e-10 of the
+    largest."""
+    case = dict(
+        case, packed_channels_last=packed_channels_last, solo_channels_last=solo_channels_last
+    )
     packed, policies, _ = _glimpses(case, torch.float64)
     grads = dict(packed.named_parameters())
     scale = max(float(p.grad.abs().max()) for m in policies for p in m.parameters())

@@ -102,11 +102,49 @@ def test_a_channels_last_run_trains_checkpoints_and_resumes_exactly(
         assert b["val_error"] == pytest.approx(a["val_error"], rel=1e-3)
 
 
-def test_a_contiguous_run_resumes_channels_last(tmp_path, pretrained, tiny_config, tiny_data):
-    config = tiny_config.replace(epochs=1)
-    train(config, tmp_path / "run", tiny_data, init=pretrained)
-    more = train(
-        config.replace(epochs=2, channels_last=True), tmp_path / "run", tiny_data, resume=True
+def _moments_like_weights(trainer: Trainer) -> bool:
+    return all(
+        value.stride() == param.stride()
+        for param, state in trainer.optimizer.state.items()
+        for value in state.values()
+        if value.shape == param.shape
     )
+
+
+@pytest.mark.parametrize("first", [False, True], ids=["then-channels-last", "then-contiguous"])
+def test_a_run_resumes_in_the_other_layout(tmp_path, pretrained, tiny_config, tiny_data, first):
+    config = tiny_config.replace(epochs=2, channels_last=first)
+    full = train(config, tmp_path / "full", tiny_data, init=pretrained)
+    train(config.replace(epochs=1), tmp_path / "run", tiny_data, init=pretrained)
+    other = config.replace(channels_last=not first)
+    trainer = Trainer(other, tmp_path / "run", tiny_data, stage="train", resume=True).setup()
+    assert is_channels_last(trainer.policy) is not first
+    assert trainer.optimizer.state  # Adam's moments, restored in the weights' layout
+    assert _moments_like_weights(trainer)
+    more = trainer.fit()
     assert len(more.history) == 2
-    assert load_checkpoint(more.run_dir / "latest.pt")["config"]["channels_last"] is True
+    assert load_checkpoint(more.run_dir / "latest.pt")["config"]["channels_last"] is not first
+    assert more.history[1]["val_error"] == pytest.approx(full.history[1]["val_error"], rel=1e-3)
+
+
+def test_a_channels_last_pretraining_step_is_the_contiguous_step(tmp_path, tiny_config, tiny_data):
+    """Pretraining is where the convolutions learn (Sense is frozen after it)."""
+    steps = []
+    for channels_last in (False, True):
+        config = tiny_config.replace(channels_last=channels_last)
+        trainer = Trainer(config, tmp_path / str(channels_last), tiny_data, stage="pretrain")
+        trainer.setup()
+        trainer.optimizer.step = lambda: None  # the gradients, before the update
+        with no_host_syncs():
+            metrics = trainer.train_step(next(trainer.batches(0)), 0)
+        steps.append((trainer, metrics))
+    (plain, expected), (last, got) = steps
+    assert is_channels_last(last.policy)
+    conv = dict(last.policy.named_parameters())["sense_im.0.weight"]
+    assert conv.requires_grad  # the convolutions learn here
+    assert conv.grad is not None
+    torch.testing.assert_close(got.rec_error, expected.rec_error, rtol=1e-5, atol=1e-7)
+    scale = max(float(p.grad.abs().max()) for p in plain.params if p.grad is not None)
+    for (name, a), b in zip(plain.policy.named_parameters(), last.policy.parameters(), strict=True):
+        if a.grad is not None:
+            torch.testing.assert_close(b.grad, a.grad, rtol=1e-4, atol=1e-4 * scale, msg=name)

@@ -766,15 +766,17 @@ def part_layout(args, device, ctx) -> dict[str, Any]:
     graph = device.type == "cuda"
     out: dict[str, Any] = {"graph": graph}
     RESULTS["layout"] = out
-    rows = bench_training(
-        preset="paper-sun360" if graph else "cpu-demo", device=device.type,
-        runs=(1, 15) if graph else (1, 2), precisions=("fp32", "bf16") if graph else ("fp32",),
-        modes=("graph",) if graph else ("eager",), layouts=("contiguous", "channels-last"),
-        steps=2 if args.quick else 10,
-        progress=lambda line: print(f"  layout: {line}", flush=True),
-    )  # fmt: skip
-    out["rows"] = as_dicts(rows)
-    save_json(args)
+    out["rows"] = []
+    for precision in ("fp32", "bf16") if graph else ("fp32",):  # rows kept as they come
+        rows = bench_training(
+            preset="paper-sun360" if graph else "cpu-demo", device=device.type,
+            runs=(1, 15) if graph else (1, 2), precisions=(precision,),
+            modes=("graph",) if graph else ("eager",), layouts=("contiguous", "channels-last"),
+            steps=2 if args.quick else 10,
+            progress=lambda line: print(f"  layout: {line}", flush=True),
+        )  # fmt: skip
+        out["rows"] += as_dicts(rows)
+        save_json(args)
     steps = 2 if args.quick else 5
     tmp = Path(tempfile.mkdtemp(prefix="layout-", dir=args.work))
     runs = 15 if graph else 2

@@ -344,7 +344,7 @@ step cudnn 90 perf cudnn
 # The replayed steps with the convolutions channels-last against contiguous, and the replay
 # profile of a channels-last pack of 15 (perf.py's layout part): cuDNN's layout transforms were
 # 19 % of a pack's device time.
-step layout 120 perf layout
+step layout 180 perf layout
 # A run alone's step with the policy compiled (inductor) inside the graph (perf.py's compiled
 # part): fewer, fused kernels, the lever the replay profile points to for a run alone.
 step compiled 150 perf compiled
