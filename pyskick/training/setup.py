@@ -146,7 +146,8 @@ class TrainerSetup:
             check_pack(self.run_dir, recorded.get("pack"), self.pack_record)
             # Without a sidekick object the run rebuilds its own (the one resolver, with the
             # resume rules): the recorded sidekick unless another was named, the recorded
-            # options (given ones must agree), and the recorded radius.
+            # options (given ones must agree), and the recorded radius. With one, the options
+            # its record predates take the object's values (the others must agree).
             inherited: tuple[str, ...] = ()
             if sidekick is None:
                 inherited = ("reward_radius",)
@@ -163,6 +164,8 @@ class TrainerSetup:
                         sidekick=self._run_sidekick.name,
                         sidekick_options=self._run_sidekick.options,
                     )
+            elif stage == "train":
+                recorded = options_the_run_predates(recorded, config)
             config = resumed_config(recorded, config, stage, inherited)
         if stage == "pretrain":
             # One glimpse, no actions: the actor, critic and sidekick settings are moot.
@@ -475,6 +478,36 @@ def model_config_for(config: TrainConfig, data: TrainData) -> ModelConfig:
         )
     except (TypeError, ValueError) as exc:
         raise UserError(f"the data's viewgrids do not fit model {config.model!r}: {exc}") from None
+
+
+def options_the_run_predates(recorded: dict[str, Any], config: TrainConfig) -> dict[str, Any]:
+    """A run resumed with a sidekick object: the options its record predates (the sidekick
+    gained them since) take the object's values, as :func:`~pyskick.sidekicks.for_run` gives
+    them their defaults when the run rebuilds its own sidekick; the options both have must
+    agree.
+
+    Args:
+        recorded: what the run recorded (a checkpoint, or ``{"config": ...}``).
+        config: the requested config, ``sidekick`` and ``sidekick_options`` the object's.
+
+    Returns:
+        ``recorded``, or a copy whose config holds the merged options.
+
+    Raises:
+        UserError: an option both have differs (naming both values).
+    """
+    saved = recorded.get("config") or {}
+    if "sidekick_options" not in saved or saved.get("sidekick") != config.sidekick:
+        return recorded  # an older record, or another sidekick: resumed_config refuses
+    kept = dict(saved["sidekick_options"])
+    for key, value in config.sidekick_options.items():
+        if key in kept and kept[key] != value:
+            raise UserError(
+                f"cannot resume: sidekick {config.sidekick!r} option {key} is {value!r} but the "
+                f"run used {kept[key]!r}"
+            )
+    merged = {**config.sidekick_options, **kept}
+    return {**recorded, "config": {**saved, "sidekick_options": merged}}
 
 
 def resumed_config(

@@ -218,6 +218,37 @@ def test_a_sidekicks_reward_radius_and_options_survive_resume(
     assert a["sidekick"] == b["sidekick"]
 
 
+def test_a_run_given_its_sidekick_resumes_after_the_sidekick_gains_an_option(
+    tmp_path, pretrained, tiny_config, tiny_data
+):
+    # The run's records predate the option "radius" (rewritten so): the sidekick object given
+    # at resume supplies it, as the registry's default would for a run rebuilding its own;
+    # an option both have must agree.
+    from pyskick.checkpoint import save_checkpoint
+    from pyskick.sidekicks import make_sidekick
+
+    config = tiny_config.replace(epochs=2)
+
+    def sidekick(**changes):
+        options = {"k": 2, "radius": 1, "decay_every": 1, **changes}
+        return make_sidekick(
+            "rnd-rewards", one_view=None, spec=tiny_data.spec, config=config, options=options
+        )
+
+    full = train(config, tmp_path / "full", tiny_data, init=pretrained, sidekick=sidekick())
+    cut = tmp_path / "cut"
+    train(config.replace(epochs=1), cut, tiny_data, init=pretrained, sidekick=sidekick())
+    state = load_checkpoint(cut / "latest.pt")
+    del state["config"]["sidekick_options"]["radius"]
+    save_checkpoint(cut / "latest.pt", {k: v for k, v in state.items() if k != "format"})
+    with pytest.raises(ValueError, match=r"cannot resume: sidekick 'rnd-rewards' option k is 3 "
+                       r"but the run used 2$"):  # fmt: skip
+        train(config, cut, tiny_data, resume=True, sidekick=sidekick(k=3))
+    resumed = train(config, cut, tiny_data, resume=True, sidekick=sidekick())
+    assert resumed.history == full.history
+    assert load_checkpoint(cut / "latest.pt")["config"]["sidekick_options"]["radius"] == 1
+
+
 def test_constructing_a_trainer_is_cheap_and_writes_nothing(
     tmp_path, monkeypatch, pretrained, tiny_config, tiny_data
 ):
