@@ -289,7 +289,7 @@ class TrainConfig:
             )
         # An integer where a float is expected (lr = 1 in TOML) is fine; the reverse is not.
         floats = set(_POSITIVE_FLOATS + _NON_NEGATIVE_FLOATS)
-        kwargs = {
+        kwargs: dict[str, Any] = {
             key: float(value)
             if key in floats and isinstance(value, int) and not isinstance(value, bool)
             else value

@@ -81,7 +81,7 @@ _HELD: dict[Path, tuple[int, int]] = {}
 
 def dataset_path(dataset: Dataset) -> Path:
     """The file of a dataset given as a path or an opened :class:`ViewgridFile`."""
-    return Path(getattr(dataset, "path", dataset))
+    return Path(dataset.path if hasattr(dataset, "path") else dataset)
 
 
 def dataset_digest(dataset: Dataset) -> str:
@@ -556,7 +556,9 @@ def grid_spec_from_dict(fields: Mapping[str, Any]) -> GridSpec:
     """
     from pyskick.data.spec import GridSpec  # the data package (h5py) only for an export
 
-    values = {key: tuple(v) if isinstance(v, list) else v for key, v in fields.items()}
+    values: dict[str, Any] = {
+        key: tuple(v) if isinstance(v, list) else v for key, v in fields.items()
+    }
     try:
         return GridSpec(**values)
     except (TypeError, ValueError) as exc:

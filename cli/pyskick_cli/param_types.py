@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import click
 
 if TYPE_CHECKING:
     from click.shell_completion import CompletionItem
 
+    # Click 8.4+ types a ParamType by the value it converts to; older Clicks cannot subscript
+    # the class at run time, so only the type checker sees the type arguments.
+    _NameType = click.ParamType[str]
+    _BatchSizeType = click.ParamType[int | Literal["auto"]]
+else:
+    _NameType = _BatchSizeType = click.ParamType
 
-class RegisteredName(click.ParamType):
+
+class RegisteredName(_NameType):
     """A name (or alias) registered for one kind: sidekick, critic, actor or dataset.
 
     The value is kept as typed; an unknown name is a usage error (exit 2) listing the valid
@@ -36,9 +43,7 @@ class RegisteredName(click.ParamType):
             self.fail(str(exc), param, ctx)
         return value
 
-    def get_metavar(  # type: ignore[override]
-        self, param: click.Parameter, ctx: click.Context | None = None
-    ) -> str:
+    def get_metavar(self, param: click.Parameter, ctx: click.Context | None = None) -> str:
         """``[a|b|c]``, like :class:`click.Choice` (``ctx`` is absent before Click 8.2)."""
         return "[" + "|".join(self._registry().names()) + "]"
 
@@ -54,7 +59,7 @@ class RegisteredName(click.ParamType):
         return f"RegisteredName({self.kind!r})"
 
 
-class EvalBatchSize(click.ParamType):
+class EvalBatchSize(_BatchSizeType):
     """Episodes per forward pass: a positive int, or ``auto`` (256 on the CPU, sized to the
     free memory on a GPU)."""
 
@@ -62,7 +67,7 @@ class EvalBatchSize(click.ParamType):
 
     def convert(
         self, value: Any, param: click.Parameter | None, ctx: click.Context | None
-    ) -> int | str:
+    ) -> int | Literal["auto"]:
         if value == "auto" or (isinstance(value, int) and not isinstance(value, bool)):
             number = value
         else:

@@ -20,6 +20,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -38,6 +39,9 @@ from pyskick.data.projection import (
 )
 from pyskick.data.spec import SUN360, GridSpec
 from pyskick.errors import UserError, UserFileNotFoundError
+
+if TYPE_CHECKING:
+    from PIL.ImageFile import ImageFile
 
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png")
 # Panoramas are box-filtered down to this many samples per view pixel before projection, and
@@ -70,7 +74,7 @@ def _face_files(folder: Path) -> dict[str, list[Path]]:
 
 
 def find_panoramas(
-    folder: str | os.PathLike,
+    folder: str | os.PathLike[str],
 ) -> tuple[list[PanoramaSource], list[tuple[Path, str]]]:
     """Find panoramas under ``folder`` (recursively, following links).
 
@@ -257,7 +261,7 @@ def max_pixels(limit: int) -> Iterator[None]:
         _MAX_PIXELS.reset(token)
 
 
-def _open(path: Path) -> Image.Image:
+def _open(path: Path) -> ImageFile:
     """``Image.open`` with Pillow's decompression-bomb limit lifted: :func:`_read_rgb` applies
     the converters' own limit to the size, before decoding."""
     saved = Image.MAX_IMAGE_PIXELS
@@ -350,7 +354,7 @@ def _view_pixel_deg(spec: GridSpec) -> float:
     return spec.fov_deg / spec.view_size
 
 
-def load_equirect(path: str | os.PathLike, spec: GridSpec = SUN360) -> torch.Tensor:
+def load_equirect(path: str | os.PathLike[str], spec: GridSpec = SUN360) -> torch.Tensor:
     """Read an equirectangular image, box-filtered to the resolution the projection needs.
 
     Returns:
@@ -370,7 +374,7 @@ def load_equirect(path: str | os.PathLike, spec: GridSpec = SUN360) -> torch.Ten
     return torch.from_numpy(np.asarray(image).copy()).permute(2, 0, 1)
 
 
-def load_cubemap(folder: str | os.PathLike, spec: GridSpec = SUN360) -> torch.Tensor:
+def load_cubemap(folder: str | os.PathLike[str], spec: GridSpec = SUN360) -> torch.Tensor:
     """Read the six faces of a cubemap folder, box-filtered to the resolution the projection needs.
 
     Returns:
@@ -496,8 +500,8 @@ def assign_splits(num: int, fractions: Sequence[float], seed: int) -> dict[str, 
 
 
 def convert_panoramas(
-    folder: str | os.PathLike,
-    out: str | os.PathLike,
+    folder: str | os.PathLike[str],
+    out: str | os.PathLike[str],
     *,
     spec: GridSpec = SUN360,
     split: Sequence[float] = (0.7, 0.15, 0.15),
@@ -536,8 +540,8 @@ def convert_panoramas(
 
 
 def _convert(
-    folder: str | os.PathLike,
-    out: str | os.PathLike,
+    folder: str | os.PathLike[str],
+    out: str | os.PathLike[str],
     *,
     spec: GridSpec,
     split: Sequence[float],

@@ -62,7 +62,7 @@ def contact_sheet(grids: torch.Tensor, *, scale: int = 2, columns: int = 2) -> I
     return image
 
 
-def check_preview_path(out: str | os.PathLike) -> Path:
+def check_preview_path(out: str | os.PathLike[str]) -> Path:
     """The preview's output path; raises ValueError unless it names a ``.png`` file."""
     out = Path(out)
     if out.suffix.lower() != ".png":
@@ -71,8 +71,8 @@ def check_preview_path(out: str | os.PathLike) -> Path:
 
 
 def render_preview(
-    path: str | os.PathLike,
-    out: str | os.PathLike,
+    path: str | os.PathLike[str],
+    out: str | os.PathLike[str],
     *,
     split: str = "test",
     num: int = 4,

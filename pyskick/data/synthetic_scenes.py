@@ -18,6 +18,7 @@ import functools
 import math
 import multiprocessing
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -48,7 +49,7 @@ class _Canvas:
         lon = (np.arange(self.w, dtype=np.float32) + 0.5) / self.w * 360.0 - 180.0
         lat = 90.0 - (np.arange(self.h, dtype=np.float32) + 0.5) / self.h * 180.0
         self.lon, self.lat = np.meshgrid(lon, lat)
-        self.image = np.zeros((self.h, self.w, 3), np.float32)
+        self.image: Image = np.zeros((self.h, self.w, 3), np.float32)
 
     def paint(self, mask: np.ndarray, colour: np.ndarray | tuple[float, ...]) -> None:
         """Blend ``colour`` (RGB or ``[H, W, 3]``) where ``mask`` (bool or 0..1) is set."""
@@ -180,8 +181,8 @@ def _skyline(c: _Canvas, rng: np.random.Generator) -> None:
 
 
 def _ground(c: _Canvas, rng: np.random.Generator) -> None:
-    base = [(70, 120, 50), (190, 170, 120), (110, 110, 105), (230, 235, 240)][rng.integers(4)]
-    base = np.asarray(base, np.float32) * rng.uniform(0.8, 1.1)
+    palette = [(70, 120, 50), (190, 170, 120), (110, 110, 105), (230, 235, 240)]
+    base = np.asarray(palette[rng.integers(4)], np.float32) * rng.uniform(0.8, 1.1)
     texture = 0.75 + 0.5 * _noise(rng, c.lat.shape, cells_x=32, cells_y=16, octaves=4)
     below = np.clip(-c.lat / 90.0, 0, 1)[..., None]
     haze = np.asarray((170, 180, 190), np.float32)
@@ -353,6 +354,7 @@ def render_viewgrids(
     workers = _workers(len(batches)) if workers is None else max(1, min(workers, len(batches)))
     out = torch.empty((len(indices), *spec.view_shape), dtype=torch.uint8)
     task = functools.partial(_render_batch, seed, width=width, spec=spec)
+    rendered: Iterator[np.ndarray]
     with contextlib.ExitStack() as stack:
         if workers > 1:
             # forkserver: workers forked from a clean server, not from this process's threads.
@@ -400,7 +402,7 @@ def split_sizes(num: int, fractions: tuple[float, ...] = SPLIT_FRACTIONS) -> tup
 
 
 def generate_synthetic_scenes(
-    path: str | os.PathLike,
+    path: str | os.PathLike[str],
     num: int = DEFAULT_NUM,
     seed: int = DEFAULT_SEED,
     view_size: int = SUN360.view_size,

@@ -21,13 +21,16 @@ These classes take models and matrices already built; loading or training them i
 
 from __future__ import annotations
 
-from typing import Literal, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol
 
 import torch
-from torch import Tensor, nn
+from torch import Tensor
 
 from pyskick.envs.lookaround import LookAroundEnv, Observation
 from pyskick.envs.views import check_mean_given
+
+if TYPE_CHECKING:
+    from pyskick.models import CompletionPolicy
 
 ReconstructionMode = Literal["final", "improvement"]
 RECONSTRUCTION_MODES: tuple[str, ...] = ("final", "improvement")
@@ -82,7 +85,7 @@ class ReconstructionReward:
 
     name = "reconstruction"
 
-    def __init__(self, policy: nn.Module, mode: ReconstructionMode = "final") -> None:
+    def __init__(self, policy: CompletionPolicy, mode: ReconstructionMode = "final") -> None:
         if mode not in RECONSTRUCTION_MODES:
             raise ValueError(
                 f"reward_mode must be one of {', '.join(RECONSTRUCTION_MODES)}, got {mode!r}"

@@ -57,9 +57,9 @@ class RewardMaps(ScoredSidekick, ABC):
         decay_factor: float | None = None,
     ) -> None:
         # None: the declared option's default (pyskick.sidekicks.defaults.REWARD_OPTIONS).
-        scale = _default("scale") if scale is None else scale
-        decay_every = _default("decay_every") if decay_every is None else decay_every
-        decay_factor = _default("decay_factor") if decay_factor is None else decay_factor
+        scale = float(_default("scale")) if scale is None else scale
+        decay_every = int(_default("decay_every")) if decay_every is None else decay_every
+        decay_factor = float(_default("decay_factor")) if decay_factor is None else decay_factor
         if radius < 0 or scale < 0 or decay_every < 1 or decay_factor <= 0:
             raise ValueError(
                 f"{type(self).__name__} needs radius >= 0, scale >= 0, decay_every >= 1 and "

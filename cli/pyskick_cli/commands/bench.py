@@ -6,17 +6,25 @@ The targets are in README.md, "Benchmarks".
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from pyskick.errors import UserError
 from pyskick_cli.shared_options import view_size_option
 
+if TYPE_CHECKING:
+    # Click 8.4+ types a ParamType by the value it converts to; older Clicks cannot subscript
+    # the class at run time, so only the type checker sees the type arguments.
+    _NamesType = click.ParamType[tuple[str, ...]]
+    _IntsType = click.ParamType[tuple[int, ...]]
+else:
+    _NamesType = _IntsType = click.ParamType
+
 DEVICES = ("cpu", "cuda", "all")
 
 
-class OpList(click.ParamType):
+class OpList(_NamesType):
     """Comma-separated names of ops in the benchmark table (``pyskick.kernel_bench``).
 
     The table is read when a value is converted or bench's help is shown, never when the
@@ -48,7 +56,7 @@ class OpList(click.ParamType):
         return tuple(dict.fromkeys(names))  # drop duplicates, keep order
 
 
-class IntList(click.ParamType):
+class IntList(_IntsType):
     """Comma-separated positive integers."""
 
     name = "N,..."
@@ -67,7 +75,7 @@ class IntList(click.ParamType):
         return numbers
 
 
-class ChoiceList(click.ParamType):
+class ChoiceList(_NamesType):
     """Comma-separated names out of a fixed set."""
 
     def __init__(self, choices: tuple[str, ...]) -> None:
@@ -236,8 +244,8 @@ def _table(rows: list[dict[str, Any]]) -> str:
     for device, gbps in bandwidths.items():
         text.append(f"copy bandwidth on {device}: {gbps:.1f} GB/s (dst.copy_(src), 256 MiB)")
     text.append("vs reference: median of the PyTorch twin / this median.")
-    bounds = {row["op"]: BENCHMARKS[row["op"]] for row in rows}
-    bounds = {op: row.bound for op, row in bounds.items() if row is not None and row.bound}
+    benchmarks = {row["op"]: BENCHMARKS[row["op"]] for row in rows}
+    bounds = {op: row.bound for op, row in benchmarks.items() if row is not None and row.bound}
     if bounds:
         text.append("vs bound: this median / the memory bound:")
         text += [f"  {op}: {bound.describe()}." for op, bound in bounds.items()]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING, Literal
 
 import click
 
@@ -22,6 +23,9 @@ from pyskick_cli.shared_options import (
     run_dataset,
     split_option,
 )
+
+if TYPE_CHECKING:
+    from pyskick.evaluation import EvalResult
 
 
 @click.command()
@@ -57,7 +61,7 @@ def evaluate(
     split: str,
     actor: str | None,
     one_view: Path | None,
-    eval_batch_size: int | str,
+    eval_batch_size: int | Literal["auto"],
     device: str | None,
     save: Path | None,
     as_json: bool,
@@ -102,14 +106,24 @@ def evaluate(
         )
     grids = source.split(split).load()
     mean = tuple(source.spec.channel_mean)
-    options = {
-        "channel_mean": mean,
-        "batch_size": eval_batch_size,
-        "device": device or "auto",
-        "spec": source.spec,
-    }
-    baseline = run_evaluate(one_view, grids, metric, **options) if one_view else None
-    result = run_evaluate(run, grids, metric, actor=actor, baseline=baseline, **options)
+
+    def evaluate_on_grids(
+        path: Path, actor: str | None = None, baseline: EvalResult | None = None
+    ) -> EvalResult:
+        return run_evaluate(
+            path,
+            grids,
+            metric,
+            channel_mean=mean,
+            actor=actor,
+            baseline=baseline,
+            batch_size=eval_batch_size,
+            device=device or "auto",
+            spec=source.spec,
+        )
+
+    baseline = evaluate_on_grids(one_view) if one_view else None
+    result = evaluate_on_grids(run, actor=actor, baseline=baseline)
     if save is not None:
         result.save(save)
     if records:

@@ -24,6 +24,9 @@ def info(as_json: bool) -> None:
     build = build_info()
     host = get_host()
     registries = host.diagnose()
+    plugins = sorted(name for name, p in host.plugins.items() if not p.builtin)
+    failures = sorted(host.failures)
+    registered = {kind: registries[kind].names() for kind in KINDS}
     report = {
         "pyskick": __version__,
         "python": platform.python_version(),
@@ -31,9 +34,9 @@ def info(as_json: bool) -> None:
         "torch_cuda_available": torch.cuda.is_available(),
         "torch_threads": torch.get_num_threads(),
         "build": build,
-        "plugins": sorted(name for name, p in host.plugins.items() if not p.builtin),
-        "plugin_failures": sorted(host.failures),
-        "registered": {kind: registries[kind].names() for kind in KINDS},
+        "plugins": plugins,
+        "plugin_failures": failures,
+        "registered": registered,
     }
     if as_json:
         click.echo(json.dumps(report, indent=2, sort_keys=True))
@@ -54,8 +57,8 @@ def info(as_json: bool) -> None:
             click.echo("cuda kernels: not built")
     gpu = "available" if report["torch_cuda_available"] else "not available"
     click.echo(f"torch devices: cpu ({report['torch_threads']} threads), cuda {gpu}")
-    click.echo(f"plugins: {', '.join(report['plugins']) or 'none'} (see `pyskick plugins`)")
-    for name in report["plugin_failures"]:
+    click.echo(f"plugins: {', '.join(plugins) or 'none'} (see `pyskick plugins`)")
+    for name in failures:
         click.echo(f"plugin {name}: failed to load (see `pyskick plugins`)")
-    for kind, names in report["registered"].items():
+    for kind, names in registered.items():
         click.echo(f"{kind}s: {', '.join(names) or '-'}")

@@ -112,7 +112,13 @@ def score(
     from pyskick.data import ViewgridFile
     from pyskick.distributed import broadcast_from_main, init_distributed, resolve_device
     from pyskick.sidekicks import has_scores
-    from pyskick.sidekicks.scores import ScoreMeta, compute_scores_sharded, score_key, write_scores
+    from pyskick.sidekicks.scores import (
+        ScoreMeta,
+        Scorer,
+        compute_scores_sharded,
+        score_key,
+        write_scores,
+    )
     from pyskick.training import TrainData, load_config
     from pyskick.training.one_view_cache import cache_folder, cached_one_view
 
@@ -151,6 +157,8 @@ def score(
         )
     if model is None:
         helper = build(cached_one_view(source, config, TrainData.from_file(source)))
+    # has_scores(helper) above, for the type checker: the helper built again is the same kind.
+    assert isinstance(helper, Scorer)
 
     run_device = resolve_device(config.device)
     ctx = init_distributed(run_device)
