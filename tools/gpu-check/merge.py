@@ -2,6 +2,8 @@
 
 python3 merge.py bench_training train.json perf.json
 python3 merge.py table1 REPRODUCE_FOLDER perf.json [curves.png]
+python3 merge.py graph_pays train.json     # exit 0: the CUDA graph paid for the largest pack
+python3 merge.py layout_pays perf.json     # exit 0: channels-last paid for the largest pack
 """
 
 from __future__ import annotations
@@ -21,6 +23,20 @@ def graph_pays(source: str) -> bool:
         if row["runs"] == largest and row["precision"] == "fp32" and row["data"] == "device"
     }
     return speed.get("graph", 0.0) >= 1.1 * speed.get("eager", float("inf"))
+
+
+def layout_pays(perf: str) -> bool:
+    """Whether the layout part's largest fp32 pack ran >= 1.1x faster channels-last."""
+    rows = json.loads(Path(perf).read_text()).get("layout", {}).get("rows", [])
+    if not rows:
+        return False
+    largest = max(row["runs"] for row in rows)
+    speed = {
+        row["layout"]: row["episodes_per_s"]
+        for row in rows
+        if row["runs"] == largest and row["precision"] == "fp32"
+    }
+    return speed.get("channels-last", 0.0) >= 1.1 * speed.get("contiguous", float("inf"))
 
 
 def main(kind: str, source: str, perf: str, curves: str | None = None) -> None:
@@ -67,4 +83,6 @@ def _plot_curves(folder: str, table: dict, out: str) -> None:
 if __name__ == "__main__":
     if sys.argv[1] == "graph_pays":
         sys.exit(0 if graph_pays(sys.argv[2]) else 1)
+    if sys.argv[1] == "layout_pays":
+        sys.exit(0 if layout_pays(sys.argv[2]) else 1)
     main(*sys.argv[1:])
