@@ -18,6 +18,7 @@ import importlib
 import importlib.metadata
 import os
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -136,11 +137,11 @@ def _refuse_unknown_hooks(pm: pluggy.PluginManager, plugin: object, name: str) -
 
 
 def _trace(host: PluginHost) -> None:
-    def before(hook_name: str, hook_impls: Any, kwargs: dict[str, Any]) -> None:
+    def before(hook_name: str, hook_impls: Any, kwargs: Mapping[str, Any]) -> None:
         names = [impl.plugin_name for impl in hook_impls]
         sys.stderr.write(f"pyskick: hook {hook_name} -> {names}\n")
 
-    def after(outcome: Any, hook_name: str, hook_impls: Any, kwargs: dict[str, Any]) -> None:
+    def after(outcome: Any, hook_name: str, hook_impls: Any, kwargs: Mapping[str, Any]) -> None:
         sys.stderr.write(f"pyskick: hook {hook_name} done\n")
 
     host.pm.add_hookcall_monitoring(before, after)

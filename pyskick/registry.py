@@ -232,7 +232,12 @@ def build_registries(
             name's error.
     """
     registries = Registries(
-        *(Registry(kind) for kind in KINDS if kind != "method"), MethodRegistry("method")
+        sidekick=Registry("sidekick"),
+        critic=Registry("critic"),
+        actor=Registry("actor"),
+        dataset=Registry("dataset"),
+        logger=Registry("logger"),
+        method=MethodRegistry("method"),
     )
     for kind in KINDS:
         registries[kind].failed_plugins = dict(failed_plugins or {})

@@ -22,7 +22,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, Never, TextIO
 
 from pyskick import progress
 from pyskick.errors import UserError
@@ -135,7 +135,7 @@ class Renderer:
         self.stream = stream
         self.mode = mode
         self.mininterval = mininterval
-        self._bars: dict[int, tqdm] = {}
+        self._bars: dict[int, tqdm[Never]] = {}  # bars without an iterable
 
     # -------------------------------------------------------------------- the sink
     def started(self, stage: Stage) -> None:

@@ -378,7 +378,7 @@ class ViewgridFile:
         attrs: its root attributes as plain Python values.
     """
 
-    def __init__(self, path: str | os.PathLike) -> None:
+    def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
         if not self.path.is_file():
             raise UserFileNotFoundError(f"no viewgrid file at {self.path}")
@@ -491,7 +491,7 @@ def _to_uint8(block: np.ndarray) -> np.ndarray:
     return block.astype(np.uint8)
 
 
-class ViewgridSplit(torch.utils.data.Dataset):
+class ViewgridSplit(torch.utils.data.Dataset[torch.Tensor]):
     """One split of a :class:`ViewgridFile`; items are uint8 ``[N, M, C, H, W]`` tensors.
 
     Reads are refused when they would need more than :func:`read_limit` bytes; a read that fails

@@ -37,7 +37,7 @@ def _check_attr(key: str, value: Any) -> None:
 
 
 def write_viewgrids(
-    path: str | os.PathLike,
+    path: str | os.PathLike[str],
     splits: Mapping[str, np.ndarray | torch.Tensor],
     spec: GridSpec,
     *,

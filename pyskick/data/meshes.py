@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import re
 from pathlib import Path
+from typing import TypedDict
 
 import numpy as np
 import torch
@@ -25,8 +26,26 @@ LIGHT_CANDIDATES: tuple[tuple[tuple[float, float, float, float], ...], ...] = (
     ((1.0, 1.5, 2.0, 0.6), (-1.0, 1.5, 2.0, 0.6)),  # key: above the front, right or left
     ((-1.5, 0.5, -1.5, 0.4), (1.5, -0.5, -1.5, 0.4)),  # fill: behind, high left or low right
 )
+
+
+class _Material(TypedDict):
+    """The shading keywords of :func:`~pyskick.ops.render_mesh_views`."""
+
+    ambient: float
+    diffuse: float
+    specular: float
+    shininess: float
+    albedo: float
+
+
 # ModelNet-Hard material (docs/paper-reference.md §1.3); albedo and background set the grey levels.
-MATERIAL = {"ambient": 0.4, "diffuse": 0.9, "specular": 0.7, "shininess": 15.0, "albedo": 0.6}
+MATERIAL: _Material = {
+    "ambient": 0.4,
+    "diffuse": 0.9,
+    "specular": 0.7,
+    "shininess": 15.0,
+    "albedo": 0.6,
+}
 FOV_DEG = 40.0
 DISTANCE = 3.0
 _OFF_HEADER = re.compile(r"^(?:ST)?C?N?OFF(\d*)$")

@@ -57,9 +57,9 @@ def resolve_dataset(name_or_path: str | os.PathLike[str]) -> Path:
     except UnknownNameError as exc:
         raise UnknownNameError(f"{exc}; or give the path of a viewgrid .h5 file") from None
     made = entry.factory()
-    path = Path(made) if isinstance(made, str | os.PathLike) else None
-    if path is None or not path.is_file():
+    found = Path(made) if isinstance(made, str | os.PathLike) else None
+    if found is None or not found.is_file():
         raise ValueError(
             f"dataset {entry.name!r} (plugin {entry.plugin}) gave {made!r}, not an existing file"
         )
-    return path
+    return found

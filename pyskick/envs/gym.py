@@ -457,6 +457,7 @@ class LookAroundGymEnv(_EpisodesAccess, gymnasium.Env[dict[str, Any], np.int64])
         "render_modes": RENDER_MODES,
         "render_fps": RENDER_FPS,
     }
+    action_space: spaces.Discrete  # the moves of the action grid (_Episodes.spaces)
 
     def __init__(
         self,
@@ -474,7 +475,7 @@ class LookAroundGymEnv(_EpisodesAccess, gymnasium.Env[dict[str, Any], np.int64])
         if options.seed is not None:
             self._np_random, self._np_random_seed = seeding.np_random(options.seed)
 
-    def render(self) -> np.ndarray | None:  # type: ignore[override]
+    def render(self) -> np.ndarray | None:
         """``"rgb_array"``: ``[height, width, 3]`` uint8 picture of the episode; ``"human"``:
         draw it in the window (None). None without a render mode or before the first reset."""
         if self.render_mode is None or self._episodes.indices.size == 0:

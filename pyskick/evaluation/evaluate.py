@@ -101,7 +101,8 @@ class EvalResult:
                 per_sample=self.per_sample.numpy(),
                 per_start=self.per_start.numpy(),
                 starts=self.starts.numpy(),
-                **{key: np.asarray(value) for key, value in scalars.items()},
+                # mypy matches these keys against savez's allow_pickle too.
+                **{key: np.asarray(value) for key, value in scalars.items()},  # type: ignore[arg-type]
             )
         return path
 
@@ -112,7 +113,7 @@ def samples_digest(grids: Tensor) -> str:
     computed on different samples."""
     data = grids.detach().contiguous().cpu()
     digest = hashlib.sha256(f"{data.dtype} {list(data.shape)}".encode())
-    digest.update(memoryview(data.numpy()))  # no copy of the (contiguous) bytes
+    digest.update(data.numpy().data)  # a memoryview: no copy of the (contiguous) bytes
     return digest.hexdigest()
 
 

@@ -133,7 +133,7 @@ def _from_run(label: str, run: Path, metric: str) -> list[ErrorSet]:
 
 
 def _from_reproduce(label: str, folder: Path, method: str, metric: str) -> ErrorSet:
-    paths = []
+    paths: list[Path] = []
     while (path := eval_path(folder, method, len(paths), metric).with_suffix(".npz")).is_file():
         paths.append(path)
     if not paths:

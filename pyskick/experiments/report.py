@@ -131,14 +131,14 @@ def write_report(
                 if method == ONE_VIEW
                 else run_dir(Path(first_folder), method, first_seed)
             )
-            figures[method] = _cached_figures(
-                out_dir / "figures" / method,
-                run,
-                lambda folder, run=run: visualize_run(
+
+            def draw(folder: Path, run: Path = run) -> list[Path]:
+                return visualize_run(
                     run, test, channel_mean=channel_mean, out_dir=folder, examples=examples,
                     device=device, spec=spec, animations=("gif",),
-                ),
-            )  # fmt: skip
+                )  # fmt: skip
+
+            figures[method] = _cached_figures(out_dir / "figures" / method, run, draw)
         say("reproduce: sidekick maps")
         one_view = run_dir(out_dir, ONE_VIEW, 0)
         count = min(examples, test.shape[0])

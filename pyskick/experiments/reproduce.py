@@ -279,7 +279,11 @@ def _prepare(
         preset = config_preset(config) if config is not None else None
     if preset is None:
         preset = paper_preset(spec.preset)
-    overrides = {"epochs": epochs, "pretrain_epochs": pretrain_epochs, "batch_size": batch_size}
+    overrides: dict[str, int | str | None] = {
+        "epochs": epochs,
+        "pretrain_epochs": pretrain_epochs,
+        "batch_size": batch_size,
+    }
     if device is not None:
         overrides["device"] = device
     base = load_config(preset=preset)
@@ -344,7 +348,7 @@ def _power_plan(
     if path is None:
         copy = out / PLAN_FILE
         return (read_plan(copy) if copy.is_file() else None), None
-    plan = read_plan(path)
+    plan = read_plan(Path(path))
     different = plan_mismatch(plan, settings)
     if not different:
         return plan, None
@@ -811,7 +815,7 @@ def _evaluate(
         lambda: evaluate(
             run,
             test,
-            metric,  # type: ignore[arg-type]
+            metric,
             channel_mean=spec.channel_mean,
             spec=spec,
             batch_size=config.eval_batch_size,

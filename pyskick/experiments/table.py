@@ -263,17 +263,18 @@ def learning_summary(
         return {}
     epochs = min(len(values) for runs in curves.values() for _, values in runs)
     summary: dict[str, dict[str, Any]] = {}
-    for method, runs in curves.items():
-        areas = [sum(values[:epochs]) / epochs * 1000.0 for _, values in runs]
+    for method, seed_curves in curves.items():
+        areas = [sum(values[:epochs]) / epochs * 1000.0 for _, values in seed_curves]
+        finals = [values[epochs - 1] for _, values in seed_curves]
         entry: dict[str, Any] = {
             "epochs": epochs,
             "auc_x1000": sum(areas) / len(areas),
-            "final_val_x1000": sum(values[epochs - 1] for _, values in runs) / len(runs) * 1e3,
+            "final_val_x1000": sum(finals) / len(finals) * 1e3,
             "seed_auc_x1000": areas,
         }
         if reference in curves:
             reached = []
-            for (_, values), (_, ref_values) in zip(runs, curves[reference], strict=True):
+            for (_, values), (_, ref_values) in zip(seed_curves, curves[reference], strict=True):
                 target = ref_values[epochs - 1]
                 hit = next((e + 1 for e in range(epochs) if values[e] <= target), None)
                 reached.append(hit)
@@ -284,7 +285,9 @@ def learning_summary(
                     paired_seeds(
                         [
                             (ref[epoch - 1] - mine[epoch - 1]) * 1000.0
-                            for (_, mine), (_, ref) in zip(runs, curves[reference], strict=True)
+                            for (_, mine), (_, ref) in zip(
+                                seed_curves, curves[reference], strict=True
+                            )
                         ]
                     ),
                     reference,

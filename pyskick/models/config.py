@@ -224,7 +224,7 @@ class ModelConfig:
             raise ValueError(
                 f"ModelConfig got unknown keys {', '.join(unknown)}; valid keys: {', '.join(names)}"
             )
-        kwargs = {
+        kwargs: dict[str, Any] = {
             key: tuple(value) if key in _TUPLE_FIELDS and isinstance(value, list) else value
             for key, value in data.items()
         }

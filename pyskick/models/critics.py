@@ -158,6 +158,8 @@ class FullObservabilityCritic(ValueHead):
     full_observability: bool = True
     """Called as ``critic(hidden, proprio, t, grid, azimuth=...)`` with the whole grid."""
 
+    image_encoder: nn.Module
+
     def __init__(self, config: ModelConfig, image_encoder: nn.Module) -> None:
         super().__init__()
         self.config = config

@@ -63,5 +63,8 @@ class ViewgridDecoder(nn.Sequential):
         Returns:
             ``[B, N, M, C, H, W]`` decoded viewgrid, in the start-relative azimuth frame.
         """
-        maps = super().forward(F.normalize(hidden, p=1, dim=1, eps=L1_EPS))
+        # torch leaves Sequential.forward unannotated (for TorchScript).
+        maps = super().forward(  # type: ignore[no-untyped-call]
+            F.normalize(hidden, p=1, dim=1, eps=L1_EPS)
+        )
         return maps.reshape(hidden.shape[0], *self.grid_shape)

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast, overload
 
 import torch
 import torch.nn.functional as F
@@ -121,7 +121,9 @@ class PackedConvTranspose2d(nn.Module):
         self.runs = runs
         self.weight = nn.Parameter(torch.empty(runs, *layer.weight.shape))
         self.bias = nn.Parameter(torch.empty(runs, layer.out_channels))
-        self.stride, self.padding = layer.stride, layer.padding
+        # torch types the padding of every convolution as ``str | tuple``; a transposed one
+        # takes no string padding.
+        self.stride, self.padding = layer.stride, cast("tuple[int, ...]", layer.padding)
         self.output_padding = layer.output_padding
 
     def forward(self, x: Tensor) -> Tensor:
@@ -153,6 +155,10 @@ class PackedBatchNorm1d(nn.Module):
     ``running_var`` ``[R, F]``, ``num_batches_tracked [R]``; the statistics, momentum and
     epsilon are ``nn.BatchNorm1d``'s.
     """
+
+    running_mean: Tensor
+    running_var: Tensor
+    num_batches_tracked: Tensor
 
     def __init__(self, runs: int, layer: nn.BatchNorm1d) -> None:
         super().__init__()
@@ -290,6 +296,12 @@ class PackedCompletionPolicy(FreezableSenseAndFuse):
     """
 
     BATCHNORMS = (nn.modules.batchnorm._BatchNorm, PackedBatchNorm1d)
+    sense_im: nn.Module
+    sense_pro: nn.Module
+    fuse: nn.Module
+    aggregate: PackedLSTM
+    act: nn.Module
+    decode: nn.Module
 
     def __init__(self, config: ModelConfig, runs: int) -> None:
         super().__init__()
@@ -382,6 +394,7 @@ class PackedFullObservabilityCritic(nn.Module):
     packed policy's image encoder (not a submodule, as in the solo critic)."""
 
     full_observability = True
+    image_encoder: nn.Module
 
     def __init__(self, config: ModelConfig, runs: int, image_encoder: nn.Module) -> None:
         super().__init__()
@@ -430,6 +443,16 @@ def unpack_state(state: dict[str, Tensor], run: int) -> dict[str, Tensor]:
     return {key: value[run].clone() for key, value in state.items()}
 
 
+@overload
+def pack(
+    modules: Sequence[CompletionPolicy], image_encoder: None = None
+) -> PackedCompletionPolicy: ...
+
+
+@overload
+def pack(modules: Sequence[nn.Module], image_encoder: nn.Module | None = None) -> nn.Module: ...
+
+
 def pack(modules: Sequence[nn.Module], image_encoder: nn.Module | None = None) -> nn.Module:
     """R solo modules of one config as one packed module (their weights and BatchNorm
     statistics, copied; the first one's train/eval mode and freezing).
@@ -455,7 +478,7 @@ def pack(modules: Sequence[nn.Module], image_encoder: nn.Module | None = None) -
     runs = len(modules)
     packed: nn.Module
     if isinstance(first, CompletionPolicy):
-        frozen = {m.frozen_modules for m in modules}  # type: ignore[attr-defined]
+        frozen = {m.frozen_modules for m in modules}
         if len(frozen) > 1:
             raise ValueError("pack needs policies with the same frozen modules")
         packed = PackedCompletionPolicy(first.config, runs)

@@ -5,7 +5,7 @@ The authors' network is in docs/paper-reference.md §3.
 
 from __future__ import annotations
 
-from typing import Literal, NamedTuple
+from typing import Literal, NamedTuple, cast
 
 import torch
 from torch import Tensor, nn
@@ -152,7 +152,8 @@ class CompletionPolicy(FreezableSenseAndFuse):
             batch_size: B.
             device: where to allocate; defaults to the device of the parameters.
         """
-        weight = self.aggregate.weight_hh_l0
+        # nn.LSTM registers its parameters by name: torch's types do not declare them.
+        weight = cast(Tensor, self.aggregate.weight_hh_l0)
         shape = (batch_size, self.config.hidden_size)
         device = weight.device if device is None else device
         return (

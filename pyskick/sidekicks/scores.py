@@ -111,7 +111,7 @@ def grids_digest(grids: Tensor) -> str:
     if not isinstance(grids, Tensor):
         raise TypeError(f"grids must be a torch.Tensor, got {type(grids).__name__}")
     digest = hashlib.sha256(f"{grids.dtype}{tuple(grids.shape)}".encode())
-    digest.update(memoryview(grids.detach().cpu().contiguous().numpy()).cast("B"))
+    digest.update(grids.detach().cpu().contiguous().numpy().data.cast("B"))
     return digest.hexdigest()
 
 

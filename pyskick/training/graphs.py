@@ -44,7 +44,7 @@ class StepGraph:
 
     def __init__(
         self,
-        step: Callable[[Any], Any],
+        step: Callable[..., Any],
         device: torch.device,
         generators: Sequence[torch.Generator] = (),
         warmup: int = STEP_WARMUP,

@@ -24,7 +24,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -622,6 +622,10 @@ class PackTrainer:
                         f"differs ({values[0]!r} vs {value!r})"
                     )
 
+    def _run_critics(self) -> list[nn.Module]:
+        """Each run's critic, in order: every run has one when the first has (``_SAME``)."""
+        return [t.critic for t in self.trainers if t.critic is not None]
+
     def _pack(self) -> None:
         trainers = self.trainers
         first = trainers[0]
@@ -634,7 +638,7 @@ class PackTrainer:
         self.policy = pack([t.policy for t in trainers])
         self.critic: nn.Module | None = None
         if first.critic is not None:
-            self.critic = pack([t.critic for t in trainers], image_encoder=self.policy.sense_im)
+            self.critic = pack(self._run_critics(), image_encoder=self.policy.sense_im)
         if self.config.channels_last:  # before the optimizer's state takes their layout
             use_channels_last(self.policy)
             if self.critic is not None:
@@ -763,7 +767,7 @@ class PackTrainer:
         trainers = self.trainers
         unpack_into(self.policy, [t.policy for t in trainers])
         if self.critic is not None:
-            unpack_into(self.critic, [t.critic for t in trainers])  # type: ignore[misc]
+            unpack_into(self.critic, self._run_critics())
         self.optimizer.write_runs([t.optimizer for t in trainers], self._solo_names)
         self.baselines.write_runs(trainers)
 
@@ -944,7 +948,7 @@ class PackTrainer:
         )
 
 
-def _mean(rows: Iterator[dict[str, float]]) -> dict[str, float]:
+def _mean(rows: Iterable[dict[str, float]]) -> dict[str, float]:
     """The mean of each key over ``rows`` (a pack's progress line)."""
-    rows = list(rows)
-    return {key: sum(row[key] for row in rows) / len(rows) for key in rows[0]}
+    listed = list(rows)
+    return {key: sum(row[key] for row in listed) / len(listed) for key in listed[0]}

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import math
+import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -58,14 +59,14 @@ class TrainerSetup:
 
     # What the constructor sets (Trainer.__init__).
     config: TrainConfig
-    stage: Stage
+    stage: str  # a Stage, typed as Checkpointed (pyskick.training.state) declares it
     data: TrainData
     run: RunDir
     run_dir: Path
     resume: bool
     epochs: int
     _requested_config: TrainConfig
-    _requested_init: str | Path | None
+    _requested_init: str | os.PathLike[str] | None
     _given_sidekick: Sidekick | None
     _scores: Path | None
     _given_actor: Actor | None
@@ -288,7 +289,7 @@ class TrainerSetup:
         if self.critic is not None:
             params += [p for p in self.critic.parameters() if p.requires_grad]
         self.params = params
-        self.optimizer = adam(params, config, self.device)
+        self.optimizer: torch.optim.Optimizer = adam(params, config, self.device)
         self.baseline = AverageBaseline(self.device)
         self.control_variate = ControlVariate(device=self.device)
         self.env = make_env(
@@ -357,7 +358,7 @@ class TrainerSetup:
             raise TypeError(f"critic {name!r} has no bool attribute full_observability")
         return critic.to(self.device)
 
-    def _load_init(self, init: str | Path) -> None:
+    def _load_init(self, init: str | os.PathLike[str]) -> None:
         state = init_state(init, self.config, self.data, self.model_config, self.device)
         self.policy.load_state_dict(state["model"])
 
@@ -427,7 +428,7 @@ def check_init(init: str | Path, config: TrainConfig, data: TrainData) -> None:
 
 
 def init_state(
-    init: str | Path,
+    init: str | os.PathLike[str],
     config: TrainConfig,
     data: TrainData,
     model_config: ModelConfig,
@@ -511,7 +512,7 @@ def options_the_run_predates(recorded: dict[str, Any], config: TrainConfig) -> d
 
 
 def resumed_config(
-    state: dict[str, Any], config: TrainConfig, stage: Stage, inherited: tuple[str, ...] = ()
+    state: dict[str, Any], config: TrainConfig, stage: str, inherited: tuple[str, ...] = ()
 ) -> TrainConfig:
     """The saved config with only the resumable fields taken from ``config``; ``inherited``
     fields are the saved ones, whatever ``config`` says."""

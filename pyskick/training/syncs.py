@@ -135,7 +135,7 @@ def _outside_torch() -> tuple[Path, int]:
 
 
 def _name(func: Callable[..., Any]) -> str:
-    return getattr(func, "__qualname__", None) or getattr(func, "__name__", repr(func))
+    return getattr(func, "__qualname__", "") or getattr(func, "__name__", repr(func))
 
 
 def _has_bool_index(value: object) -> bool:

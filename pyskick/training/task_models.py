@@ -181,9 +181,9 @@ def build_task_reward(
         _uint8(env.grids),
         channel_mean=None if mean is None else mean.tolist(),
     )
-    task = CoverageReward(coverage)
-    task.check_grids(tuple(env.grids.shape))
-    return task
+    coverage_task = CoverageReward(coverage)
+    coverage_task.check_grids(tuple(env.grids.shape))
+    return coverage_task
 
 
 _Env = TypeVar("_Env", LookAroundGymEnv, LookAroundVectorEnv)

@@ -23,6 +23,7 @@ when validation improved; both hold everything needed to continue exactly (``res
 from __future__ import annotations
 
 import copy
+import os
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
@@ -85,7 +86,7 @@ class TrainResult:
 
 def pretrain(
     config: TrainConfig,
-    out_dir: str | Path,
+    out_dir: str | os.PathLike[str],
     data: TrainData,
     *,
     resume: bool = False,
@@ -105,15 +106,15 @@ def pretrain(
 
 def train(
     config: TrainConfig,
-    out_dir: str | Path,
+    out_dir: str | os.PathLike[str],
     data: TrainData,
     *,
-    init: str | Path | None = None,
+    init: str | os.PathLike[str] | None = None,
     resume: bool = False,
     sidekick: Sidekick | None = None,
     actor: Actor | None = None,
     loggers: Sequence[str] | None = None,
-    scores: str | Path | None = None,
+    scores: str | os.PathLike[str] | None = None,
 ) -> TrainResult:
     """Train the look-around policy for ``config.epochs`` epochs.
 
@@ -215,16 +216,16 @@ class Trainer(TrainerSetup):
     def __init__(
         self,
         config: TrainConfig,
-        out_dir: str | Path,
+        out_dir: str | os.PathLike[str],
         data: TrainData,
         *,
         stage: Stage,
-        init: str | Path | None = None,
+        init: str | os.PathLike[str] | None = None,
         resume: bool = False,
         sidekick: Sidekick | None = None,
         actor: Actor | None = None,
         loggers: Sequence[str] | None = None,
-        scores: str | Path | None = None,
+        scores: str | os.PathLike[str] | None = None,
     ) -> None:
         if not isinstance(config, TrainConfig):
             raise TypeError(f"config must be a TrainConfig, got {type(config).__name__}")

@@ -37,8 +37,7 @@ def read_curve(run: Path, key: str) -> tuple[list[int], list[float]]:
         except json.JSONDecodeError as exc:
             raise UserError(f"{path}:{number} is not JSON ({exc.msg})") from None
         value = record.get(key) if isinstance(record, dict) else None
-        finite = isinstance(value, int | float) and math.isfinite(value)
-        if finite and "step" in record:
+        if isinstance(value, int | float) and math.isfinite(value) and "step" in record:
             steps.append(int(record["step"]))
             values.append(float(value))
     if not values:

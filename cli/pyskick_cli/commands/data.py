@@ -220,7 +220,7 @@ def from_meshes(
     )
 
 
-def _summary(path: Path) -> dict:
+def _summary(path: Path) -> dict[str, Any]:
     from pyskick.data.hdf5_read import ViewgridFile
 
     f = ViewgridFile(path)
@@ -247,7 +247,7 @@ def _summary(path: Path) -> dict:
     }
 
 
-def _channel_stats(split: ViewgridSplit) -> dict:
+def _channel_stats(split: ViewgridSplit) -> dict[str, list[float]]:
     """Per-channel mean, std, min and max over a split, read in chunks."""
     import torch
 

@@ -36,7 +36,7 @@ def _curve_runs(run: Path, curves: tuple[Path, ...]) -> dict[str, Path]:
     return dict(zip(labels, folders, strict=True))
 
 
-def _one_view_run(run: Path, one_view: Path | None, stage: str) -> Path:
+def _one_view_run(run: Path, one_view: Path | None, stage: str | None) -> Path:
     """The one-view run the sidekick maps are scored with."""
     if one_view is not None:
         return one_view
