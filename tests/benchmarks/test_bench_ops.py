@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 import torch
 
-from pyskick import ops
+from pyskick import kernel_bench, ops
 from pyskick.kernel_bench import (
     BENCH_OPS,
     BENCHMARKS,
@@ -38,6 +38,7 @@ from pyskick.kernel_bench import (
     suite,
     synchronize,
     time_callable,
+    time_queued,
 )
 from pyskick.ops import has_cuda, has_native
 
@@ -277,6 +278,22 @@ def test_time_callable_and_copy_bandwidth() -> None:
     assert measure_copy_bandwidth(nbytes=2**20, repeats=2) > 0
 
 
+def test_time_queued_is_per_call_of_one_wait(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A clock that only the calls advance: 4 calls of 0.5 s each are 0.5 s per call.
+    clock = [0.0]
+    monkeypatch.setattr(kernel_bench.time, "perf_counter", lambda: clock[0])
+    calls = []
+
+    def call() -> None:
+        calls.append(1)
+        clock[0] += 0.5
+
+    assert time_queued(call, calls=4) == 0.5
+    assert len(calls) == 4
+    with pytest.raises(ValueError, match="calls must be >= 1, got 0"):
+        time_queued(lambda: None, calls=0)
+
+
 def test_run_suite_rows() -> None:
     rows = run_suite(["rotate_viewgrid"], ["cpu"], quick=True, repeats=1)
     assert [(r["scale"], r["backend"]) for r in rows] == [
@@ -289,5 +306,15 @@ def test_run_suite_rows() -> None:
             row["batch"] * 32 * 3072 * (1 if "uint8" in row["scale"] else 4) / row["median_s"] / 1e9
         )
         assert row["bound_ratio"] == pytest.approx(row["median_s"] / row["bound_s"])
+        assert row["queued_s"] > 0
+        assert row["queued_bound_ratio"] > 0
+        if row["backend"] == "reference":
+            assert row["queued_speedup"] == 1.0
+    native = {r["scale"]: r for r in rows if r["backend"] == "native"}
+    reference = {r["scale"]: r for r in rows if r["backend"] == "reference"}
+    for scale, row in native.items():
+        assert row["queued_speedup"] == pytest.approx(
+            reference[scale]["queued_s"] / row["queued_s"]
+        )
     with pytest.raises(ValueError, match="repeats must be >= 1"):
         run_suite(["nms_rewards"], ["cpu"], repeats=0)

@@ -65,9 +65,13 @@ def test_memory_bound_rows_and_table(capsys: pytest.CaptureFixture[str]) -> None
         "backend",
         "median",
         "min",
+        "queued",
         "vs",
         "reference",
         "GB/s",
+        "vs",
+        "bound",
+        "queued",
         "vs",
         "bound",
     ]
@@ -84,6 +88,8 @@ def test_memory_bound_rows_and_table(capsys: pytest.CaptureFixture[str]) -> None
             row["batch"] * 32 * 32 * 3072 * 4 / row["copy_gbps"] / 1e9
         )
         assert row["bound_ratio"] == pytest.approx(row["median_s"] / row["bound_s"])
+        # A read bound is computed, not timed: the queued ratio divides by the same bound.
+        assert row["queued_bound_ratio"] == pytest.approx(row["queued_s"] / row["bound_s"])
 
 
 _CUDA_READY = torch.cuda.is_available() and has_cuda()

@@ -30,6 +30,10 @@ failing part never loses the others, and the JSON is rewritten after every part)
   device time in cuDNN's NCHW/NHWC layout transforms).
 - ``compiled``: a run alone's step with the policy torch.compile'd (inductor) inside the CUDA
   graph, against the same step uncompiled: wall time and kernels per step.
+- ``opcost``: what one call of each op costs, split into the host's work and the device's
+  (waited for, queued, host time, device time and kernels per call from torch.profiler), for
+  the op and its copy baseline; ``rotate_viewgrid``'s host time layer by layer, and a cProfile
+  of its wrapper appended to ``--profile-out``.
 - ``compile``: torch.compile of the policy, compile seconds and steady step time.
 - ``nccl``: a one-rank process group: all_reduce of a CPU tensor under "nccl" (what
   pyskick.distributed does) and under "cpu:gloo,cuda:nccl".
@@ -874,7 +878,132 @@ def part_ltla1(args, device, ctx) -> dict[str, Any]:
     return res
 
 
+# (op, batch, variant): the kernel benchmark's scales, coverage_matrix at its chunk of 8 and at
+# 64 (one call on 805 MB of recon).
+_OPCOST_CASES = (("rotate_viewgrid", 32, "uint8"), ("rotate_viewgrid", 1024, "uint8"),
+                 ("rotate_viewgrid", 1024, "float32"), ("nms_rewards", 32, None),
+                 ("nms_rewards", 1024, None), ("greedy_coverage", 32, None),
+                 ("greedy_coverage", 1024, None), ("coverage_matrix", 8, None),
+                 ("coverage_matrix", 64, None))  # fmt: skip
+
+
+def _host_s(fn, device, calls: int) -> float:
+    """Median seconds the host spends in one call of ``fn`` (the device idle before each)."""
+    times = []
+    for _ in range(calls):
+        sync(device)
+        t = now()
+        fn()
+        times.append(now() - t)
+    sync(device)
+    return statistics.median(times)
+
+
+def _call_cost(fn, device, calls: int) -> dict[str, Any]:
+    """One callable's costs: waited for, queued, the host's share, and (on a GPU) its device
+    activities per call from torch.profiler."""
+    from pyskick.kernel_bench import time_callable, time_queued
+
+    res: dict[str, Any] = {
+        "waited_us": time_callable(fn, repeats=calls, warmup=3, device=device).median * 1e6,
+        "queued_us": time_queued(fn, calls=calls, device=device) * 1e6,
+        "host_us": _host_s(fn, device, calls) * 1e6,
+    }
+    if device.type == "cuda":
+        activities = [torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]
+        n = 10
+        with torch.profiler.profile(activities=activities) as prof:
+            for _ in range(n):
+                fn()
+            sync(device)
+        activity = _device_activity(prof)
+        kernels = [e for e in activity if not _is_copy(e.name)]
+        res["device_us"] = sum(float(e.device_time_total) for e in activity) / n
+        res["kernels_per_call"] = len(kernels) / n
+        res["copies_fills_per_call"] = (len(activity) - len(kernels)) / n
+        res["kernels"] = sorted({e.name[:120] for e in kernels})
+    return {k: round(v, 2) if isinstance(v, float) else v for k, v in res.items()}
+
+
+def part_opcost(args, device, ctx) -> dict[str, Any]:
+    """What one call of each op costs, split into the host's work and the device's: the kernel
+    benchmark's ``rotate_viewgrid`` and ``coverage_matrix`` rows missed their 1.5x-the-copy
+    targets by about the same time at every size, and ``nms_rewards``/``greedy_coverage`` took
+    the same time at B = 32 and 1,024 (2026-11-27). Per case: waited for (the benchmark's
+    median), queued back to back, the host's time in a call, the device's time per call and its
+    kernels (torch.profiler), for the op and for its copy baseline; then rotate_viewgrid's host
+    time layer by layer (public wrapper, operator, launch, binding) and a cProfile of the
+    wrapper, appended to ``--profile-out``."""
+    import cProfile
+    import io
+    import pstats
+
+    from pyskick import ops
+    from pyskick.kernel_bench import build_workload
+    from pyskick.ops._dispatch import launch
+    from pyskick.ops._native import native_module
+
+    calls = 5 if args.quick else 50
+    out: dict[str, Any] = {"calls": calls}
+    RESULTS["opcost"] = out
+    cases = _OPCOST_CASES
+    if args.quick:
+        cases = tuple((op, 2, variant) for op, _, variant in cases[::2])
+    for op, batch, variant in cases:
+        key = f"{op} B={batch}" + (f" {variant}" if variant else "")
+        try:
+            work = build_workload(op, batch, variant=variant, device=device)
+            row = {"native": _call_cost(lambda w=work: w.run("native"), device, calls)}
+            baseline = work.baseline()
+            if baseline is not None:
+                row["baseline"] = _call_cost(baseline, device, calls)
+                row["baseline_kind"] = work.bound.kind
+            out[key] = row
+            print(f"  opcost {key}: {json.dumps(row)}", flush=True)
+        except Exception as exc:  # recorded; the other cases go on
+            out[key] = {"error": f"{type(exc).__name__}: {exc}"[:400]}
+            print(traceback.format_exc(), file=sys.stderr, flush=True)
+        save_json(args)
+    # rotate_viewgrid at B = 32 (a kernel of microseconds): the host's time, layer by layer.
+    work = build_workload("rotate_viewgrid", 32, variant="uint8", device=device)
+    grid, shift = work.args[:2]
+    dst = torch.empty_like(grid)
+    lib = native_module()
+    view_bytes = grid[0, 0, 0].numel() * grid.element_size()
+    B, N, M = grid.shape[:3]
+    pointers = (grid.data_ptr(), dst.data_ptr(), B, N, M, view_bytes, shift.data_ptr(), 0, False)
+    suffix = "cuda" if device.type == "cuda" else "cpu"
+    binding = getattr(lib, f"rotate_viewgrid_{suffix}")
+    stream = [int(torch.cuda.current_stream(device).cuda_stream)] if device.type == "cuda" else []
+    layers = {
+        "public wrapper": lambda: ops.rotate_viewgrid(grid, shift),
+        "operator (torch.ops.pyskick)": lambda: torch.ops.pyskick.rotate_viewgrid(
+            grid, shift, None, False, "auto"),
+        "launch (device context, stream)": lambda: launch("rotate_viewgrid", device, *pointers),
+        "binding": lambda: binding(*pointers, *stream),
+        "torch.empty_like": lambda: torch.empty_like(grid),
+        "grid.clone()": lambda: grid.clone(),
+    }  # fmt: skip
+    out["rotate_layers_host_us"] = {
+        name: round(_host_s(fn, device, calls * 4) * 1e6, 2) for name, fn in layers.items()
+    }
+    print(f"  opcost layers: {json.dumps(out['rotate_layers_host_us'])}", flush=True)
+    profiler = cProfile.Profile()
+    profiler.enable()
+    for _ in range(300):
+        ops.rotate_viewgrid(grid, shift)
+    profiler.disable()
+    sync(device)
+    text = io.StringIO()
+    pstats.Stats(profiler, stream=text).sort_stats("tottime").print_stats(20)
+    with Path(args.profile_out).open("a") as f:
+        f.write(f"=== opcost: cProfile of 300 rotate_viewgrid calls, B=32 uint8 on {device}\n"
+                + text.getvalue() + "\n")  # fmt: skip
+    return out
+
+
 PARTS = {
+    "opcost": part_opcost,
     "ltla1": part_ltla1,
     "epoch": part_epoch,
     "eval": part_eval,

@@ -20,7 +20,7 @@ mkdir -p "$OUT"
 DRY=${GPU_DRY:-0}
 PY=${PY:-python3}
 BUDGET_S=${BUDGET_S:-540}
-STEPS=${STEPS:-env,wheels,build,throwprobe,cudatests,memcheck,trainbench,bench,replay,layout,table1,cudnn,compiled,evalscore,profile,nccl,racecheck,initcheck,step,compile,epoch,concurrent,fullsuite}
+STEPS=${STEPS:-env,wheels,build,throwprobe,cudatests,memcheck,trainbench,bench,opcost,replay,layout,table1,cudnn,compiled,evalscore,profile,nccl,racecheck,initcheck,step,compile,epoch,concurrent,fullsuite}
 HERE=$(cd "$(dirname "$0")" && pwd)
 WORK=${WORK:-/tmp/pyskick-gpu-work}
 mkdir -p "$WORK"
@@ -228,6 +228,10 @@ export -f perf
 # 7. Kernel benchmarks against their twins and the copy bound, CPU (16 cores) and CUDA.
 BENCH=(--device all); [ "$DRY" = 1 ] && BENCH=(--device cpu --quick)
 step bench 90 sh -c "$PY -m pyskick bench ${BENCH[*]} --json >'$OUT/bench.json' 2>>'$OUT/tests.log'"
+
+# What one call of each op costs, host and device apart (perf.py's opcost part): the copy-bound
+# targets were missed by the same ~0.1 ms at every size, a call's fixed cost on that host.
+step opcost 60 perf opcost
 
 # Where a replayed step's device time goes (perf.py's replay part: a run alone and a pack of 15
 # in fp32, the pack in bf16, under torch.profiler; appended to profile.txt).

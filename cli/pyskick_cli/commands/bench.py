@@ -215,9 +215,11 @@ def _table(rows: list[dict[str, Any]]) -> str:
         "backend",
         "median",
         "min",
+        "queued",
         "vs reference",
         "GB/s",
         "vs bound",
+        "queued vs bound",
     )
     lines = [header]
     for row in rows:
@@ -229,9 +231,11 @@ def _table(rows: list[dict[str, Any]]) -> str:
                 row["backend"],
                 _duration(row["median_s"]),
                 _duration(row["min_s"]),
+                _duration(row["queued_s"]),
                 _times(row["speedup"]),
                 "-" if row["gbps"] is None else f"{row['gbps']:.1f}",
                 _times(row["bound_ratio"]),
+                _times(row["queued_bound_ratio"]),
             )
         )
     widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
@@ -243,11 +247,15 @@ def _table(rows: list[dict[str, Any]]) -> str:
     bandwidths = {row["device"]: row["copy_gbps"] for row in rows if row["copy_gbps"]}
     for device, gbps in bandwidths.items():
         text.append(f"copy bandwidth on {device}: {gbps:.1f} GB/s (dst.copy_(src), 256 MiB)")
+    text.append(
+        "median, min: each call waited for; queued: per call, calls queued back to back and "
+        "waited for once."
+    )
     text.append("vs reference: median of the PyTorch twin / this median.")
     benchmarks = {row["op"]: BENCHMARKS[row["op"]] for row in rows}
     bounds = {op: row.bound for op, row in benchmarks.items() if row is not None and row.bound}
     if bounds:
-        text.append("vs bound: this median / the memory bound:")
+        text.append("vs bound: this median / the memory bound (queued vs bound: both queued):")
         text += [f"  {op}: {bound.describe()}." for op, bound in bounds.items()]
         inputs = ", ".join(f"{bound.input} ({op})" for op, bound in bounds.items())
         text.append(f"GB/s: bytes of {inputs} / median.")
