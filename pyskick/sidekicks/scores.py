@@ -111,7 +111,8 @@ def grids_digest(grids: Tensor) -> str:
     if not isinstance(grids, Tensor):
         raise TypeError(f"grids must be a torch.Tensor, got {type(grids).__name__}")
     digest = hashlib.sha256(f"{grids.dtype}{tuple(grids.shape)}".encode())
-    digest.update(grids.detach().cpu().contiguous().numpy().data.cast("B"))
+    # As flat bytes: a memoryview of a shape with a zero in it cannot be cast to bytes.
+    digest.update(grids.detach().cpu().contiguous().numpy().reshape(-1).view(np.uint8).data)
     return digest.hexdigest()
 
 

@@ -623,8 +623,12 @@ class PackTrainer:
                     )
 
     def _run_critics(self) -> list[nn.Module]:
-        """Each run's critic, in order: every run has one when the first has (``_SAME``)."""
-        return [t.critic for t in self.trainers if t.critic is not None]
+        """Each run's critic, in order (``_SAME`` makes every run have one when the first has:
+        refused before packing otherwise)."""
+        critics = [t.critic for t in self.trainers]
+        if any(critic is None for critic in critics):
+            raise RuntimeError("a pack with critics has a run without one")
+        return [critic for critic in critics if critic is not None]
 
     def _pack(self) -> None:
         trainers = self.trainers

@@ -33,6 +33,7 @@ from pyskick.kernel_bench import (
     benchmark_of,
     build_workload,
     measure_copy_bandwidth,
+    queue_length,
     results_equal,
     run_suite,
     suite,
@@ -279,19 +280,31 @@ def test_time_callable_and_copy_bandwidth() -> None:
 
 
 def test_time_queued_is_per_call_of_one_wait(monkeypatch: pytest.MonkeyPatch) -> None:
-    # A clock that only the calls advance: 4 calls of 0.5 s each are 0.5 s per call.
+    # A clock that only the calls advance: 4 calls of 0.5 s each are 0.5 s per call, with the
+    # device waited for before the first call and after the last only.
     clock = [0.0]
+    events: list[str] = []
     monkeypatch.setattr(kernel_bench.time, "perf_counter", lambda: clock[0])
-    calls = []
+    monkeypatch.setattr(kernel_bench, "synchronize", lambda device: events.append("wait"))
 
     def call() -> None:
-        calls.append(1)
+        events.append("call")
         clock[0] += 0.5
 
-    assert time_queued(call, calls=4) == 0.5
-    assert len(calls) == 4
+    assert time_queued(call, calls=4, device="cuda") == 0.5
+    assert events == ["wait", "call", "call", "call", "call", "wait"]
     with pytest.raises(ValueError, match="calls must be >= 1, got 0"):
         time_queued(lambda: None, calls=0)
+
+
+def test_queue_length_queues_about_twenty_milliseconds_within_its_limits() -> None:
+    assert kernel_bench.QUEUE_SECONDS == 0.02
+    assert queue_length(0.001, 5) == 20
+    assert queue_length(0.0003, 5) == 67  # ceil(0.02 / 0.0003)
+    assert queue_length(1.0, 5) == 5  # at least the repeats
+    assert queue_length(0.001, 50) == 50
+    assert queue_length(1e-6, 5) == kernel_bench.QUEUE_MAX == 100  # at most QUEUE_MAX
+    assert queue_length(0.0, 3) == 100
 
 
 def test_run_suite_rows() -> None:
@@ -307,7 +320,10 @@ def test_run_suite_rows() -> None:
         )
         assert row["bound_ratio"] == pytest.approx(row["median_s"] / row["bound_s"])
         assert row["queued_s"] > 0
-        assert row["queued_bound_ratio"] > 0
+        assert row["queued_calls"] == queue_length(row["median_s"], 1)
+        # The copy baseline queued too: its own figure, not the waited one.
+        assert row["queued_bound_s"] > 0
+        assert row["queued_bound_ratio"] == pytest.approx(row["queued_s"] / row["queued_bound_s"])
         if row["backend"] == "reference":
             assert row["queued_speedup"] == 1.0
     native = {r["scale"]: r for r in rows if r["backend"] == "native"}

@@ -89,6 +89,7 @@ def test_memory_bound_rows_and_table(capsys: pytest.CaptureFixture[str]) -> None
         )
         assert row["bound_ratio"] == pytest.approx(row["median_s"] / row["bound_s"])
         # A read bound is computed, not timed: the queued ratio divides by the same bound.
+        assert row["queued_bound_s"] == row["bound_s"]
         assert row["queued_bound_ratio"] == pytest.approx(row["queued_s"] / row["bound_s"])
 
 

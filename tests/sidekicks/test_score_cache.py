@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import importlib.metadata
 import importlib.util
 import json
@@ -24,6 +25,7 @@ from pyskick.sidekicks.scores import (
     ScoreMeta,
     cached_scores,
     compute_scores_sharded,
+    grids_digest,
     read_score_meta,
     read_scores,
     score_key,
@@ -321,3 +323,23 @@ def test_torchrun_shards_and_matches_one_process(tmp_path: Path) -> None:
     sizes = sorted(int(line.split()[1]) for line in log.read_text().splitlines())
     assert sizes == sorted([3, 4, 7, 3, 4])
     assert len(list((tmp_path / "cache" / "scores").glob("*.h5"))) == 1
+
+
+@pytest.mark.parametrize(
+    ("shape", "dtype"),
+    [((2, 4, 8, 3, 2, 2), torch.uint8), ((3, 5), torch.float32), ((0, 4, 8, 3, 2, 2), torch.uint8),
+     ((3, 0, 2), torch.float32), ((), torch.float32)],
+)  # fmt: skip
+def test_grids_digest_is_the_sha256_of_dtype_shape_and_bytes(
+    shape: tuple[int, ...], dtype: torch.dtype
+) -> None:
+    grids = (torch.arange(max(1, torch.Size(shape).numel())) % 251)[: torch.Size(shape).numel()]
+    grids = grids.to(dtype).reshape(shape)
+    expected = hashlib.sha256(f"{dtype}{tuple(shape)}".encode())
+    expected.update(grids.numpy().tobytes())
+    assert grids_digest(grids) == expected.hexdigest()
+    # A transposed view digests as its row-major copy.
+    if grids.dim() >= 2:
+        assert grids_digest(grids.transpose(0, 1)) == grids_digest(
+            grids.transpose(0, 1).contiguous()
+        )

@@ -249,7 +249,7 @@ def _table(rows: list[dict[str, Any]]) -> str:
         text.append(f"copy bandwidth on {device}: {gbps:.1f} GB/s (dst.copy_(src), 256 MiB)")
     text.append(
         "median, min: each call waited for; queued: per call, calls queued back to back and "
-        "waited for once."
+        "waited for at the end (a call that reads a value back still waits)."
     )
     text.append("vs reference: median of the PyTorch twin / this median.")
     benchmarks = {row["op"]: BENCHMARKS[row["op"]] for row in rows}
@@ -287,7 +287,8 @@ def _table(rows: list[dict[str, Any]]) -> str:
     type=click.IntRange(min=1),
     default=5,
     show_default=True,
-    help="Timed calls per backend after one warm-up call; the median is reported.",
+    help="Timed calls per backend after one warm-up call, each waited for (the median is "
+    "reported); the queued timing then queues at least this many.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON list of rows instead.")
 @click.option(
