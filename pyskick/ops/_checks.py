@@ -75,6 +75,19 @@ def check_same_device(op: str, **tensors: torch.Tensor) -> torch.device:
     return first
 
 
+def check_not_differentiated(op: str, **tensors: torch.Tensor) -> None:
+    """Refuse a tensor that requires grad, with grad mode on, in an operator that has no
+    autograd formula: its output would silently carry no gradient. (The public wrappers hand
+    their operators detached inputs; this is for direct ``torch.ops.pyskick`` calls.)"""
+    if torch.is_grad_enabled():
+        for name, t in tensors.items():
+            if t.requires_grad:
+                raise RuntimeError(
+                    f"{op}: is not differentiable, but {name} requires grad; detach it "
+                    f"(pyskick.ops.{op} does) or call it under torch.no_grad()"
+                )
+
+
 def check_finite(name: str, t: torch.Tensor, *, op: str) -> None:
     """Reject NaN and infinite values (they would make the greedy choices meaningless)."""
     if t.numel() and not bool(torch.isfinite(t).all()):

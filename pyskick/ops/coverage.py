@@ -6,8 +6,15 @@ import torch
 from torch import Tensor
 
 from pyskick.ops import _reference
-from pyskick.ops._checks import MAX_NUMEL, check_finite, check_same_device, check_tensor
+from pyskick.ops._checks import (
+    MAX_NUMEL,
+    check_finite,
+    check_not_differentiated,
+    check_same_device,
+    check_tensor,
+)
 from pyskick.ops._dispatch import Backend, launch, use_native
+from pyskick.ops._library import define_op
 
 OP = "coverage_matrix"
 
@@ -50,9 +57,9 @@ def coverage_matrix(recon: Tensor, grid: Tensor, *, backend: Backend = "auto") -
     return torch.ops.pyskick.coverage_matrix(recon, grid, backend)
 
 
-@torch.library.custom_op("pyskick::coverage_matrix", mutates_args=())
 def _coverage_matrix(recon: Tensor, grid: Tensor, backend: str) -> Tensor:
     """The operator: the native kernel of the tensors' device, or the twin (inputs checked)."""
+    check_not_differentiated(OP, recon=recon, grid=grid)
     device = recon.device
     if not use_native(OP, backend, device):
         _check_inputs_finite(recon, grid)
@@ -75,10 +82,12 @@ def _coverage_matrix(recon: Tensor, grid: Tensor, backend: str) -> Tensor:
     return out
 
 
-@_coverage_matrix.register_fake
-def _(recon: Tensor, grid: Tensor, backend: str) -> Tensor:
+def _coverage_matrix_fake(recon: Tensor, grid: Tensor, backend: str) -> Tensor:
     B, V = recon.shape[:2]
     return recon.new_empty(B, V, V)
+
+
+define_op(OP, _coverage_matrix, fake=_coverage_matrix_fake)
 
 
 def _check_inputs_finite(recon: Tensor, grid: Tensor) -> None:

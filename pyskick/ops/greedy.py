@@ -10,11 +10,13 @@ from pyskick.ops._checks import (
     check_bool,
     check_index_range,
     check_int,
+    check_not_differentiated,
     check_same_device,
     check_tensor,
     check_unit_range,
 )
 from pyskick.ops._dispatch import Backend, launch, use_native
+from pyskick.ops._library import define_op
 
 OP = "greedy_coverage"
 
@@ -94,7 +96,6 @@ def greedy_coverage(
     )
 
 
-@torch.library.custom_op("pyskick::greedy_coverage", mutates_args=())
 def _greedy_coverage(
     coverage: Tensor,
     starts: Tensor,
@@ -108,6 +109,7 @@ def _greedy_coverage(
     backend: str,
 ) -> tuple[Tensor, Tensor]:
     """The operator: the native kernel of the tensors' device, or the twin (inputs checked)."""
+    check_not_differentiated(OP, coverage=coverage)
     device = coverage.device
     if not use_native(OP, backend, device):
         return _reference.greedy_coverage(
@@ -145,8 +147,7 @@ def _greedy_coverage(
     return actions, views
 
 
-@_greedy_coverage.register_fake
-def _(
+def _greedy_coverage_fake(
     coverage: Tensor,
     starts: Tensor,
     steps: int,
@@ -160,3 +161,6 @@ def _(
 ) -> tuple[Tensor, Tensor]:
     B, S = starts.shape
     return starts.new_empty(B, S, steps), starts.new_empty(B, S, steps + 1)
+
+
+define_op(OP, _greedy_coverage, fake=_greedy_coverage_fake)

@@ -6,8 +6,15 @@ import torch
 from torch import Tensor
 
 from pyskick.ops import _reference
-from pyskick.ops._checks import check_finite, check_int, check_same_device, check_tensor
+from pyskick.ops._checks import (
+    check_finite,
+    check_int,
+    check_not_differentiated,
+    check_same_device,
+    check_tensor,
+)
 from pyskick.ops._dispatch import Backend, launch, use_native
+from pyskick.ops._library import define_op
 
 OP = "nms_rewards"
 
@@ -44,9 +51,9 @@ def nms_rewards(scores: Tensor, k: int, radius: int, *, backend: Backend = "auto
     return torch.ops.pyskick.nms_rewards(scores, k, radius, backend)
 
 
-@torch.library.custom_op("pyskick::nms_rewards", mutates_args=())
 def _nms_rewards(scores: Tensor, k: int, radius: int, backend: str) -> Tensor:
     """The operator: the native kernel of the tensors' device, or the twin (inputs checked)."""
+    check_not_differentiated(OP, scores=scores)
     device = scores.device
     if not use_native(OP, backend, device):
         return _reference.nms_rewards(scores, k, radius)
@@ -58,6 +65,8 @@ def _nms_rewards(scores: Tensor, k: int, radius: int, backend: str) -> Tensor:
     return out
 
 
-@_nms_rewards.register_fake
-def _(scores: Tensor, k: int, radius: int, backend: str) -> Tensor:
+def _nms_rewards_fake(scores: Tensor, k: int, radius: int, backend: str) -> Tensor:
     return torch.empty_like(scores)
+
+
+define_op(OP, _nms_rewards, fake=_nms_rewards_fake)

@@ -10,6 +10,7 @@ from torch import Tensor
 from pyskick.ops import _reference
 from pyskick.ops._checks import check_bool, check_same_device, check_tensor
 from pyskick.ops._dispatch import Backend, launch, use_native
+from pyskick.ops._library import define_autograd, define_op
 
 OP = "rotate_viewgrid"
 
@@ -69,7 +70,6 @@ def rotate_viewgrid(
     return torch.ops.pyskick.rotate_viewgrid(grid, azimuth_shift, elevation_shift, inverse, backend)
 
 
-@torch.library.custom_op("pyskick::rotate_viewgrid", mutates_args=())
 def _rotate_viewgrid(
     grid: Tensor,
     azimuth_shift: Tensor,
@@ -101,8 +101,7 @@ def _rotate_viewgrid(
     return out
 
 
-@_rotate_viewgrid.register_fake
-def _(
+def _rotate_viewgrid_fake(
     grid: Tensor,
     azimuth_shift: Tensor,
     elevation_shift: Tensor | None,
@@ -110,6 +109,9 @@ def _(
     backend: str,
 ) -> Tensor:
     return torch.empty_like(grid)
+
+
+define_op(OP, _rotate_viewgrid, fake=_rotate_viewgrid_fake)
 
 
 def _setup_context(ctx: Any, inputs: tuple[Any, ...], output: Tensor) -> None:
@@ -127,4 +129,4 @@ def _backward(ctx: Any, grad: Tensor) -> tuple[Tensor | None, ...]:
     return rolled, None, None, None, None
 
 
-_rotate_viewgrid.register_autograd(_backward, setup_context=_setup_context)
+define_autograd(OP, _backward, setup_context=_setup_context)

@@ -86,3 +86,28 @@ def test_rotate_viewgrid_is_differentiable(backend: str) -> None:
     inverse = ops.rotate_viewgrid(grid, shift, inverse=True, backend=backend)
     assert inverse.requires_grad
     assert not ops.rotate_viewgrid(grid.detach(), shift).requires_grad
+
+
+@pytest.mark.parametrize(
+    ("name", "argument"),
+    [("coverage_matrix", 0), ("coverage_matrix", 1), ("greedy_coverage", 0), ("nms_rewards", 0)],
+)
+def test_an_operator_without_a_gradient_refuses_an_input_that_requires_one(
+    name: str, argument: int
+) -> None:
+    """Its output would carry no gradient: the call is refused by name, not left to PyTorch's
+    autograd fallback (a warning at backward and a gradient of None)."""
+    args = list(_inputs()[name])
+    args[argument] = args[argument].clone().requires_grad_()
+    op = getattr(torch.ops.pyskick, name)
+    with pytest.raises(RuntimeError, match=rf"^{name}: is not differentiable, but \w+ requires"):
+        op(*args)
+    with torch.no_grad():
+        expected = op(*_inputs()[name])
+        outputs = op(*args)
+    for out, want in zip(
+        outputs if isinstance(outputs, tuple) else (outputs,),
+        expected if isinstance(expected, tuple) else (expected,),
+        strict=True,
+    ):
+        assert torch.equal(out, want)
