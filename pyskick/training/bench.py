@@ -7,6 +7,12 @@ from a one-view model (Sense and Fuse frozen, as in the paper's training stage):
 steps, then ``steps`` timed between two synchronisations. A variant is a pack size (1: a run
 alone, through the solo trainer), a precision and where the data live. The ratios of one
 call are comparable; absolute figures depend on the machine and what else runs on it.
+
+Each variant's floating-point work is counted on one more, untimed step
+(``torch.utils.flop_counter``: the matrix products and convolutions of the forward and
+backward passes) and its rate set against the device's own rate on a large square matrix
+product of the same precision, measured in the same call: how much of what the device can
+compute the training step uses.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from torch.utils.flop_counter import FlopCounterMode
 
 from pyskick.checkpoint import save_checkpoint
 from pyskick.config import train_preset
@@ -39,6 +46,13 @@ LAYOUTS = ("contiguous", "channels-last")
 
 PAPER_EPOCH_GRIDS = 6000
 """Training viewgrids of a SUN360 epoch (the paper's 56 s on a GTX 1080)."""
+
+MATMUL_SIZE = {"cpu": 2048, "cuda": 8192}
+"""Side of the square matrix product whose rate a variant's is set against, per device type:
+large enough to reach the device's sustained rate (a 2048² float32 product is ≈ 0.1 s on two
+CPU cores, an 8192² one ≈ 20 ms on an H100)."""
+
+_DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
 
 
 @dataclass(frozen=True)
@@ -69,6 +83,20 @@ class TrainingBench:
     """``episodes_per_s`` over the same precision and data's run alone."""
     epoch_seconds_per_run: float
     """Seconds one run's 6,000-grid epoch takes, its share of the step time."""
+    gflop_per_step: float
+    """Floating-point work of one step of all the runs, in GFLOP: the matrix products and
+    convolutions of the forward and backward passes, as ``torch.utils.flop_counter`` counts
+    them (it does not count a fused LSTM kernel, which a run alone's ``nn.LSTM`` is on oneDNN
+    and cuDNN: ≈ 0.4 % of a ``cpu-demo`` step; a pack's LSTM, written with ``bmm``, counts)."""
+    tflop_per_s: float
+    """``gflop_per_step`` over ``step_seconds``, in TFLOP/s."""
+    matmul_tflop_per_s: float
+    """The device's rate on a square matrix product of ``MATMUL_SIZE`` in the variant's
+    precision (float32 under the process's TF32 setting, PyTorch's default: off for matrix
+    products, on for cuDNN's convolutions), measured in the same call, in TFLOP/s."""
+    matmul_share: float
+    """``tflop_per_s`` over ``matmul_tflop_per_s``. It can pass 1 where the step's
+    convolutions use faster units than the float32 matrix product (TF32 on a GPU)."""
 
 
 def environment() -> dict[str, Any]:
@@ -150,6 +178,7 @@ def bench_training(
         tuple(128.0 for _ in range(model.channels)),
     )
     rows: list[TrainingBench] = []
+    matmul: dict[str, float] = {}  # FLOP/s per precision, measured once
     with tempfile.TemporaryDirectory(prefix="pyskick-bench-") as tmp:
         init = Path(tmp) / "one-view.pt"
         with torch.random.fork_rng(devices=[]):
@@ -171,7 +200,11 @@ def bench_training(
                 if target.type == "cpu":
                     config = config.replace(data_on_device="auto")
                 untimed = graph_warmup if mode == "graph" else warmup
-                seconds = _time_steps(config, viewgrids, init, size, Path(tmp), steps, untimed)
+                seconds, flops = _time_steps(
+                    config, viewgrids, init, size, Path(tmp), steps, untimed
+                )
+                if precision not in matmul:
+                    matmul[precision] = matmul_rate(target, _DTYPES[precision])
                 episodes = size * config.batch_size / seconds
                 if size == 1:
                     alone = episodes
@@ -190,6 +223,10 @@ def bench_training(
                     episodes_per_s=episodes,
                     speedup=None if alone is None else episodes / alone,
                     epoch_seconds_per_run=PAPER_EPOCH_GRIDS / config.batch_size * seconds / size,
+                    gflop_per_step=flops / 1e9,
+                    tflop_per_s=flops / seconds / 1e12,
+                    matmul_tflop_per_s=matmul[precision] / 1e12,
+                    matmul_share=flops / seconds / matmul[precision],
                 )
                 rows.append(row)
                 if progress is not None:
@@ -197,10 +234,35 @@ def bench_training(
     return rows
 
 
+def matmul_rate(device: torch.device, dtype: torch.dtype, n: int | None = None) -> float:
+    """FLOP/s of an ``n × n`` by ``n × n`` matrix product on ``device`` in ``dtype``: the
+    median of 5 products, each between two synchronisations, after one untimed.
+
+    Args:
+        device: where to compute.
+        dtype: the matrices' dtype (``torch.float32``: the process's TF32 setting applies).
+        n: the side (default ``MATMUL_SIZE`` of the device's type).
+    """
+    n = n or MATMUL_SIZE.get(device.type, MATMUL_SIZE["cpu"])
+    gen = torch.Generator().manual_seed(0)
+    a = torch.randn(n, n, generator=gen).to(device=device, dtype=dtype)
+    b = torch.randn(n, n, generator=gen).to(device=device, dtype=dtype)
+    times = []
+    for i in range(6):
+        synchronize(device)
+        tick = time.perf_counter()
+        torch.mm(a, b)
+        synchronize(device)
+        if i:
+            times.append(time.perf_counter() - tick)
+    return 2 * n**3 / sorted(times)[len(times) // 2]
+
+
 def _time_steps(
     config: Any, data: TrainData, init: Path, runs: int, tmp: Path, steps: int, warmup: int
-) -> float:
-    """Median seconds of one training step of ``runs`` runs (a solo trainer for 1)."""
+) -> tuple[float, int]:
+    """Median seconds of one training step of ``runs`` runs (a solo trainer for 1), and the
+    floating-point operations of one step, counted on an extra step before the others."""
     folder = Path(tempfile.mkdtemp(dir=tmp))
     if runs == 1:
         trainer: Any = Trainer(config, folder / "run", data, stage="train", init=init).setup()
@@ -224,6 +286,8 @@ def _time_steps(
 
         batches = pack.batches(0)
     device = torch.device(resolve_device(config.device))
+    with FlopCounterMode(display=False) as counter:
+        step(next(batches))
     times = []
     for i in range(warmup + steps):
         batch = next(batches)
@@ -235,7 +299,7 @@ def _time_steps(
             times.append(time.perf_counter() - tick)
     if runs > 1:
         pack._locks.close()
-    return sorted(times)[len(times) // 2]
+    return sorted(times)[len(times) // 2], counter.get_total_flops()
 
 
 def _describe(row: TrainingBench) -> str:
@@ -245,7 +309,8 @@ def _describe(row: TrainingBench) -> str:
     return (
         f"{row.preset} {row.device} {row.precision}{graph}{layout} data on {row.data}, "
         f"{row.runs} run{'s' if row.runs > 1 else ''}: {row.episodes_per_s:.0f} episodes/s"
-        f"{speed}, {row.epoch_seconds_per_run:.2f} s per run's 6,000-grid epoch"
+        f"{speed}, {row.epoch_seconds_per_run:.2f} s per run's 6,000-grid epoch, "
+        f"{row.tflop_per_s * 1e3:.0f} GFLOP/s ({row.matmul_share:.2f} of a matrix product's)"
     )
 
 

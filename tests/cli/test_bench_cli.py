@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 
 import click
 import pytest
@@ -152,6 +153,15 @@ def test_training_bench_times_a_run_alone_and_a_pack(capsys: pytest.CaptureFixtu
             6000 / 32 * row["step_seconds"] / row["runs"]
         )
     assert "2 runs:" in err  # one progress line per variant
+    # The floating-point work: counted per step, a pack's twice a run alone's (its LSTM, written
+    # with bmm, counts; a run alone's fused oneDNN LSTM does not: under 2 % here).
+    solo, pack = (row["gflop_per_step"] for row in rows)
+    assert 2 * solo <= pack <= 2 * solo * 1.02
+    for row in rows:
+        rate = row["gflop_per_step"] / row["step_seconds"] / 1e3
+        assert row["tflop_per_s"] == pytest.approx(rate)
+        assert row["matmul_share"] == pytest.approx(row["tflop_per_s"] / row["matmul_tflop_per_s"])
+    assert rows[0]["matmul_tflop_per_s"] == rows[1]["matmul_tflop_per_s"] > 0  # measured once
     assert [r["view_size"] for r in rows] == [32, 32]  # the preset's data: SUN360's views
     # The demo's 16-pixel views: a smaller model, so the same step is cheaper.
     code, out, err = _run(
@@ -159,6 +169,8 @@ def test_training_bench_times_a_run_alone_and_a_pack(capsys: pytest.CaptureFixtu
     )
     assert code == 0, err
     assert "cpu-demo on cpu, 16-pixel views, batch 32 per run, T = 4" in out
+    assert "of matmul: the step's FLOP rate over a 2048² matrix product's" in out
+    assert re.search(r"in the same precision \(fp32 \d+ GFLOP/s\)", out)
     code, _, err = _run(capsys, "--training", "--view-size", "20")
     assert code == 2
     assert "20 is not a multiple of 8" in err
@@ -192,3 +204,5 @@ def test_training_bench_times_the_convolutions_channels_last(
         rows[3]["episodes_per_s"] / rows[2]["episodes_per_s"]
     )
     assert "fp32, channels-last data on device, 2 runs:" in err
+    # The same arithmetic in either layout.
+    assert [r["gflop_per_step"] for r in rows[2:]] == [r["gflop_per_step"] for r in rows[:2]]

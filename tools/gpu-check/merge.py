@@ -48,7 +48,9 @@ def main(kind: str, source: str, perf: str, curves: str | None = None) -> None:
                 f"train {row['runs']:3d} runs {row['precision']} {row.get('step', 'eager'):5s} "
                 f"data {row['data']:6s} "
                 f"{row['episodes_per_s']:9.0f} ep/s  x{row['speedup'] or 0:5.2f}  "
-                f"{row['epoch_seconds_per_run']:7.3f} s/run-epoch"
+                f"{row['epoch_seconds_per_run']:7.3f} s/run-epoch  "
+                f"{row.get('tflop_per_s', 0):6.2f} TFLOP/s "
+                f"({row.get('matmul_share', 0):.2f} of matmul)"
             )
     else:
         files = {}

@@ -113,7 +113,7 @@ def _bench_training(
     """``bench --training``: print the variants' table (or JSON with the environment)."""
     import torch
 
-    from pyskick.training.bench import as_dicts, bench_training, environment
+    from pyskick.training.bench import MATMUL_SIZE, as_dicts, bench_training, environment
 
     if device == "cuda" and not torch.cuda.is_available():
         raise UserError("bench: --device cuda, but no GPU is visible to torch")
@@ -135,7 +135,7 @@ def _bench_training(
         return
     header = (
         "runs", "precision", "data", "mode", "layout", "step", "episodes/s", "vs alone",
-        "s per run-epoch",
+        "s per run-epoch", "GFLOP/s", "of matmul",
     )  # fmt: skip
     lines = [header]
     for row in rows:
@@ -150,6 +150,8 @@ def _bench_training(
                 f"{row.episodes_per_s:.0f}",
                 _times(row.speedup),
                 f"{row.epoch_seconds_per_run:.2f}",
+                f"{row.tflop_per_s * 1e3:.0f}",
+                f"{row.matmul_share:.2f}",
             )
         )
     widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
@@ -158,10 +160,16 @@ def _bench_training(
     ]
     text.insert(1, "  ".join("-" * w for w in widths))
     first = rows[0]
+    first_type = first.device.split(":")[0]
+    matmul = {row.precision: row.matmul_tflop_per_s for row in rows}
     text.append(
         f"{preset} on {first.device}, {first.view_size}-pixel views, batch {first.batch_size} "
         f"per run, T = {first.T}; "
-        "s per run-epoch: a 6,000-grid epoch (the paper's 56 s on a GTX 1080), one run's share."
+        "s per run-epoch: a 6,000-grid epoch (the paper's 56 s on a GTX 1080), one run's share; "
+        f"of matmul: the step's FLOP rate over a {MATMUL_SIZE[first_type]}² matrix product's "
+        "in the same precision ("
+        + ", ".join(f"{p} {rate * 1e3:.0f} GFLOP/s" for p, rate in matmul.items())
+        + ")."
     )
     click.echo("\n".join(text))
 
@@ -295,7 +303,8 @@ def _table(rows: list[dict[str, Any]]) -> str:
     "--training",
     is_flag=True,
     help="Time training steps instead of the kernels: a run alone against packs of runs, "
-    "per precision and data placement (docs/training.md, 'Measuring training speed').",
+    "per precision and data placement, with each step's FLOP rate against the device's "
+    "matrix-product rate (docs/training.md, 'Measuring training speed').",
 )
 @click.option(
     "--preset",
