@@ -76,9 +76,18 @@ def check_same_device(op: str, **tensors: torch.Tensor) -> torch.device:
 
 
 def check_not_differentiated(op: str, **tensors: torch.Tensor) -> None:
-    """Refuse a tensor that requires grad, with grad mode on, in an operator that has no
-    autograd formula: its output would silently carry no gradient. (The public wrappers hand
-    their operators detached inputs; this is for direct ``torch.ops.pyskick`` calls.)"""
+    """Refuse an input that requires grad, grad mode on, to an operator without a gradient.
+
+    Its output would silently carry no gradient. The public wrappers hand their operators
+    detached inputs; this is for direct ``torch.ops.pyskick`` calls.
+
+    Args:
+        op: the operator's name, for the message.
+        **tensors: its tensor inputs by name.
+
+    Raises:
+        RuntimeError: naming the first input that requires grad.
+    """
     if torch.is_grad_enabled():
         for name, t in tensors.items():
             if t.requires_grad:

@@ -7,7 +7,8 @@ more than the op's own host work: on the 2-core CPU machine (torch 2.13, an op t
 its output and nothing else) 14.5 µs a call through ``custom_op`` against 3.5 µs through the
 library, and 14.9 against 10.0 µs with a Python autograd formula. What those layers check at
 run time (the schema, the fake kernel, the autograd formula, outputs that alias no input),
-``torch.library.opcheck`` checks in the tests (``tests/ops/test_op_library.py``).
+``torch.library.opcheck`` checks in the tests (``tests/ops/test_op_library.py``; the autograd
+registration with an input that requires grad, the formula's values by hand).
 
 An op without an autograd formula is not differentiable: the public wrappers hand it detached
 inputs, and a direct call with an input that requires grad (grad mode on) is refused by name
@@ -29,16 +30,20 @@ LIBRARY = torch.library.Library(NAMESPACE, "FRAGMENT")
 
 
 def define_op(name: str, impl: Callable[..., Any], *, fake: Callable[..., Any]) -> None:
-    """Define ``torch.ops.pyskick.<name>`` from ``impl``'s annotations (its schema, inferred
-    as ``torch.library.custom_op`` infers it) with ``impl`` for every device and ``fake`` for
-    fake tensors (``torch.compile``, meta).
+    """Define ``torch.ops.pyskick.<name>``: ``impl`` on every device, ``fake`` on fake tensors.
+
+    The schema is inferred from ``impl``'s annotations, as ``torch.library.custom_op`` infers
+    it, and the operator is tagged PT2-compliant, as ``custom_op`` tags its operators (what
+    ``torch.compile`` with ``only_allow_pt2_compliant_ops`` asks of an operator).
 
     Args:
         name: the operator's name in the ``pyskick`` namespace.
         impl: the implementation; type-annotated, it mutates none of its arguments.
-        fake: the fake kernel: outputs of the right shapes, dtypes and devices.
+        fake: the fake kernel (``torch.compile``, meta): outputs of the right shapes, dtypes
+            and devices.
     """
-    LIBRARY.define(name + torch.library.infer_schema(impl, mutates_args=()))
+    schema = torch.library.infer_schema(impl, mutates_args=())
+    LIBRARY.define(name + schema, tags=(torch.Tag.pt2_compliant_tag,))
     LIBRARY.impl(name, impl, "CompositeExplicitAutograd")
     torch.library.register_fake(f"{NAMESPACE}::{name}", fake, lib=LIBRARY)
 
@@ -46,7 +51,13 @@ def define_op(name: str, impl: Callable[..., Any], *, fake: Callable[..., Any]) 
 def define_autograd(
     name: str, backward: Callable[..., Any], *, setup_context: Callable[..., Any]
 ) -> None:
-    """Make ``torch.ops.pyskick.<name>`` differentiable (``torch.library.register_autograd``)."""
+    """Make ``torch.ops.pyskick.<name>`` differentiable (``torch.library.register_autograd``).
+
+    Args:
+        name: the operator's name in the ``pyskick`` namespace.
+        backward: the gradients of the inputs from the output's (``(ctx, grad)``).
+        setup_context: what ``backward`` needs, saved from the inputs and output.
+    """
     torch.library.register_autograd(
         f"{NAMESPACE}::{name}", backward, setup_context=setup_context, lib=LIBRARY
     )

@@ -49,10 +49,16 @@ PAPER_EPOCH_GRIDS = 6000
 
 MATMUL_SIZE = {"cpu": 2048, "cuda": 8192}
 """Side of the square matrix product whose rate a variant's is set against, per device type:
-large enough to reach the device's sustained rate (a 2048² float32 product is ≈ 0.1 s on two
-CPU cores, an 8192² one ≈ 20 ms on an H100)."""
+large enough to reach the device's sustained rate (a 2048² float32 product takes ≈ 50 ms on
+two CPU cores, an 8192² one ≈ 20 ms on an H100)."""
+
+MATMUL_PRODUCTS = {"cpu": 1, "cuda": 10}
+"""Products per timing between two synchronisations: on a GPU, enough that the launch and the
+wait are a small part of it (an 8192² bf16 product takes ≈ 1.5 ms on an H200)."""
 
 _DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
+
+_clock = time.perf_counter  # the timings' clock (a test replaces it)
 
 
 @dataclass(frozen=True)
@@ -86,8 +92,10 @@ class TrainingBench:
     gflop_per_step: float
     """Floating-point work of one step of all the runs, in GFLOP: the matrix products and
     convolutions of the forward and backward passes, as ``torch.utils.flop_counter`` counts
-    them (it does not count a fused LSTM kernel, which a run alone's ``nn.LSTM`` is on oneDNN
-    and cuDNN: ≈ 0.4 % of a ``cpu-demo`` step; a pack's LSTM, written with ``bmm``, counts)."""
+    them. It does not count a fused LSTM kernel, which a run alone's ``nn.LSTM`` is on oneDNN
+    and cuDNN, while a pack's LSTM, written with ``bmm``, counts: a pack of ``cpu-demo`` runs
+    counts 0.25 % more per run than a run alone with 32-pixel views, 1.5 % with 16-pixel
+    ones."""
     tflop_per_s: float
     """``gflop_per_step`` over ``step_seconds``, in TFLOP/s."""
     matmul_tflop_per_s: float
@@ -234,28 +242,38 @@ def bench_training(
     return rows
 
 
-def matmul_rate(device: torch.device, dtype: torch.dtype, n: int | None = None) -> float:
-    """FLOP/s of an ``n × n`` by ``n × n`` matrix product on ``device`` in ``dtype``: the
-    median of 5 products, each between two synchronisations, after one untimed.
+def matmul_rate(
+    device: torch.device, dtype: torch.dtype, n: int | None = None, products: int | None = None
+) -> float:
+    """The device's rate on a square matrix product: the median of 5 timings, after one
+    untimed, each of ``products`` products of two ``n × n`` matrices between two
+    synchronisations.
 
     Args:
         device: where to compute.
         dtype: the matrices' dtype (``torch.float32``: the process's TF32 setting applies).
-        n: the side (default ``MATMUL_SIZE`` of the device's type).
+        n: the side (default: ``MATMUL_SIZE`` of the device's type).
+        products: products per timing (default: ``MATMUL_PRODUCTS`` of the device's type).
+
+    Returns:
+        Floating-point operations per second (``2 n³`` per product).
     """
-    n = n or MATMUL_SIZE.get(device.type, MATMUL_SIZE["cpu"])
-    gen = torch.Generator().manual_seed(0)
-    a = torch.randn(n, n, generator=gen).to(device=device, dtype=dtype)
-    b = torch.randn(n, n, generator=gen).to(device=device, dtype=dtype)
+    kind = device.type if device.type in MATMUL_SIZE else "cpu"
+    n = MATMUL_SIZE[kind] if n is None else n
+    products = MATMUL_PRODUCTS[kind] if products is None else products
+    gen = torch.Generator(device=device).manual_seed(0)  # the global generator left alone
+    a = torch.empty(n, n, device=device, dtype=dtype).normal_(generator=gen)
+    b = torch.empty(n, n, device=device, dtype=dtype).normal_(generator=gen)
     times = []
     for i in range(6):
         synchronize(device)
-        tick = time.perf_counter()
-        torch.mm(a, b)
+        tick = _clock()
+        for _ in range(products):
+            torch.mm(a, b)
         synchronize(device)
         if i:
-            times.append(time.perf_counter() - tick)
-    return 2 * n**3 / sorted(times)[len(times) // 2]
+            times.append(_clock() - tick)
+    return 2 * n**3 * products / sorted(times)[len(times) // 2]
 
 
 def _time_steps(
@@ -286,17 +304,23 @@ def _time_steps(
 
         batches = pack.batches(0)
     device = torch.device(resolve_device(config.device))
+    # First, so that the counted step runs eagerly: a step replayed as a CUDA graph dispatches
+    # nothing the counter could see.
     with FlopCounterMode(display=False) as counter:
         step(next(batches))
+    if not counter.get_total_flops():
+        raise RuntimeError(
+            "bench: the counted training step dispatched no matrix product or convolution"
+        )
     times = []
     for i in range(warmup + steps):
         batch = next(batches)
         synchronize(device)
-        tick = time.perf_counter()
+        tick = _clock()
         step(batch)
         synchronize(device)
         if i >= warmup:
-            times.append(time.perf_counter() - tick)
+            times.append(_clock() - tick)
     if runs > 1:
         pack._locks.close()
     return sorted(times)[len(times) // 2], counter.get_total_flops()

@@ -169,7 +169,7 @@ def test_training_bench_times_a_run_alone_and_a_pack(capsys: pytest.CaptureFixtu
     )
     assert code == 0, err
     assert "cpu-demo on cpu, 16-pixel views, batch 32 per run, T = 4" in out
-    assert "of matmul: the step's FLOP rate over a 2048² matrix product's" in out
+    assert "FLOP rate over that of a square matrix product of side 2048" in out
     assert re.search(r"in the same precision \(fp32 \d+ GFLOP/s\)", out)
     code, _, err = _run(capsys, "--training", "--view-size", "20")
     assert code == 2

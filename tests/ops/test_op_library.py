@@ -36,6 +36,19 @@ def test_each_operator_passes_opcheck(name: str, backend: str) -> None:
     op = getattr(torch.ops.pyskick, name)
     args = _inputs(backend)[name]
     torch.library.opcheck(op, args)
+    # Tagged as custom_op tags its operators: torch.compile may insist on it.
+    assert torch.Tag.pt2_compliant_tag in op.default.tags
+
+
+@pytest.mark.parametrize("backend", ["native", "reference"])
+def test_rotate_viewgrids_autograd_formula_passes_opcheck(backend: str) -> None:
+    """opcheck checks the autograd registration, and the formula traced by AOT autograd, only
+    where an input requires grad (the formula's values: the test below)."""
+    if backend == "native" and not ops.has_native():
+        pytest.skip("pyskick._C is not built")
+    grid, *rest = _inputs(backend)["rotate_viewgrid"]
+    args = (grid.clone().requires_grad_(), *rest)
+    torch.library.opcheck(torch.ops.pyskick.rotate_viewgrid, args)
 
 
 def test_compile_traces_through_every_operator_as_one_graph() -> None:

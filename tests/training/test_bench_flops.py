@@ -1,34 +1,49 @@
-"""``bench --training``'s floating-point figures: the device's matrix-product rate and a
-step's counted work."""
+"""``bench --training``'s floating-point figures: the device's matrix-product rate."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 import torch
+from torch.utils._python_dispatch import TorchDispatchMode
 
 from pyskick.training import bench
 
 
-def test_matmul_rate_is_a_products_flops_over_the_median_of_five_timed(
+def test_matmul_rate_is_the_products_flops_over_the_median_of_five_timings(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    # The first product's start (untimed: its end is never read), then the start and end of
-    # five timed products: 2, 6, 3, 5, 4 s.
+    # The first timing's start (untimed: its end is never read), then the start and end of
+    # five timed ones: 2, 6, 3, 5, 4 s.
     ticks = iter([0.0, 10.0, 12.0, 20.0, 26.0, 30.0, 33.0, 40.0, 45.0, 50.0, 54.0])
-    monkeypatch.setattr(bench.time, "perf_counter", lambda: next(ticks, 1e9))
-    assert bench.matmul_rate(torch.device("cpu"), torch.float32, n=8) == 2 * 8**3 / 4
-    assert next(ticks, None) is None  # every tick read: one untimed product, five timed
+    monkeypatch.setattr(bench, "_clock", lambda: next(ticks))
+    rate = bench.matmul_rate(torch.device("cpu"), torch.float32, n=8, products=3)
+    assert rate == 3 * 2 * 8**3 / 4
+    assert next(ticks, None) is None  # one untimed timing, five timed
 
 
-def test_matmul_rate_defaults_to_the_devices_size(monkeypatch: pytest.MonkeyPatch) -> None:
-    sides = []
+class _Products(TorchDispatchMode):
+    """Records every matrix product's operand shapes and dtype."""
 
-    def mm(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-        sides.append((a.shape, b.shape, a.dtype))
-        return a
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: list[tuple[Any, ...]] = []
 
-    monkeypatch.setattr(bench.torch, "mm", mm)
-    rate = bench.matmul_rate(torch.device("cpu"), torch.bfloat16)
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+        if func is torch.ops.aten.mm.default:
+            self.seen.append((tuple(args[0].shape), tuple(args[1].shape), args[0].dtype))
+        return func(*args, **(kwargs or {}))
+
+
+def test_matmul_rate_multiplies_the_devices_size_in_the_dtype_it_is_given() -> None:
+    state = torch.random.get_rng_state()
+    with _Products() as products:
+        rate = bench.matmul_rate(torch.device("cpu"), torch.float32)
     n = bench.MATMUL_SIZE["cpu"]
-    assert sides == [((n, n), (n, n), torch.bfloat16)] * 6
+    assert products.seen == [((n, n), (n, n), torch.float32)] * 6 * bench.MATMUL_PRODUCTS["cpu"]
     assert rate > 0
+    assert torch.equal(torch.random.get_rng_state(), state)  # the global generator untouched
+    with _Products() as products:
+        bench.matmul_rate(torch.device("cpu"), torch.bfloat16, n=16, products=2)
+    assert products.seen == [((16, 16), (16, 16), torch.bfloat16)] * 12

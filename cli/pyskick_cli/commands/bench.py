@@ -166,8 +166,8 @@ def _bench_training(
         f"{preset} on {first.device}, {first.view_size}-pixel views, batch {first.batch_size} "
         f"per run, T = {first.T}; "
         "s per run-epoch: a 6,000-grid epoch (the paper's 56 s on a GTX 1080), one run's share; "
-        f"of matmul: the step's FLOP rate over a {MATMUL_SIZE[first_type]}² matrix product's "
-        "in the same precision ("
+        "of matmul: the step's FLOP rate over that of a square matrix product of side "
+        f"{MATMUL_SIZE[first_type]} in the same precision ("
         + ", ".join(f"{p} {rate * 1e3:.0f} GFLOP/s" for p, rate in matmul.items())
         + ")."
     )
@@ -359,7 +359,8 @@ def _table(rows: list[dict[str, Any]]) -> str:
     type=click.IntRange(min=1),
     default=5,
     show_default=True,
-    help="--training: timed steps per variant (after 2 untimed ones); the median is reported.",
+    help="--training: timed steps per variant (after 3 untimed ones, the first counting the "
+    "step's FLOPs); the median is reported.",
 )
 @view_size_option(
     help="--training: side of every view in pixels, a multiple of 8, at least 16 (default: the "
