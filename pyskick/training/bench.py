@@ -102,6 +102,8 @@ class TrainingBench:
     """The device's rate on a square matrix product of ``MATMUL_SIZE`` in the variant's
     precision (float32 under the process's TF32 setting, PyTorch's default: off for matrix
     products, on for cuDNN's convolutions), measured in the same call, in TFLOP/s."""
+    matmul_size: int
+    """The side of that matrix product (``MATMUL_SIZE`` of the device's type)."""
     matmul_share: float
     """``tflop_per_s`` over ``matmul_tflop_per_s``. It can pass 1 where the step's
     convolutions use faster units than the float32 matrix product (TF32 on a GPU)."""
@@ -234,12 +236,18 @@ def bench_training(
                     gflop_per_step=flops / 1e9,
                     tflop_per_s=flops / seconds / 1e12,
                     matmul_tflop_per_s=matmul[precision] / 1e12,
+                    matmul_size=matmul_size(target),
                     matmul_share=flops / seconds / matmul[precision],
                 )
                 rows.append(row)
                 if progress is not None:
                     progress(_describe(row))
     return rows
+
+
+def matmul_size(device: torch.device) -> int:
+    """The side of the square matrix product :func:`matmul_rate` times on ``device``."""
+    return MATMUL_SIZE.get(device.type, MATMUL_SIZE["cpu"])
 
 
 def matmul_rate(
@@ -258,9 +266,9 @@ def matmul_rate(
     Returns:
         Floating-point operations per second (``2 n³`` per product).
     """
-    kind = device.type if device.type in MATMUL_SIZE else "cpu"
-    n = MATMUL_SIZE[kind] if n is None else n
-    products = MATMUL_PRODUCTS[kind] if products is None else products
+    n = matmul_size(device) if n is None else n
+    if products is None:
+        products = MATMUL_PRODUCTS.get(device.type, MATMUL_PRODUCTS["cpu"])
     gen = torch.Generator(device=device).manual_seed(0)  # the global generator left alone
     a = torch.empty(n, n, device=device, dtype=dtype).normal_(generator=gen)
     b = torch.empty(n, n, device=device, dtype=dtype).normal_(generator=gen)

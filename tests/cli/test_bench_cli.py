@@ -162,6 +162,7 @@ def test_training_bench_times_a_run_alone_and_a_pack(capsys: pytest.CaptureFixtu
         assert row["tflop_per_s"] == pytest.approx(rate)
         assert row["matmul_share"] == pytest.approx(row["tflop_per_s"] / row["matmul_tflop_per_s"])
     assert rows[0]["matmul_tflop_per_s"] == rows[1]["matmul_tflop_per_s"] > 0  # measured once
+    assert [row["matmul_size"] for row in rows] == [2048, 2048]
     assert [r["view_size"] for r in rows] == [32, 32]  # the preset's data: SUN360's views
     # The demo's 16-pixel views: a smaller model, so the same step is cheaper.
     code, out, err = _run(

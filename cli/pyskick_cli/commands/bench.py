@@ -113,7 +113,7 @@ def _bench_training(
     """``bench --training``: print the variants' table (or JSON with the environment)."""
     import torch
 
-    from pyskick.training.bench import MATMUL_SIZE, as_dicts, bench_training, environment
+    from pyskick.training.bench import as_dicts, bench_training, environment
 
     if device == "cuda" and not torch.cuda.is_available():
         raise UserError("bench: --device cuda, but no GPU is visible to torch")
@@ -160,14 +160,13 @@ def _bench_training(
     ]
     text.insert(1, "  ".join("-" * w for w in widths))
     first = rows[0]
-    first_type = first.device.split(":")[0]
     matmul = {row.precision: row.matmul_tflop_per_s for row in rows}
     text.append(
         f"{preset} on {first.device}, {first.view_size}-pixel views, batch {first.batch_size} "
         f"per run, T = {first.T}; "
         "s per run-epoch: a 6,000-grid epoch (the paper's 56 s on a GTX 1080), one run's share; "
         "of matmul: the step's FLOP rate over that of a square matrix product of side "
-        f"{MATMUL_SIZE[first_type]} in the same precision ("
+        f"{first.matmul_size} in the same precision ("
         + ", ".join(f"{p} {rate * 1e3:.0f} GFLOP/s" for p, rate in matmul.items())
         + ")."
     )
