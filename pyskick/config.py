@@ -64,6 +64,7 @@ RUNTIME_FIELDS = (
     "save_every",
     "cuda_graph",
     "channels_last",
+    "compile",
 )
 """Fields that change where and how fast a run computes, never its results: a resumed run may
 change them, and results recorded by ``reproduce`` do not depend on them."""
@@ -88,6 +89,7 @@ _BOOLS = (
     "critic_gate",
     "cuda_graph",
     "channels_last",
+    "compile",
 )
 
 
@@ -198,6 +200,12 @@ class TrainConfig:
     layout cuDNN's tensor-core convolutions compute in, instead of transforming every
     convolution's input and output to it and back (docs/training.md, "Channels-last").
     Same arithmetic to float rounding; off until a GPU measurement shows it pays."""
+    compile: bool = False
+    """Compile the training step's networks (the policy, and a learned critic) with
+    ``torch.compile`` (inductor): fewer, fused kernels in their forward and backward passes,
+    inside a CUDA graph too (docs/training.md, "Compiled networks"). Validation and evaluation
+    run them uncompiled. Same arithmetic to float rounding; off until a GPU measurement shows it
+    pays (on the CPU it is slower)."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.model, str) or self.model not in MODEL_PRESETS:

@@ -291,6 +291,13 @@ channels_last_option = shared_option(
     help="Keep the convolutions channels-last (NHWC), the layout cuDNN's tensor-core "
     "convolutions compute in; same results to float rounding (default: the config's, off).",
 )
+compile_option = shared_option(
+    "--compile/--no-compile",
+    "compile",
+    default=None,
+    help="Compile the training step's networks with torch.compile (inductor): fewer, fused "
+    "kernels; same results to float rounding, slower on the CPU (default: the config's, off).",
+)
 pack_option = shared_option(
     "--pack",
     type=click.Choice(["auto", "on", "off"]),
@@ -446,6 +453,7 @@ def training_options(f: F) -> F:
         precision_option(),
         cuda_graph_option(),
         channels_last_option(),
+        compile_option(),
         eval_batch_size_option(),
         save_every_option(),
         logger_option(),

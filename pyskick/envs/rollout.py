@@ -138,8 +138,8 @@ def collect_rollout(
     Returns:
         The :class:`Rollout`.
     """
-    core = policy.module if isinstance(policy, nn.parallel.DistributedDataParallel) else policy
-    core = getattr(core, "_orig_mod", core)  # a torch.compile'd policy wraps the module
+    core = getattr(policy, "_orig_mod", policy)  # torch.compile wraps the module (or its DDP)
+    core = core.module if isinstance(core, nn.parallel.DistributedDataParallel) else core
     if not isinstance(core, CompletionPolicy | PackedCompletionPolicy):
         raise TypeError(f"policy must be a CompletionPolicy, got {type(core).__name__}")
     T = env.T

@@ -27,6 +27,28 @@ FrozenBatchNorm = Literal["train", "eval"]
 _FROZEN_BATCHNORM = ("train", "eval")
 
 
+def lstm_cell(lstm: nn.LSTM, x: Tensor, state: LSTMState) -> LSTMState:
+    """One step of a one-layer ``lstm``, as ``nn.LSTM`` computes it, in plain operations.
+
+    Args:
+        lstm: a one-layer, unidirectional ``nn.LSTM`` with biases.
+        x: ``[B, input_size]``.
+        state: (h, c), each ``[B, hidden_size]``.
+
+    Returns:
+        The new (h, c), each ``[B, hidden_size]``.
+    """
+    # nn.LSTM registers its parameters by name: torch's types do not declare them.
+    w_ih, w_hh, b_ih, b_hh = (
+        cast(Tensor, getattr(lstm, name))
+        for name in ("weight_ih_l0", "weight_hh_l0", "bias_ih_l0", "bias_hh_l0")
+    )
+    gates = nn.functional.linear(x, w_ih, b_ih) + nn.functional.linear(state[0], w_hh, b_hh)
+    i, f, g, o = gates.chunk(4, dim=1)  # nn.LSTM's order: input, forget, cell, output
+    c = torch.sigmoid(f) * state[1] + torch.sigmoid(i) * torch.tanh(g)
+    return torch.sigmoid(o) * torch.tanh(c), c
+
+
 class StepOutput(NamedTuple):
     """What one step of :class:`CompletionPolicy` returns."""
 
@@ -233,6 +255,10 @@ class CompletionPolicy(FreezableSenseAndFuse):
             (h, c), each ``[B, hidden_size]``.
         """
         fused = self.fuse(torch.cat([self.sense_im(view), self.sense_pro(proprio)], dim=1))
+        if torch.compiler.is_compiling():
+            # torch.compile does not trace nn.LSTM (a graph break; inductor cannot lower
+            # oneDNN's LSTM): the same cell written out, which it fuses.
+            return lstm_cell(self.aggregate, fused, state)
         # nn.LSTM wants [seq=1, B, F] and a [layers=1, B, H] state.
         _, (h, c) = self.aggregate(fused.unsqueeze(0), (state[0][None], state[1][None]))
         return h[0], c[0]

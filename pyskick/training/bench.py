@@ -21,6 +21,7 @@ import dataclasses
 import platform
 import tempfile
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -43,6 +44,17 @@ from pyskick.training.trainer import Trainer
 
 LAYOUTS = ("contiguous", "channels-last")
 """The convolutions' memory formats a variant may use."""
+
+MODES = ("eager", "graph", "compiled", "compiled-graph")
+"""How a variant's step runs: eagerly, replayed as a CUDA graph (``TrainConfig.cuda_graph``),
+with its networks compiled (``TrainConfig.compile``), or both."""
+_GRAPH_MODES = ("graph", "compiled-graph")
+_MODE_WORDS = {
+    "eager": "",
+    "graph": ", CUDA graph",
+    "compiled": ", compiled",
+    "compiled-graph": ", compiled, CUDA graph",
+}
 
 PAPER_EPOCH_GRIDS = 6000
 """Training viewgrids of a SUN360 epoch (the paper's 56 s on a GTX 1080)."""
@@ -73,7 +85,9 @@ class TrainingBench:
     data: str
     """``"device"``: the viewgrids live on the device; ``"host"``: copied per batch."""
     step: str
-    """``"eager"``, or ``"graph"``: replayed as a CUDA graph (``TrainConfig.cuda_graph``)."""
+    """One of :data:`MODES`: ``"eager"``, ``"graph"`` (replayed as a CUDA graph,
+    ``TrainConfig.cuda_graph``), ``"compiled"`` (the networks compiled by inductor,
+    ``TrainConfig.compile``) or ``"compiled-graph"`` (both)."""
     layout: str
     """The convolutions' memory format: ``"contiguous"`` (NCHW), or ``"channels-last"``
     (NHWC, ``TrainConfig.channels_last``)."""
@@ -151,7 +165,9 @@ def bench_training(
         runs: pack sizes (1: a run alone).
         precisions: ``"fp32"``, ``"bf16"``.
         data: ``"device"``, ``"host"`` (the same on the CPU).
-        modes: ``"eager"``, ``"graph"`` (the step replayed as a CUDA graph; CUDA only).
+        modes: :data:`MODES`: ``"eager"``, ``"graph"`` (the step replayed as a CUDA graph;
+            CUDA only), ``"compiled"`` (the networks compiled; compilation in the untimed
+            steps), ``"compiled-graph"`` (both).
         layouts: ``"contiguous"``, ``"channels-last"`` (the convolutions' memory format).
         grids: random training viewgrids (default: enough for every step of every run).
         steps, warmup: timed and untimed steps per variant.
@@ -172,7 +188,10 @@ def bench_training(
     unknown = sorted(set(layouts) - set(LAYOUTS))
     if unknown:
         raise UserError(f"bench: unknown layout {unknown[0]!r} (choose from {', '.join(LAYOUTS)})")
-    if "graph" in modes and target.type != "cuda":
+    unknown = sorted(set(modes) - set(MODES))
+    if unknown:
+        raise UserError(f"bench: unknown mode {unknown[0]!r} (choose from {', '.join(MODES)})")
+    if set(modes) & set(_GRAPH_MODES) and target.type != "cuda":
         raise UserError(f"bench: a CUDA graph needs a CUDA device, not {target.type}")
     # A graph's eager steps and its capture are untimed too.
     graph_warmup = warmup + STEP_WARMUP + 1
@@ -204,12 +223,13 @@ def bench_training(
                 config = base.replace(
                     precision=precision,
                     data_on_device="on" if placement == "device" else "off",
-                    cuda_graph=mode == "graph",
+                    cuda_graph=mode in _GRAPH_MODES,
+                    compile=mode.startswith("compiled"),
                     channels_last=layout == "channels-last",
                 )
                 if target.type == "cpu":
                     config = config.replace(data_on_device="auto")
-                untimed = graph_warmup if mode == "graph" else warmup
+                untimed = graph_warmup if mode in _GRAPH_MODES else warmup
                 seconds, flops = _time_steps(
                     config, viewgrids, init, size, Path(tmp), steps, untimed
                 )
@@ -313,9 +333,14 @@ def _time_steps(
         batches = pack.batches(0)
     device = torch.device(resolve_device(config.device))
     # First, so that the counted step runs eagerly: a step replayed as a CUDA graph dispatches
-    # nothing the counter could see.
-    with FlopCounterMode(display=False) as counter:
-        step(next(batches))
+    # nothing the counter could see, nor do compiled kernels (compiled networks run eagerly
+    # here, and compile in the untimed steps that follow).
+    with warnings.catch_warnings():
+        # The counter's module hooks are global, which a compiled network warns of (they fire
+        # for its wrapper and for it): the count is of operations, whichever module runs them.
+        warnings.filterwarnings("ignore", "Using `torch.compile\\(module\\)` when there are global")
+        with torch.compiler.set_stance("force_eager"), FlopCounterMode(display=False) as counter:
+            step(next(batches))
     if not counter.get_total_flops():
         raise RuntimeError(
             "bench: the counted training step dispatched no matrix product or convolution"
@@ -336,7 +361,7 @@ def _time_steps(
 
 def _describe(row: TrainingBench) -> str:
     speed = "" if row.speedup is None else f", {row.speedup:.2f}x a run alone"
-    graph = ", CUDA graph" if row.step == "graph" else ""
+    graph = _MODE_WORDS[row.step]
     layout = ", channels-last" if row.layout == "channels-last" else ""
     return (
         f"{row.preset} {row.device} {row.precision}{graph}{layout} data on {row.data}, "

@@ -48,6 +48,7 @@ from pyskick.run_dir import RunDir
 from pyskick.sidekicks.base import Sidekick
 from pyskick.timing import SpanTimer, span
 from pyskick.training.batches import GridSource, resolve_data_on_device
+from pyskick.training.compiled import compile_network
 from pyskick.training.data import TrainData
 from pyskick.training.graphs import StepGraph
 from pyskick.training.loggers import Dispatcher
@@ -504,6 +505,7 @@ _SAME = (
     ("save_every", lambda t: t.config.save_every),
     ("precision", lambda t: t.config.precision),
     ("channels_last", lambda t: t.config.channels_last),
+    ("compile", lambda t: t.config.compile),
     ("critic", lambda t: None if t.critic is None else type(t.critic).__name__),
     ("critic_gate", lambda t: t.config.critic_gate if t.critic is not None else None),
 )
@@ -647,6 +649,13 @@ class PackTrainer:
             use_channels_last(self.policy)
             if self.critic is not None:
                 use_channels_last(self.critic)
+        # What the step calls: the modules, or their compiled wrappers (config.compile).
+        self.policy_step: nn.Module = self.policy
+        self.critic_step: nn.Module | None = self.critic
+        if self.config.compile:
+            self.policy_step = compile_network(self.policy)
+            if self.critic is not None:
+                self.critic_step = compile_network(self.critic)
         self.env = make_env(
             first.model_config,
             self.T,
@@ -892,12 +901,12 @@ class PackTrainer:
         critic = self.critic
         with autocast(self.device, self.config.precision):
             rollout = collect_rollout(
-                self.policy,
+                self.policy_step,
                 self.env,
                 batch.grids,
                 mode="greedy",  # unused: choose draws every run's actions
                 starts=batch.starts.t().reshape(-1),
-                critic=critic,
+                critic=self.critic_step,
                 critic_full_obs=critic is not None and bool(critic.full_observability),
                 reward_maps=reward_maps,
                 demonstrations=demonstrations,

@@ -34,6 +34,7 @@ from pyskick.sidekicks.factory import RunSidekick, for_run
 from pyskick.sidekicks.scores import has_scores
 from pyskick.training.baselines import AverageBaseline, ControlVariate
 from pyskick.training.batches import GridSource, resolve_data_on_device
+from pyskick.training.compiled import compile_network
 from pyskick.training.data import TrainData
 from pyskick.training.loggers import Dispatcher, make_loggers
 from pyskick.training.seeding import seed_everything
@@ -329,7 +330,8 @@ class TrainerSetup:
         restore_training(self, checkpoint, self.data.grid_shape)
 
     def _wrap_ddp(self) -> None:
-        """Step 9: the modules that compute gradients, wrapped in DDP under ``torchrun``."""
+        """Step 9: the modules that compute gradients, wrapped in DDP under ``torchrun``, and
+        compiled with ``config.compile``."""
         self.policy_ddp: nn.Module = self.policy
         self.critic_ddp: nn.Module | None = self.critic
         if self.dist.distributed:
@@ -340,6 +342,10 @@ class TrainerSetup:
                 self.critic_ddp = nn.parallel.DistributedDataParallel(
                     self.critic, device_ids=ids, find_unused_parameters=True
                 )
+        if self.config.compile:  # around DDP, as torch.compile wants it
+            self.policy_ddp = compile_network(self.policy_ddp)
+            if self.critic_ddp is not None:
+                self.critic_ddp = compile_network(self.critic_ddp)
 
     def _make_critic(self, factory: Callable[..., Any]) -> nn.Module | None:
         """The registered critic's module, or None for the average baseline (or when no

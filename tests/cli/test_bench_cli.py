@@ -207,3 +207,37 @@ def test_training_bench_times_the_convolutions_channels_last(
     assert "fp32, channels-last data on device, 2 runs:" in err
     # The same arithmetic in either layout.
     assert [r["gflop_per_step"] for r in rows[2:]] == [r["gflop_per_step"] for r in rows[:2]]
+
+
+@pytest.mark.filterwarnings(  # dynamo hides it through warnings.showwarning, not a filter
+    "ignore:The .grad attribute of a Tensor that is not a leaf Tensor:UserWarning"
+)
+def test_training_bench_times_the_networks_compiled(capsys: pytest.CaptureFixture[str]) -> None:
+    torch.set_num_threads(1)
+    torch._dynamo.reset()  # compiled from nothing, whatever this process compiled before
+    args = ("--training", "--runs", "1", "--steps", "1", "--device", "cpu", "--view-size", "16")
+    try:
+        code, out, err = _run(capsys, *args, "--mode", "eager,compiled", "--json")
+    finally:
+        torch._dynamo.reset()
+    assert code == 0, err
+    rows = json.loads(out)["rows"]
+    assert [(r["runs"], r["step"]) for r in rows] == [(1, "eager"), (1, "compiled")]
+    assert "fp32, compiled data on device, 1 run:" in err
+    # The work is counted on an eager step of the compiled variant too (a compiled kernel
+    # dispatches nothing the counter sees): the same count.
+    assert rows[1]["gflop_per_step"] == rows[0]["gflop_per_step"]
+    for mode in ("graph", "compiled-graph"):  # a CUDA graph needs CUDA
+        code, out, err = _run(capsys, "--training", "--device", "cpu", "--mode", mode)
+        assert code == 2
+        assert "a CUDA graph needs a CUDA device, not cpu" in err
+    code, _, err = _run(capsys, "--training", "--mode", "jit")
+    assert code == 2
+    assert "eager, graph, compiled, compiled-graph" in err
+
+
+def test_the_cli_offers_every_bench_mode() -> None:
+    from pyskick.training.bench import MODES
+
+    mode_option = next(p for p in bench.params if p.name == "modes")
+    assert tuple(mode_option.type.choices) == MODES

@@ -6,6 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
+import torch
+import torch._dynamo
 
 from pyskick.checkpoint import load_checkpoint
 from pyskick.data.builtin import make_builtin
@@ -26,6 +28,9 @@ def scenes(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return make_builtin("synthetic-scenes", tmp_path_factory.mktemp("data") / "s.h5", 40, 1)
 
 
+@pytest.mark.filterwarnings(  # --compile: dynamo hides it through warnings.showwarning
+    "ignore:The .grad attribute of a Tensor that is not a leaf Tensor:UserWarning"
+)
 def test_pretrain_train_evaluate(
     scenes: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -50,16 +55,18 @@ def test_pretrain_train_evaluate(
     assert report["n_samples"] == 4
     assert {"mean_x1000", "std_x1000", "stderr_x1000", "improvement_pct"} <= set(report)
     # --resume with more epochs continues the same run, here with channels-last convolutions
-    # (where and how fast it computes: a resumed run may change it).
+    # and compiled networks (where and how fast it computes: a resumed run may change it).
+    torch._dynamo.reset()  # compiled from nothing, whatever this process compiled before
     code, _, err = run(
         ["train", "--dataset", str(scenes), *FAST[:2], "--epochs", "2", "--batch-size", "8",
-         "--device", "cpu", "--out", str(ltla), "--resume", "--channels-last"],
+         "--device", "cpu", "--out", str(ltla), "--resume", "--channels-last", "--compile"],
         capsys,
     )  # fmt: skip
     assert code == 0, err
     state = load_checkpoint(ltla / "latest.pt")
     assert state["epoch"] == 1
     assert state["config"]["channels_last"] is True
+    assert state["config"]["compile"] is True
 
 
 def test_train_without_init_pretrains_once_and_reuses(

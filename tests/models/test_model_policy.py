@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import io
+import math
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,7 @@ from hypothesis import strategies as st
 from torch import Tensor, nn
 
 from pyskick.models import CompletionPolicy, ModelConfig, preset
+from pyskick.models.policy import lstm_cell
 
 CFG = dataclasses.replace(
     preset("cpu-demo"),
@@ -303,3 +305,37 @@ def test_state_dict_is_loadable_from_a_buffer_with_weights_only() -> None:
 def test_config_type_is_checked() -> None:
     with pytest.raises(TypeError, match="config must be a ModelConfig"):
         CompletionPolicy(CFG.to_dict())  # type: ignore[arg-type]
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    batch=st.integers(1, 9),
+    inputs=st.integers(1, 20),
+    hidden=st.integers(1, 16),
+    seed=st.integers(0, 2**31 - 1),
+    scale=st.sampled_from([0.1, 1.0, 5.0]),
+)
+def test_lstm_cell_is_one_step_of_nn_lstm(batch, inputs, hidden, seed, scale):
+    """The cell compiled code runs instead of nn.LSTM (which dynamo does not trace)."""
+    torch.manual_seed(seed)
+    lstm = nn.LSTM(inputs, hidden, num_layers=1)
+    x = torch.randn(batch, inputs) * scale
+    state = (torch.randn(batch, hidden) * scale, torch.randn(batch, hidden) * scale)
+    _, (h, c) = lstm(x[None], (state[0][None], state[1][None]))
+    got = lstm_cell(lstm, x, state)
+    torch.testing.assert_close(got[0], h[0], rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(got[1], c[0], rtol=1e-5, atol=1e-6)
+
+
+def test_lstm_cell_by_hand():
+    """One unit, weights chosen so each gate's pre-activation is known: i = f = o = 0 (so
+    sigmoid = 1/2), g = atanh(1/2)."""
+    lstm = nn.LSTM(1, 1)
+    with torch.no_grad():
+        lstm.weight_ih_l0.zero_()
+        lstm.weight_hh_l0.zero_()
+        lstm.bias_hh_l0.zero_()
+        lstm.bias_ih_l0.copy_(torch.tensor([0.0, 0.0, math.atanh(0.5), 0.0]))
+    h, c = lstm_cell(lstm, torch.ones(1, 1), (torch.zeros(1, 1), torch.full((1, 1), 2.0)))
+    assert c.item() == pytest.approx(0.5 * 2.0 + 0.5 * 0.5)  # f c + i g
+    assert h.item() == pytest.approx(0.5 * math.tanh(1.25))  # o tanh(c)

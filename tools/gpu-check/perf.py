@@ -28,8 +28,9 @@ failing part never loses the others, and the JSON is rewritten after every part)
   bf16) with the convolutions contiguous and channels-last (``--layout``), and the replay
   profile of a channels-last pack of 15 in fp32 (the 2026-11-27 profile found 19 % of a pack's
   device time in cuDNN's NCHW/NHWC layout transforms).
-- ``compiled``: a run alone's step with the policy torch.compile'd (inductor) inside the CUDA
-  graph, against the same step uncompiled: wall time and kernels per step.
+- ``compiled``: a run alone's and a pack of 15's steps with the networks compiled by inductor
+  (``TrainConfig.compile``, ``--compile``) inside the CUDA graph, against the same steps
+  uncompiled: setup and compile seconds, wall time, kernels and kernel time per step.
 - ``opcost``: what one call of each op costs, split into the host's work and the device's
   (waited for, queued, host time, device time and kernels per call from torch.profiler), for
   the op and its copy baseline; ``rotate_viewgrid``'s host time layer by layer, and a cProfile
@@ -539,10 +540,10 @@ def part_profile(args, device, ctx) -> dict[str, Any]:
 
 
 def _replay_variant(device, runs: int, precision: str, graph: bool, steps: int, tmp: Path,
-                    compile_backend: str | None = None, channels_last: bool = False):  # fmt: skip
+                    compiled: bool = False, channels_last: bool = False):  # fmt: skip
     """Profile ``steps`` training steps after the warm-up (and capture): one variant; with
-    ``compile_backend`` (a run alone) the policy is ``torch.compile``'d inside the step; with
-    ``channels_last`` the convolutions compute channels-last."""
+    ``compiled`` the networks are compiled (``TrainConfig.compile``); with ``channels_last``
+    the convolutions compute channels-last."""
     from torch.profiler import ProfilerActivity, profile
 
     from pyskick.checkpoint import save_checkpoint
@@ -556,7 +557,7 @@ def _replay_variant(device, runs: int, precision: str, graph: bool, steps: int, 
 
     config = train_preset("paper-sun360").replace(
         device=device.type, precision=precision, cuda_graph=graph, channels_last=channels_last,
-        data_on_device="on" if device.type == "cuda" else "auto",
+        compile=compiled, data_on_device="on" if device.type == "cuda" else "auto",
     )  # fmt: skip
     model = preset_model(config.model)
     warm = STEP_WARMUP + 3
@@ -574,8 +575,6 @@ def _replay_variant(device, runs: int, precision: str, graph: bool, steps: int, 
     if runs == 1:
         trainer = Trainer(config, folder / "run", data, stage="train", init=init).setup()
         trainer.policy.train()
-        if compile_backend is not None:  # the step calls policy_ddp (the policy, one process)
-            trainer.policy_ddp = torch.compile(trainer.policy_ddp, backend=compile_backend)
         batches = trainer.batches(0)
 
         def step(batch) -> None:
@@ -712,21 +711,24 @@ def part_replay(args, device, ctx) -> dict[str, Any]:
 
 
 def part_compiled(args, device, ctx) -> dict[str, Any]:
-    """A run alone's training step with the policy ``torch.compile``'d (inductor on a GPU:
-    fused kernels) and replayed as a CUDA graph, against the same step uncompiled, both under
-    torch.profiler for 10 steps: wall time and kernels per step. The replay profile found a run
-    alone bound by its 1,145 kernels of ~2 µs each (docs/training.md)."""
+    """A run alone's and a pack of 15's training steps with the networks compiled by inductor
+    (``TrainConfig.compile``) and replayed as CUDA graphs, against the same steps uncompiled,
+    each under torch.profiler for 10 steps: wall time, kernels and kernel time per step. The
+    replay profile found a run alone bound by its 1,145 kernels of ~2 µs each
+    (docs/training.md)."""
     graph = device.type == "cuda"
-    backend = "inductor" if graph else "aot_eager"
     steps = 2 if args.quick else 10
     tmp = Path(tempfile.mkdtemp(prefix="compiled-", dir=args.work))
-    out: dict[str, Any] = {"graph": graph, "backend": backend, "steps": steps}
+    out: dict[str, Any] = {"graph": graph, "steps": steps}
     RESULTS["compiled"] = out
-    for key, compile_backend in (("plain", None), ("compiled", backend)):
+    # The compiled pack before the plain one: the plain pack's replay is the replay part's too.
+    variants = [(1, False), (1, True)] + ([(15, True), (15, False)] if graph else [])
+    for runs, compiled in variants:
+        key = f"{runs}-{'compiled' if compiled else 'plain'}"
         t = now()
         try:
-            prof, wall = _replay_variant(device, 1, "fp32", graph, steps, tmp, compile_backend)
-        except Exception as exc:  # recorded; the other variant goes on
+            prof, wall = _replay_variant(device, runs, "fp32", graph, steps, tmp, compiled)
+        except Exception as exc:  # recorded; the other variants go on
             out[key] = {"error": f"{type(exc).__name__}: {exc}"[:600]}
             print(traceback.format_exc(), file=sys.stderr, flush=True)
             save_json(args)
@@ -735,6 +737,7 @@ def part_compiled(args, device, ctx) -> dict[str, Any]:
         out[key] = {
             "setup_and_warmup_s": round(now() - t - wall, 2),
             "wall_ms_per_step": round(wall / steps * 1e3, 3),
+            "episodes_per_s": round(runs * 32 * steps / wall, 1),
             "device_kernels_per_step": round(len(kernels) / steps, 1),
             "kernel_ms_per_step": round(sum(e.device_time_total for e in kernels) / steps / 1e3, 3),
         }  # fmt: skip

@@ -361,9 +361,10 @@ step table1 ${TABLE1_S:-450} bash -c 'table1 >>"$S"'
 # The replayed steps again with cuDNN's autotuner on (perf.py's cudnn part), against
 # trainbench's rows of the same call.
 step cudnn 90 perf cudnn
-# A run alone's step with the policy compiled (inductor) inside the graph (perf.py's compiled
-# part): fewer, fused kernels, the lever the replay profile points to for a run alone.
-step compiled 150 perf compiled
+# A run alone's and a pack of 15's steps with the networks compiled (inductor, --compile)
+# inside the graph (perf.py's compiled part): fewer, fused kernels, the lever the replay
+# profile points to for a run alone.
+step compiled 240 perf compiled
 
 # 8. Evaluation and sidekick-scoring throughput; 9. the bare model step (precisions, graph);
 # 10. where the eager trainer's time goes.

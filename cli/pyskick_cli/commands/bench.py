@@ -338,11 +338,12 @@ def _table(rows: list[dict[str, Any]]) -> str:
 @click.option(
     "--mode",
     "modes",
-    type=ChoiceList(("eager", "graph")),
+    type=ChoiceList(("eager", "graph", "compiled", "compiled-graph")),  # bench.MODES
     default="eager",
     show_default=True,
     help="--training: comma-separated step modes: eager, graph (replayed as a CUDA graph; CUDA "
-    "only).",
+    "only), compiled (the networks compiled by torch.compile; compiling in the untimed steps), "
+    "compiled-graph (both).",
 )
 @click.option(
     "--layout",

@@ -148,6 +148,7 @@ def pretrain(
     precision: str | None,
     cuda_graph: bool | None,
     channels_last: bool | None,
+    compile: bool | None,
     eval_batch_size: int | str | None,
     save_every: int | None,
     logger: tuple[str, ...],
@@ -164,7 +165,7 @@ def pretrain(
             preset, config_path, source.spec.preset, pretrain_epochs=epochs, batch_size=batch_size,
             lr=lr, seed=seed, device=device, data_on_device=data_on_device,
             precision=precision, cuda_graph=cuda_graph, channels_last=channels_last,
-            eval_batch_size=eval_batch_size, save_every=save_every,
+            compile=compile, eval_batch_size=eval_batch_size, save_every=save_every,
         )  # fmt: skip
         data = _load_data(source, config)
         trainer = Trainer(config, out_dir, data, stage="pretrain", resume=resume, loggers=loggers)
@@ -224,6 +225,7 @@ def train(
     precision: str | None,
     cuda_graph: bool | None,
     channels_last: bool | None,
+    compile: bool | None,
     eval_batch_size: int | str | None,
     save_every: int | None,
     logger: tuple[str, ...],
@@ -256,7 +258,8 @@ def train(
         config = _config(
             preset, config_path, source.spec.preset, epochs=epochs, batch_size=batch_size, lr=lr,
             seed=seed, device=device, data_on_device=data_on_device, precision=precision,
-            cuda_graph=cuda_graph, channels_last=channels_last, eval_batch_size=eval_batch_size,
+            cuda_graph=cuda_graph, channels_last=channels_last, compile=compile,
+            eval_batch_size=eval_batch_size,
             save_every=save_every, T=T, critic=critic, actor=actor, sidekick=sidekick,
             sidekick_options=parse_sidekick_options(sidekick_option),
             pretrain_epochs=pretrain_epochs,
