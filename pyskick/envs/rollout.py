@@ -146,16 +146,20 @@ def collect_rollout(
     B = grids.shape[0]
     M = grids.shape[2]
     device = grids.device
-    rec_errors = torch.full((T, B), math.nan, device=device)
-    log_probs = torch.zeros(T - 1, B, device=device)
-    entropies = torch.zeros(T - 1, B, device=device)
-    values = torch.zeros(T - 1, B, device=device) if critic is not None else None
-    intrinsic = torch.zeros(T - 1, B, device=device)
-    actions = torch.zeros(T - 1, B, dtype=torch.int64, device=device)
-    supervised = torch.zeros(T - 1, B, dtype=torch.bool, device=device)
+    # Each glimpse's values are collected and stacked once at the end: written into slices of
+    # preallocated tensors they would cost a copy each, and the differentiable ones two more
+    # kernels each in the backward pass (a GPU's step is bound by its count of kernels).
+    errors: list[Tensor] = []
+    log_probs: list[Tensor] = []
+    entropies: list[Tensor] = []
+    values: list[Tensor] = []
+    intrinsic: list[Tensor] = []
+    actions: list[Tensor] = []
     if demonstrations is not None:
         demo_actions, demo_mask = _check_demonstrations(demonstrations, T, B, device)
-        supervised.copy_(demo_mask)
+        supervised = demo_mask.clone()
+    else:
+        supervised = torch.zeros(T - 1, B, dtype=torch.bool, device=device)
 
     with span(timer, "env"):
         obs = env.reset(
@@ -178,7 +182,7 @@ def collect_rollout(
             if paste:
                 with span(timer, "env"):
                     decoded = env.paste_observed(decoded)
-            rec_errors[t] = reconstruction_error(decoded, env.target)
+            errors.append(reconstruction_error(decoded, env.target))
         if t == T - 1:
             break
         probs = torch.softmax(out.logits, dim=1)
@@ -188,29 +192,44 @@ def collect_rollout(
             chosen = select_actions(probs, mode, generator=generator)
         if demonstrations is not None:
             chosen = torch.where(demo_mask[t], demo_actions[t], chosen)
-        actions[t] = chosen
-        log_probs[t] = torch.log(probs.gather(1, chosen[:, None]).squeeze(1) + _EPS)
-        entropies[t] = -(probs * torch.log(probs + _EPS)).sum(1)
-        if critic is not None and values is not None:
+        actions.append(chosen)
+        log_probs.append(torch.log(probs.gather(1, chosen[:, None]).squeeze(1) + _EPS))
+        entropies.append(-(probs * torch.log(probs + _EPS)).sum(1))
+        if critic is not None:
             if critic_full_obs:
-                values[t] = critic(out.hidden, obs.proprio, t, env.grid, azimuth=azimuth)
+                values.append(critic(out.hidden, obs.proprio, t, env.grid, azimuth=azimuth))
             else:
-                values[t] = critic(out.hidden, obs.proprio, t, azimuth=azimuth)
+                values.append(critic(out.hidden, obs.proprio, t, azimuth=azimuth))
         with span(timer, "env"):
             obs, reward, _ = env.step(chosen, check_values=check_values)
-        intrinsic[t] = reward
+        intrinsic.append(reward)
     assert decoded is not None  # T >= 1
+    if final_only:  # the glimpses before the last were not decoded
+        rec_errors = torch.full((T, B), math.nan, device=device)
+        rec_errors[-1] = errors[-1]
+    else:
+        rec_errors = _stacked(errors, B, device)
     return Rollout(
         rec_errors=rec_errors,
-        log_probs=log_probs,
-        entropies=entropies,
-        values=values,
-        intrinsic=intrinsic,
-        actions=actions,
+        log_probs=_stacked(log_probs, B, device),
+        entropies=_stacked(entropies, B, device),
+        values=_stacked(values, B, device) if critic is not None else None,
+        intrinsic=_stacked(intrinsic, B, device),
+        actions=_stacked(actions, B, device, torch.int64),
         supervised=supervised,
         visited=env.visited_views.clone(),
         decoded=decoded.detach(),
     )
+
+
+def _stacked(
+    parts: list[Tensor], B: int, device: torch.device, dtype: torch.dtype = torch.float32
+) -> Tensor:
+    """``[len(parts), B]`` of ``dtype`` (a ``[0, B]`` one when there are none, T = 1); under
+    bf16 autocast a critic's values are bfloat16, stored in float32 as before."""
+    if not parts:
+        return torch.zeros(0, B, dtype=dtype, device=device)
+    return torch.stack(parts).to(dtype)
 
 
 def reconstruction_error(decoded: Tensor, target: Tensor) -> Tensor:

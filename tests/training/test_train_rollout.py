@@ -114,3 +114,34 @@ def test_rollout_is_differentiable(policy, smooth_grids):
     (r.rec_errors.sum() + r.log_probs.sum()).backward()
     assert all(p.grad is not None for p in policy.decode.parameters())
     assert all(p.grad is not None for p in policy.act.parameters())
+
+
+def _backward_nodes(root: torch.Tensor) -> set[str]:
+    seen, todo, names = set(), [root.grad_fn], set()
+    while todo:
+        node = todo.pop()
+        if node is None or node in seen:
+            continue
+        seen.add(node)
+        names.add(type(node).__name__)
+        todo.extend(next_node for next_node, _ in node.next_functions)
+    return names
+
+
+def test_each_quantity_is_stacked_once_not_written_glimpse_by_glimpse(policy, smooth_grids):
+    """Written into slices of preallocated tensors, every glimpse's value would cost a copy, and
+    in the backward pass a zero-filled gradient and copies (CopySlices): kernels
+    a GPU's step is bound by the count of."""
+    policy.train()
+    critic = PartialObservabilityCritic(CFG).train()
+    r = collect_rollout(policy, _env(4), smooth_grids(4), mode="sample", critic=critic)
+    assert r.values is not None
+    loss = r.rec_errors.sum() + r.log_probs.sum() + r.entropies.sum() + r.values.sum()
+    nodes = _backward_nodes(loss)
+    assert "StackBackward0" in nodes
+    assert "CopySlices" not in nodes
+    # Under bf16 autocast the critic computes in bfloat16; its values are kept in float32.
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        r = collect_rollout(policy, _env(), smooth_grids(4), mode="sample", critic=critic)
+    assert r.values is not None
+    assert {t.dtype for t in (r.rec_errors, r.log_probs, r.entropies, r.values)} == {torch.float32}
