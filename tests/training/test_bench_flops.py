@@ -47,3 +47,16 @@ def test_matmul_rate_multiplies_the_devices_size_in_the_dtype_it_is_given() -> N
     with _Products() as products:
         bench.matmul_rate(torch.device("cpu"), torch.bfloat16, n=16, products=2)
     assert products.seen == [((16, 16), (16, 16), torch.bfloat16)] * 12
+
+
+class _CountsNothing(bench.FlopCounterMode):
+    """A counter that saw no matrix product (a step whose work ran where it cannot look)."""
+
+    def get_total_flops(self) -> int:
+        return 0
+
+
+def test_a_counted_step_with_no_work_is_an_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(bench, "FlopCounterMode", _CountsNothing)
+    with pytest.raises(RuntimeError, match="dispatched no matrix product or convolution"):
+        bench.bench_training(runs=(1,), steps=1, warmup=0, batch_size=4, T=2, view_size=16)
