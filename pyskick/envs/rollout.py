@@ -110,7 +110,8 @@ def collect_rollout(
     the entropy and the critic's value, and move.
 
     Args:
-        policy: a :class:`CompletionPolicy` (or a packed one), possibly wrapped (DDP); called as
+        policy: a :class:`CompletionPolicy` (or a packed one), possibly wrapped (DDP, compiled:
+            :class:`~pyskick.training.compiled.CompiledNetwork`); called as
             ``policy(view, proprio, t, state, azimuth=...)``.
         env: the environment; its ``T`` is the episode length.
         grids: ``[B, N, M, C, H, W]`` uint8 viewgrids on the device to run on.

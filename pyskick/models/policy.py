@@ -36,8 +36,13 @@ def lstm_cell(lstm: nn.LSTM, x: Tensor, state: LSTMState) -> LSTMState:
         state: (h, c), each ``[B, hidden_size]``.
 
     Returns:
-        The new (h, c), each ``[B, hidden_size]``.
+        The new (h, c), each ``[B, hidden_size]``; under autocast in its lower precision, as
+        ``nn.LSTM``'s (autocast runs the LSTM in it, state included).
     """
+    device = x.device.type
+    if torch.is_autocast_enabled(device):
+        dtype = torch.get_autocast_dtype(device)
+        state = (state[0].to(dtype), state[1].to(dtype))
     # nn.LSTM registers its parameters by name: torch's types do not declare them.
     w_ih, w_hh, b_ih, b_hh = (
         cast(Tensor, getattr(lstm, name))

@@ -23,6 +23,7 @@ import tempfile
 import time
 import warnings
 from collections.abc import Callable, Sequence
+from contextlib import nullcontext
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -339,7 +340,8 @@ def _time_steps(
         # The counter's module hooks are global, which a compiled network warns of (they fire
         # for its wrapper and for it): the count is of operations, whichever module runs them.
         warnings.filterwarnings("ignore", "Using `torch.compile\\(module\\)` when there are global")
-        with torch.compiler.set_stance("force_eager"), FlopCounterMode(display=False) as counter:
+        eager = torch.compiler.set_stance("force_eager") if config.compile else nullcontext()
+        with eager, FlopCounterMode(display=False) as counter:
             step(next(batches))
     if not counter.get_total_flops():
         raise RuntimeError(
@@ -361,10 +363,10 @@ def _time_steps(
 
 def _describe(row: TrainingBench) -> str:
     speed = "" if row.speedup is None else f", {row.speedup:.2f}x a run alone"
-    graph = _MODE_WORDS[row.step]
+    mode = _MODE_WORDS[row.step]
     layout = ", channels-last" if row.layout == "channels-last" else ""
     return (
-        f"{row.preset} {row.device} {row.precision}{graph}{layout} data on {row.data}, "
+        f"{row.preset} {row.device} {row.precision}{mode}{layout} data on {row.data}, "
         f"{row.runs} run{'s' if row.runs > 1 else ''}: {row.episodes_per_s:.0f} episodes/s"
         f"{speed}, {row.epoch_seconds_per_run:.2f} s per run's 6,000-grid epoch, "
         f"{row.tflop_per_s * 1e3:.0f} GFLOP/s ({row.matmul_share:.2f} of a matrix product's)"

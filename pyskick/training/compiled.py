@@ -25,15 +25,28 @@ import torch
 import torch._dynamo
 from torch import nn
 
-__all__ = ["CompiledNetwork", "compile_network"]
+from pyskick.errors import UserError
+
+__all__ = ["RECOMPILE_LIMIT", "CompiledNetwork", "check_compile"]
+
+RECOMPILE_LIMIT = 64
+"""Compiled versions a network's code may have in one process. Every policy of a process shares
+``CompletionPolicy.forward``'s code, and each configuration (stage, precision, layout, batch
+size, pack size) takes its own two versions: dynamo's default, 8, is spent by four (a
+``reproduce`` or a ``bench`` call makes more). Past the limit a call raises instead of running
+eagerly without a word."""
 
 
 class CompiledNetwork(nn.Module):
-    """A network compiled by inductor (default mode), called with dynamo allowed to hold its
-    ``nn.LSTM`` (its weights are read; its forward is never traced).
+    """A network (or its DDP wrapper) compiled by inductor, default mode, and called with
+    dynamo allowed to hold its ``nn.LSTM`` (whose weights are read; its forward is never
+    traced) and :data:`RECOMPILE_LIMIT`.
 
     Not ``mode="reduce-overhead"``: that captures CUDA graphs of its own, which
     :class:`~pyskick.training.graphs.StepGraph` already does for the whole step.
+
+    Args:
+        module: the network, or its DDP wrapper (``torch.compile`` goes around DDP).
 
     Attributes:
         compiled: what ``torch.compile`` returned.
@@ -49,10 +62,33 @@ class CompiledNetwork(nn.Module):
         return cast(nn.Module, self.compiled._orig_mod)
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
-        with torch._dynamo.config.patch(allow_rnn=True):
+        with torch._dynamo.config.patch(
+            allow_rnn=True, recompile_limit=RECOMPILE_LIMIT, fail_on_recompile_limit_hit=True
+        ):
             return self.compiled(*args, **kwargs)
 
 
-def compile_network(module: nn.Module) -> nn.Module:
-    """``module`` (a network, or its DDP wrapper) compiled: a :class:`CompiledNetwork`."""
-    return CompiledNetwork(module)
+def check_compile(device: torch.device) -> None:
+    """Refuse ``compile`` where it cannot work, before a run writes anything: a torch older
+    than 2.7 (its dynamo settings), no triton on a GPU, no C++ compiler on the CPU (inductor's
+    kernels).
+
+    Raises:
+        UserError: one line naming what is missing.
+    """
+    if not hasattr(torch._dynamo.config, "fail_on_recompile_limit_hit"):
+        raise UserError(f"compile needs torch 2.7 or later; this is torch {torch.__version__}")
+    if device.type == "cuda":
+        from torch.utils._triton import has_triton
+
+        if not has_triton():
+            raise UserError("compile needs triton on a GPU (inductor's kernels): install it")
+        return
+    from torch._inductor.cpp_builder import get_cpp_compiler
+
+    try:
+        get_cpp_compiler()
+    except Exception as exc:  # inductor's own message names the compilers it looked for
+        raise UserError(
+            f"compile needs a C++ compiler on the CPU (inductor's kernels): {exc}"
+        ) from None

@@ -48,7 +48,7 @@ from pyskick.run_dir import RunDir
 from pyskick.sidekicks.base import Sidekick
 from pyskick.timing import SpanTimer, span
 from pyskick.training.batches import GridSource, resolve_data_on_device
-from pyskick.training.compiled import compile_network
+from pyskick.training.compiled import CompiledNetwork
 from pyskick.training.data import TrainData
 from pyskick.training.graphs import StepGraph
 from pyskick.training.loggers import Dispatcher
@@ -649,13 +649,14 @@ class PackTrainer:
             use_channels_last(self.policy)
             if self.critic is not None:
                 use_channels_last(self.critic)
-        # What the step calls: the modules, or their compiled wrappers (config.compile).
+        # What the step calls: the modules, or their compiled wrappers (config.compile; the
+        # runs' own wrappers, made when they were set up, are never called).
         self.policy_step: nn.Module = self.policy
         self.critic_step: nn.Module | None = self.critic
         if self.config.compile:
-            self.policy_step = compile_network(self.policy)
+            self.policy_step = CompiledNetwork(self.policy)
             if self.critic is not None:
-                self.critic_step = compile_network(self.critic)
+                self.critic_step = CompiledNetwork(self.critic)
         self.env = make_env(
             first.model_config,
             self.T,

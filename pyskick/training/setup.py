@@ -34,7 +34,7 @@ from pyskick.sidekicks.factory import RunSidekick, for_run
 from pyskick.sidekicks.scores import has_scores
 from pyskick.training.baselines import AverageBaseline, ControlVariate
 from pyskick.training.batches import GridSource, resolve_data_on_device
-from pyskick.training.compiled import compile_network
+from pyskick.training.compiled import CompiledNetwork, check_compile
 from pyskick.training.data import TrainData
 from pyskick.training.loggers import Dispatcher, make_loggers
 from pyskick.training.seeding import seed_everything
@@ -343,9 +343,9 @@ class TrainerSetup:
                     self.critic, device_ids=ids, find_unused_parameters=True
                 )
         if self.config.compile:  # around DDP, as torch.compile wants it
-            self.policy_ddp = compile_network(self.policy_ddp)
+            self.policy_ddp = CompiledNetwork(self.policy_ddp)
             if self.critic_ddp is not None:
-                self.critic_ddp = compile_network(self.critic_ddp)
+                self.critic_ddp = CompiledNetwork(self.critic_ddp)
 
     def _make_critic(self, factory: Callable[..., Any]) -> nn.Module | None:
         """The registered critic's module, or None for the average baseline (or when no
@@ -406,7 +406,8 @@ def adam(params: list[nn.Parameter], config: TrainConfig, device: torch.device) 
 
 def check_request(config: TrainConfig, data: TrainData) -> None:
     """The checks of a run that need no model, cheap enough to make before any other work:
-    the seed's range, the device, the batch size against the training split.
+    the seed's range, the device (and what ``compile`` needs there), the batch size against the
+    training split.
 
     Raises:
         ValueError: one line naming the value.
@@ -416,6 +417,8 @@ def check_request(config: TrainConfig, data: TrainData) -> None:
     device = resolve_device(config.device)
     if config.cuda_graph and device.type != "cuda":
         raise UserError(f"cuda_graph needs a CUDA device; this run's device is {device.type}")
+    if config.compile:
+        check_compile(device)
     if data.train.shape[0] < config.batch_size:
         raise UserError(
             f"batch_size {config.batch_size} exceeds the {data.train.shape[0]} training viewgrids"

@@ -339,3 +339,17 @@ def test_lstm_cell_by_hand():
     h, c = lstm_cell(lstm, torch.ones(1, 1), (torch.zeros(1, 1), torch.full((1, 1), 2.0)))
     assert c.item() == pytest.approx(0.5 * 2.0 + 0.5 * 0.5)  # f c + i g
     assert h.item() == pytest.approx(0.5 * math.tanh(1.25))  # o tanh(c)
+
+
+def test_lstm_cell_under_autocast_computes_as_nn_lstm_does():
+    """Autocast runs nn.LSTM in its lower precision, state included: so does the cell."""
+    torch.manual_seed(0)
+    lstm = nn.LSTM(6, 5)
+    x = torch.randn(3, 6)
+    state = (torch.randn(3, 5), torch.randn(3, 5))
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        _, (h, c) = lstm(x[None], (state[0][None], state[1][None]))
+        got = lstm_cell(lstm, x, state)
+    assert got[0].dtype == got[1].dtype == h.dtype == c.dtype == torch.bfloat16
+    torch.testing.assert_close(got[0], h[0], rtol=2e-2, atol=2e-2)
+    torch.testing.assert_close(got[1], c[0], rtol=2e-2, atol=2e-2)

@@ -13,10 +13,12 @@ from torch._dynamo.utils import counters
 
 from pyskick.checkpoint import load_checkpoint
 from pyskick.config import RUNTIME_FIELDS, TrainConfig
+from pyskick.errors import UserError
 from pyskick.models import CompletionPolicy, preset
+from pyskick.training import compiled as compiled_module
 from pyskick.training.compiled import CompiledNetwork
 from pyskick.training.pack import PackMember, PackTrainer
-from pyskick.training.trainer import Trainer, train
+from pyskick.training.trainer import Trainer, pretrain, train
 
 # Dynamo reads .grad of every tensor it is given and hides the warning a non-leaf one raises
 # through warnings.showwarning, which an "error" filter never reaches.
@@ -87,19 +89,19 @@ def test_a_compiled_step_is_the_eager_step(tmp_path, pretrained, tiny_config, ti
         steps.append((trainer, trainer.train_step(next(batches), 0)))
     (plain, expected), (compiled, got) = steps
     _assert_same_step(got, expected, plain.params, compiled.params)
-    # Whole graphs: nothing breaks them (nn.LSTM would, and a value read on the host would).
+    # Compiled, to whole graphs: two per network (t = 0 without a recurrent state, then any t),
+    # nothing breaks them (nn.LSTM would, and so would a value read on the host).
+    assert _graphs() == 4
     assert _breaks() == []
     # Every time index compiled in the first step: the next one compiles nothing.
-    graphs = _graphs()
     compiled.train_step(next(batches), 0)
-    assert _graphs() == graphs
-    # The compiled wrappers add nothing to the state: names are the modules'.
-    assert compiled.policy.state_dict().keys() == plain.policy.state_dict().keys()
+    assert _graphs() == 4
 
 
 def test_a_compiled_pack_step_is_the_eager_pack_step(tmp_path, pretrained, tiny_config, tiny_data):
-    """A pack of two ltla runs (a critic compiles as the run alone's test shows)."""
-    config = tiny_config.replace(epochs=1)
+    """A pack of two runs with a critic that sees the whole grid (the packed policy's
+    convolutions encode it)."""
+    config = tiny_config.replace(epochs=1, critic="asymm-critic")
     steps = []
     for compile in (False, True):
         root = tmp_path / str(compile)
@@ -111,13 +113,14 @@ def test_a_compiled_pack_step_is_the_eager_pack_step(tmp_path, pretrained, tiny_
         ]
         packed = PackTrainer(members, tiny_data).setup()
         assert _compiled(packed.policy_step) is compile
-        assert packed.critic_step is None
+        assert _compiled(packed.critic_step) is compile
         packed.optimizer.step = lambda: None  # type: ignore[method-assign]
         scales = torch.zeros(2, dtype=torch.float64)
         steps.append((packed, packed.train_step(next(packed.batches(0)), 0, scales)))
         packed._locks.close()
     (plain, expected), (compiled, got) = steps
     _assert_same_step(got, expected, plain.params, compiled.params)
+    assert _graphs() == 4
     assert _breaks() == []
 
 
@@ -137,10 +140,62 @@ def test_a_compiled_run_checkpoints_plain_weights_and_resumes_uncompiled(
 ):
     config = tiny_config.replace(epochs=2)
     train(config.replace(epochs=1, compile=True), tmp_path / "run", tiny_data, init=pretrained)
+    assert _graphs() > 0
+    # The compiled epoch's checkpoint holds the module's names, as an eager run's: evaluate,
+    # export and --init load it as it is.
+    state = load_checkpoint(tmp_path / "run" / "latest.pt")
+    policy = CompletionPolicy(preset("cpu-demo").from_dict(state["model_config"]))
+    assert state["model"].keys() == policy.state_dict().keys()
+    policy.load_state_dict(state["model"])
     resumed = train(config, tmp_path / "run", tiny_data, resume=True)
     plain = train(config, tmp_path / "plain", tiny_data, init=pretrained)
     for a, b in zip(plain.history, resumed.history, strict=True):
         assert b["val_error"] == pytest.approx(a["val_error"], rel=1e-3)
-    state = load_checkpoint(resumed.run_dir / "latest.pt")
-    policy = CompletionPolicy(preset("cpu-demo").from_dict(state["model_config"]))
-    policy.load_state_dict(state["model"])  # evaluate, export and --init load it as it is
+
+
+def _policy_inputs(cfg, batch: int = 4):
+    views = torch.randn(batch, cfg.channels, cfg.view_size, cfg.view_size)
+    return views, torch.zeros(batch, cfg.proprio_size), torch.zeros(batch, dtype=torch.long)
+
+
+def test_a_compiled_policy_under_bf16_autocast_keeps_its_state_in_bfloat16():
+    """As nn.LSTM does under autocast: the compiled cell is the eager LSTM's arithmetic."""
+    torch.manual_seed(0)
+    cfg = preset("cpu-demo")
+    policy = CompletionPolicy(cfg).train()
+    compiled = CompiledNetwork(policy)
+    views, proprio, azimuth = _policy_inputs(cfg)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        eager = policy(views, proprio, 1, policy(views, proprio, 0, azimuth=azimuth).state)
+        out = compiled(views, proprio, 1, compiled(views, proprio, 0, azimuth=azimuth).state)
+    assert _graphs() == 2
+    assert _breaks() == []
+    assert out.state[0].dtype == out.state[1].dtype == eager.state[0].dtype == torch.bfloat16
+    torch.testing.assert_close(out.decoded, eager.decoded, rtol=2e-2, atol=2e-2)
+
+
+def test_past_its_recompile_limit_a_network_raises_instead_of_running_eagerly(monkeypatch):
+    """Dynamo's default, past its limit, runs the code eagerly with one line in a log: a
+    "compiled" run or benchmark would measure eager steps."""
+    monkeypatch.setattr(compiled_module, "RECOMPILE_LIMIT", 1)
+    torch.manual_seed(0)
+    cfg = preset("cpu-demo")
+    compiled = CompiledNetwork(CompletionPolicy(cfg).train())
+    views, proprio, azimuth = _policy_inputs(cfg)
+    first = compiled(views, proprio, 0, azimuth=azimuth)  # its one version
+    with pytest.raises(torch._dynamo.exc.FailOnRecompileLimitHit):
+        compiled(views, proprio, 1, first.state, azimuth=azimuth)  # would need a second
+
+
+def test_compile_is_refused_before_anything_is_written_where_it_cannot_build(
+    tmp_path, monkeypatch, tiny_config, tiny_data
+):
+    import torch._inductor.cpp_builder
+
+    def no_compiler() -> str:
+        raise RuntimeError("no C++ compiler found among ('g++',)")
+
+    monkeypatch.setattr(torch._inductor.cpp_builder, "get_cpp_compiler", no_compiler)
+    with pytest.raises(UserError, match=r"^compile needs a C\+\+ compiler on the CPU .*g\+\+"):
+        pretrain(tiny_config.replace(compile=True), tmp_path / "run", tiny_data)
+    assert not (tmp_path / "run").exists()

@@ -4,6 +4,7 @@ python3 merge.py bench_training train.json perf.json
 python3 merge.py table1 REPRODUCE_FOLDER perf.json [curves.png]
 python3 merge.py graph_pays train.json     # exit 0: the CUDA graph paid for the largest pack
 python3 merge.py layout_pays perf.json     # exit 0: channels-last paid for the largest pack
+python3 merge.py compile_pays perf.json    # exit 0: compiled networks paid for a pack of 15
 """
 
 from __future__ import annotations
@@ -37,6 +38,15 @@ def layout_pays(perf: str) -> bool:
         if row["runs"] == largest and row["precision"] == "fp32"
     }
     return speed.get("channels-last", 0.0) >= 1.1 * speed.get("contiguous", float("inf"))
+
+
+def compile_pays(perf: str) -> bool:
+    """Whether the compiled part's pack of 15 ran >= 1.1x faster with its networks compiled."""
+    part = json.loads(Path(perf).read_text()).get("compiled", {})
+    compiled, plain = part.get("15-compiled", {}), part.get("15-plain", {})
+    if "episodes_per_s" not in compiled or "episodes_per_s" not in plain:
+        return False
+    return compiled["episodes_per_s"] >= 1.1 * plain["episodes_per_s"]
 
 
 def main(kind: str, source: str, perf: str, curves: str | None = None) -> None:
@@ -87,4 +97,6 @@ if __name__ == "__main__":
         sys.exit(0 if graph_pays(sys.argv[2]) else 1)
     if sys.argv[1] == "layout_pays":
         sys.exit(0 if layout_pays(sys.argv[2]) else 1)
+    if sys.argv[1] == "compile_pays":
+        sys.exit(0 if compile_pays(sys.argv[2]) else 1)
     main(*sys.argv[1:])

@@ -716,12 +716,16 @@ def part_compiled(args, device, ctx) -> dict[str, Any]:
     each under torch.profiler for 10 steps: wall time, kernels and kernel time per step. The
     replay profile found a run alone bound by its 1,145 kernels of ~2 µs each
     (docs/training.md)."""
+    from pyskick.config import train_preset
+
     graph = device.type == "cuda"
     steps = 2 if args.quick else 10
+    batch = train_preset("paper-sun360").batch_size  # _replay_variant's
     tmp = Path(tempfile.mkdtemp(prefix="compiled-", dir=args.work))
     out: dict[str, Any] = {"graph": graph, "steps": steps}
     RESULTS["compiled"] = out
-    # The compiled pack before the plain one: the plain pack's replay is the replay part's too.
+    # The compiled pack before the plain one: a time-out then loses the plain pack, which the
+    # replay part measures too.
     variants = [(1, False), (1, True)] + ([(15, True), (15, False)] if graph else [])
     for runs, compiled in variants:
         key = f"{runs}-{'compiled' if compiled else 'plain'}"
@@ -737,7 +741,7 @@ def part_compiled(args, device, ctx) -> dict[str, Any]:
         out[key] = {
             "setup_and_warmup_s": round(now() - t - wall, 2),
             "wall_ms_per_step": round(wall / steps * 1e3, 3),
-            "episodes_per_s": round(runs * 32 * steps / wall, 1),
+            "episodes_per_s": round(runs * batch * steps / wall, 1),
             "device_kernels_per_step": round(len(kernels) / steps, 1),
             "kernel_ms_per_step": round(sum(e.device_time_total for e in kernels) / steps / 1e3, 3),
         }  # fmt: skip

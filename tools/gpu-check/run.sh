@@ -251,6 +251,10 @@ fi
 # profile of a channels-last pack of 15 (perf.py's layout part): cuDNN's layout transforms were
 # 19 % of a pack's device time. Before table1, which takes channels-last when it paid.
 step layout 180 perf layout
+# A run alone's and a pack of 15's steps with the networks compiled (inductor, --compile)
+# inside the graph (perf.py's compiled part): fewer, fused kernels, the lever the replay
+# profile points to for a run alone. Before table1, which compiles them when it paid.
+step compiled 240 perf compiled
 
 # 5c. Table 1 at paper scale (issue "On the GPU", item 4): 6,000 synthetic scenes generated on
 #     the machine, then `reproduce` with packs (PRETRAIN one-view, EPOCHS policy epochs, SEEDS
@@ -282,7 +286,8 @@ table1() {
   rm -rf "$a" "$b"  # a rerun on a warm machine starts afresh
   echo "table1: data ready at $(( $(date +%s) - T0 ))s"
   # The step as a CUDA graph when trainbench measured that it pays for a pack (>= 1.1x).
-  # Channels-last convolutions when the layout part measured that they pay for a pack (>= 1.1x).
+  # Channels-last convolutions when the layout part measured that they pay for a pack (>= 1.1x),
+  # compiled networks when the compiled part did (>= 1.1x).
   local graph=0 settings=()
   if $PY "$HERE/merge.py" graph_pays "$WORK/train.json" 2>/dev/null; then
     settings+=("cuda_graph = true"); graph=1
@@ -291,6 +296,10 @@ table1() {
   if $PY "$HERE/merge.py" layout_pays "$OUT/perf.json" 2>/dev/null; then
     settings+=("channels_last = true"); graph=1
     echo "table1: channels-last convolutions (they paid in the layout part)"
+  fi
+  if $PY "$HERE/merge.py" compile_pays "$OUT/perf.json" 2>/dev/null; then
+    settings+=("compile = true"); graph=1
+    echo "table1: compiled networks (they paid in the compiled part)"
   fi
   if (( ${#settings[@]} )); then
     printf '%s\n' "${settings[@]}" >"$WORK/graph.toml"; args+=(--config "$WORK/graph.toml")
@@ -311,7 +320,7 @@ table1() {
   if ! pass "$a" "$epochs" on; then
     rm -rf "$a"; t=$(date +%s)
     if (( graph )); then  # the plain pack next: a failing capture must not cost the table
-      echo "table1: the captured or channels-last pack failed (tests.log); again eager, contiguous"
+      echo "table1: the captured, channels-last or compiled pack failed (tests.log); again plain"
       args=("${args[@]:0:${#args[@]}-2}"); graph=0
       pass "$a" "$epochs" on
     else
@@ -361,10 +370,6 @@ step table1 ${TABLE1_S:-450} bash -c 'table1 >>"$S"'
 # The replayed steps again with cuDNN's autotuner on (perf.py's cudnn part), against
 # trainbench's rows of the same call.
 step cudnn 90 perf cudnn
-# A run alone's and a pack of 15's steps with the networks compiled (inductor, --compile)
-# inside the graph (perf.py's compiled part): fewer, fused kernels, the lever the replay
-# profile points to for a run alone.
-step compiled 240 perf compiled
 
 # 8. Evaluation and sidekick-scoring throughput; 9. the bare model step (precisions, graph);
 # 10. where the eager trainer's time goes.
