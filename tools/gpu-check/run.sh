@@ -20,7 +20,7 @@ mkdir -p "$OUT"
 DRY=${GPU_DRY:-0}
 PY=${PY:-python3}
 BUDGET_S=${BUDGET_S:-540}
-STEPS=${STEPS:-env,wheels,build,throwprobe,cudatests,memcheck,trainbench,bench,opcost,replay,layout,table1,cudnn,compiled,evalscore,profile,nccl,racecheck,initcheck,step,compile,epoch,concurrent,fullsuite}
+STEPS=${STEPS:-env,wheels,build,throwprobe,cudatests,memcheck,trainbench,bench,opcost,replay,layout,table1,cudnn,compiled,evalscore,profile,nccl,racecheck,initcheck,step,compile,epoch,concurrent,autocuda,fullsuite}
 HERE=$(cd "$(dirname "$0")" && pwd)
 WORK=${WORK:-/tmp/pyskick-gpu-work}
 mkdir -p "$WORK"
@@ -402,6 +402,20 @@ step epoch 150 perf epoch
 if [ "$DRY" != 1 ]; then
   # 12. torch.compile of the policy (compile time and steady step): last, it can be slow.
   step compile 120 perf compile
+fi
+
+# 12b. The test modules whose device "auto" the kit keeps on the CPU (autocuda_tests.txt), with
+#      "auto" meaning the GPU: the command-line flows (train, export, evaluate, visualize,
+#      reproduce, the Gymnasium env) on CUDA, each failure written as it happens.
+if [ "$DRY" != 1 ]; then
+  step autocuda 240 env PYSKICK_AUTO_DEVICE=cuda INSTAFAIL="$WORK/instafail-auto.txt" \
+    PYTHONPATH="$HERE${PYTHONPATH:+:$PYTHONPATH}" $PY -m pytest -p no:cacheprovider \
+    -p instafail -q -rfE -n 14 --dist loadscope $(grep -v '^#' "$HERE/autocuda_tests.txt") \
+    >>"$OUT/tests.log" 2>&1
+  if [ -s "$WORK/instafail-auto.txt" ]; then
+    grep '^=== FAILED' "$WORK/instafail-auto.txt" | sed 's/^/autocuda: /' | tee -a "$S"
+    { echo "=== autocuda failures"; cat "$WORK/instafail-auto.txt"; } >>"$OUT/tests.log"
+  fi
 fi
 
 # 13. Whatever budget is left: the whole suite with the GPU visible, in parallel (the test kit
