@@ -46,16 +46,16 @@ from pyskick.training.trainer import Trainer
 LAYOUTS = ("contiguous", "channels-last")
 """The convolutions' memory formats a variant may use."""
 
-MODES = ("eager", "graph", "compiled", "compiled-graph")
-"""How a variant's step runs: eagerly, replayed as a CUDA graph (``TrainConfig.cuda_graph``),
-with its networks compiled (``TrainConfig.compile``), or both."""
-_GRAPH_MODES = ("graph", "compiled-graph")
 _MODE_WORDS = {
     "eager": "",
     "graph": ", CUDA graph",
     "compiled": ", compiled",
     "compiled-graph": ", compiled, CUDA graph",
 }
+MODES = tuple(_MODE_WORDS)
+"""How a variant's step runs: eagerly, replayed as a CUDA graph (``TrainConfig.cuda_graph``),
+with its networks compiled (``TrainConfig.compile``), or both."""
+_GRAPH_MODES = ("graph", "compiled-graph")
 
 PAPER_EPOCH_GRIDS = 6000
 """Training viewgrids of a SUN360 epoch (the paper's 56 s on a GTX 1080)."""

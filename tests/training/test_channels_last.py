@@ -9,21 +9,11 @@ import torch
 from torch import nn
 
 from pyskick.checkpoint import load_checkpoint
-from pyskick.config import RUNTIME_FIELDS, TrainConfig
 from pyskick.models import CompletionPolicy, FullObservabilityCritic, preset
 from pyskick.models.memory_format import is_channels_last, use_channels_last
 from pyskick.models.packed import pack
 from pyskick.training.syncs import no_host_syncs
 from pyskick.training.trainer import Trainer, train
-
-
-def test_a_bool_setting_off_by_default_that_a_resumed_run_may_change():
-    assert TrainConfig().channels_last is False
-    assert "channels_last" in RUNTIME_FIELDS
-    with pytest.raises(TypeError, match=r"TrainConfig\.channels_last must be a bool"):
-        TrainConfig(channels_last="yes")
-    config = TrainConfig(channels_last=True)
-    assert TrainConfig.from_dict(config.to_dict()) == config
 
 
 def test_converting_keeps_the_parameters_and_their_values():

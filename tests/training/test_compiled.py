@@ -12,7 +12,6 @@ import torch._dynamo
 from torch._dynamo.utils import counters
 
 from pyskick.checkpoint import load_checkpoint
-from pyskick.config import RUNTIME_FIELDS, TrainConfig
 from pyskick.errors import UserError
 from pyskick.models import CompletionPolicy, preset
 from pyskick.training import compiled as compiled_module
@@ -61,15 +60,6 @@ def _assert_same_step(got, expected, params_a, params_b) -> None:
         assert (a.grad is None) == (b.grad is None)
         if a.grad is not None:
             torch.testing.assert_close(b.grad, a.grad, rtol=1e-4, atol=1e-5 * scale)
-
-
-def test_a_bool_setting_off_by_default_that_a_resumed_run_may_change():
-    assert TrainConfig().compile is False
-    assert "compile" in RUNTIME_FIELDS
-    with pytest.raises(TypeError, match=r"TrainConfig\.compile must be a bool"):
-        TrainConfig(compile="yes")
-    config = TrainConfig(compile=True)
-    assert TrainConfig.from_dict(config.to_dict()) == config
 
 
 def test_a_compiled_step_is_the_eager_step(tmp_path, pretrained, tiny_config, tiny_data):

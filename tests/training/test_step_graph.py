@@ -10,7 +10,6 @@ from typing import NamedTuple
 import pytest
 import torch
 
-from pyskick.config import TrainConfig
 from pyskick.errors import UserError
 from pyskick.training.graphs import STEP_WARMUP, StepGraph
 from pyskick.training.pack import PackMember, PackTrainer
@@ -25,12 +24,6 @@ _DYNAMO_GRAD_WARNING = "ignore:The .grad attribute of a Tensor that is not a lea
 
 class Inputs(NamedTuple):
     x: torch.Tensor
-
-
-def test_cuda_graph_is_a_bool_setting_and_off_by_default():
-    assert TrainConfig().cuda_graph is False
-    with pytest.raises(TypeError, match=r"TrainConfig\.cuda_graph must be a bool"):
-        TrainConfig(cuda_graph="yes")
 
 
 def test_a_run_on_the_cpu_refuses_cuda_graph_before_writing(tmp_path, tiny_config, tiny_data):

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from pyskick.config import TRAIN_PRESETS, TrainConfig, load_config, train_preset
+from pyskick.config import RUNTIME_FIELDS, TRAIN_PRESETS, TrainConfig, load_config, train_preset
 
 
 def test_paper_defaults():
@@ -93,3 +93,13 @@ def test_toml_errors(tmp_path):
     nested.write_text("[model]\nwidth = 3\n")
     with pytest.raises(ValueError, match="must be flat"):
         load_config(nested)
+
+
+@pytest.mark.parametrize("name", ["cuda_graph", "channels_last", "compile"])
+def test_speed_switches_are_bools_off_by_default_that_a_resumed_run_may_change(name):
+    assert getattr(TrainConfig(), name) is False
+    assert name in RUNTIME_FIELDS
+    with pytest.raises(TypeError, match=rf"TrainConfig\.{name} must be a bool"):
+        TrainConfig(**{name: "yes"})
+    config = TrainConfig(**{name: True})
+    assert TrainConfig.from_dict(config.to_dict()) == config
