@@ -17,8 +17,8 @@ import click
 
 from pyskick import __version__
 from pyskick.errors import UserError
+from pyskick.memory import keep_freed_memory
 from pyskick_cli.lazy import LazyGroup
-from pyskick_cli.memory import keep_freed_memory
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
 DEBUG_ENV = "PYSKICK_DEBUG"

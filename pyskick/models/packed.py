@@ -193,6 +193,7 @@ class PackedLSTM(nn.Module):
 
     Gates ``x W_ih^T + b_ih + h W_hh^T + b_hh`` in ``nn.LSTM``'s order (input, forget, cell,
     output); parameters named and shaped as ``nn.LSTM``'s (``weight_ih_l0 [R, 4H, in]``, ...).
+    Under autocast the state is in its lower precision, as ``nn.LSTM``'s.
     """
 
     def __init__(self, runs: int, layer: nn.LSTM) -> None:
@@ -208,6 +209,12 @@ class PackedLSTM(nn.Module):
 
     def forward(self, x: Tensor, state: tuple[Tensor, Tensor]) -> tuple[Tensor, Tensor]:
         h, c = state
+        device = x.device.type
+        if torch.is_autocast_enabled(device):
+            # A run alone's nn.LSTM keeps its state in autocast's precision: so does the pack
+            # (a float32 c would otherwise promote every step's cell update).
+            dtype = torch.get_autocast_dtype(device)
+            h, c = h.to(dtype), c.to(dtype)
         gates = torch.baddbmm(
             self.bias_ih_l0.unsqueeze(1), x, self.weight_ih_l0.transpose(1, 2)
         ) + torch.baddbmm(self.bias_hh_l0.unsqueeze(1), h, self.weight_hh_l0.transpose(1, 2))

@@ -177,6 +177,24 @@ def test_a_packed_policy_backpropagates_as_its_runs_do_in_float64(
             _close(grads[name].grad[r], param.grad, scale, tol=1e-10)
 
 
+def test_a_packed_policy_under_bf16_autocast_keeps_its_state_as_its_runs_do() -> None:
+    """Autocast runs a run alone's nn.LSTM in bfloat16, state included: the pack's state is
+    bfloat16 too, and three glimpses stay within bfloat16 rounding of the runs' (a float32
+    state would carry another precision from step to step)."""
+    case = {"runs": 3, "batch": 5, "N": 3, "M": 4, "C": 3, "view": 16, "known_azimuth": False,
+            "seed": 7, "train": True, "packed_channels_last": False,
+            "solo_channels_last": False}  # fmt: skip
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        _, _, glimpses = _glimpses(case, torch.float32)
+    for out, expected in glimpses:
+        assert out.state[0].dtype == out.state[1].dtype == torch.bfloat16
+        assert expected["hidden"].dtype == torch.bfloat16
+        torch.testing.assert_close(out.hidden, expected["hidden"], rtol=2e-2, atol=2e-2)
+        torch.testing.assert_close(
+            out.decoded.float(), expected["decoded"].float(), rtol=5e-2, atol=5e-2
+        )
+
+
 def _largest(x: torch.Tensor) -> float:
     return float(x.detach().abs().max())
 
