@@ -1,5 +1,5 @@
-"""How much memory this process may still use (MemAvailable, capped by a cgroup limit, plus
-the memory it freed and keeps for reuse), and glibc ``malloc`` settings that keep it.
+"""How much memory this process may still use (MemAvailable, capped by a cgroup limit), and glibc
+``malloc`` settings that keep the memory it frees for reuse.
 
 Work that would allocate a lot at once (writing a viewgrid file, reading many viewgrids, episodes
 of a long ``T``) asks :func:`check_memory` first and is refused in one line, before anything is
@@ -9,7 +9,6 @@ allocated or written, instead of failing (or being killed) halfway.
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import os
 import sys
 from pathlib import Path
@@ -67,44 +66,15 @@ def _cgroup_available(root: Path = _CGROUP_ROOT) -> int | None:
     return None
 
 
-class _MallInfo2(ctypes.Structure):
-    """glibc's ``struct mallinfo2`` (malloc.h, glibc 2.33 and later)."""
-
-    _FIELDS = "arena ordblks smblks hblks hblkhd usmblks fsmblks uordblks fordblks keepcost"
-    _fields_ = [(name, ctypes.c_size_t) for name in _FIELDS.split()]
-
-
-def free_heap_bytes() -> int:
-    """Bytes this process freed and keeps in its ``malloc`` heap for reuse (glibc's
-    ``mallinfo2().fordblks``; 0 elsewhere).
-
-    The ``pyskick`` command keeps freed memory instead of returning it to the kernel
-    (:func:`keep_freed_memory`): it counts as used in MemAvailable and the cgroup, yet the
-    process can allocate it again.
-    """
-    if not sys.platform.startswith("linux"):
-        return 0
-    name = ctypes.util.find_library("c")
-    try:
-        mallinfo2 = ctypes.CDLL(name).mallinfo2 if name else None
-    except (OSError, AttributeError):  # not glibc, or older than 2.33
-        return 0
-    if mallinfo2 is None:
-        return 0
-    mallinfo2.restype = _MallInfo2
-    return int(mallinfo2().fordblks)
-
-
 def available_memory(cgroup: Path = _CGROUP_ROOT) -> int:
-    """Bytes of memory available now to this process (Linux: MemAvailable, capped by a cgroup
-    limit, plus what the process freed and keeps for reuse).
+    """Bytes of memory available now (Linux: MemAvailable, capped by a cgroup limit).
 
     Args:
         cgroup: where this process's cgroup memory controller is mounted.
 
     Returns:
         MemAvailable (elsewhere: the free physical pages; ``sys.maxsize`` when neither is
-        known), at most what the cgroup's limit leaves, plus :func:`free_heap_bytes`.
+        known), at most what the cgroup's limit leaves.
     """
     available: int | None = None
     try:
@@ -119,7 +89,7 @@ def available_memory(cgroup: Path = _CGROUP_ROOT) -> int:
         except (OSError, ValueError, AttributeError):
             return sys.maxsize
     left = _cgroup_available(cgroup)
-    return (available if left is None else min(available, left)) + free_heap_bytes()
+    return available if left is None else min(available, left)
 
 
 def check_memory(need: int, what: str, hint: str) -> None:
@@ -144,8 +114,9 @@ _M_TOP_PAD = -2
 _M_MMAP_MAX = -4
 
 MMAP_MAX = 0
-"""Blocks served by their own ``mmap``: none, whatever their size (glibc caps the mmap
-threshold at 32 MiB, so a threshold alone cannot keep larger blocks)."""
+"""Blocks served by their own ``mmap``: none from the main thread's heap, whatever their size
+(glibc caps the mmap threshold at 32 MiB, so a threshold alone cannot keep larger blocks).
+Another thread's heap is capped at 64 MiB: its larger blocks are still mmapped."""
 TRIM_THRESHOLD = -1
 """Free memory at the top of the heap before it is returned to the kernel: -1, never (mallopt's
 documented value; the process keeps its high-water mark until it exits)."""
@@ -158,32 +129,36 @@ def keep_freed_memory() -> bool:
     rest of the process (the ``pyskick`` command calls it first).
 
     Training and evaluation on the CPU allocate and free tensors of a few MB to a few hundred
-    MB at every step. glibc's defaults hand such blocks back to the kernel on every ``free``
-    (``mmap`` threshold adapting from 128 KiB up to at most 32 MiB, heap trimmed above 128 KiB
-    free), so the next step page-faults the same memory in again, zero-filled. With these
-    settings no block is mmapped and the heap is never trimmed: the process keeps the memory
-    it freed and reuses it, as PyTorch's CUDA caching allocator does on a GPU, until it exits
-    (:func:`free_heap_bytes` counts it as available). Results are unchanged: only where memory
-    comes from changes (docs/training.md, "CPU memory", has the measurements).
+    MB at every step, on the main thread (CPU autograd runs on the calling thread). glibc's
+    defaults hand such blocks back to the kernel on every ``free`` (``mmap`` threshold adapting
+    from 128 KiB up to at most 32 MiB, heap trimmed above 128 KiB free), so the next step
+    page-faults the same memory in again, zero-filled. With these settings the main thread's
+    blocks all come from the heap and the heap is never trimmed: the process keeps the memory
+    it freed and reuses it, as PyTorch's CUDA caching allocator does on a GPU, until it exits.
+    Results are unchanged: only where memory comes from changes (docs/training.md, "CPU
+    memory", has the measurements and the side effects).
+
+    Memory the process keeps counts as used in MemAvailable: :func:`check_memory` stays on
+    the safe side (it may refuse what reusing that memory would have allowed, never the
+    reverse).
 
     Returns:
-        Whether the settings were applied: False off Linux/glibc, or when the user set any
-        ``MALLOC_*`` variable or ``GLIBC_TUNABLES`` (their choice wins).
+        Whether every setting was applied: False off Linux/glibc, or when the user set any
+        ``MALLOC_*`` variable or ``GLIBC_TUNABLES`` (their choice wins; nothing is changed).
     """
     if not sys.platform.startswith("linux"):
         return False
     if "GLIBC_TUNABLES" in os.environ or any(key.startswith("MALLOC_") for key in os.environ):
         return False
-    name = ctypes.util.find_library("c")
     try:
-        mallopt = ctypes.CDLL(name).mallopt if name else None
-    except (OSError, AttributeError):  # not glibc (musl has no mallopt)
-        return False
-    if mallopt is None:
+        # The process's own symbols: libc is loaded already (find_library would run ldconfig).
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError):  # no mallopt: not glibc
         return False
     settings = (
         (_M_MMAP_MAX, MMAP_MAX),
         (_M_TRIM_THRESHOLD, TRIM_THRESHOLD),
         (_M_TOP_PAD, TOP_PAD),
     )
-    return all(mallopt(param, value) == 1 for param, value in settings)
+    applied = [mallopt(param, value) == 1 for param, value in settings]
+    return all(applied)

@@ -30,3 +30,20 @@ def _private_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("PYSKICK_CACHE_DIR", str(tmp_path_factory.mktemp("pyskick-cache")))
         yield
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _kept_freed_memory() -> Iterator[None]:
+    """Every test runs under the malloc settings of the ``pyskick`` command
+    (``keep_freed_memory``), applied once when the session starts: with glibc's defaults the
+    suite's training steps page-fault their tensors in at every step (a third slower), and
+    applied by the first in-process CLI call they would make the tests after it run under other
+    settings than the tests before. (tests/reliability/test_heap_settings.py checks the
+    settings in fresh processes.)"""
+    import pyskick_cli.main
+    from pyskick.memory import keep_freed_memory
+
+    keep_freed_memory()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(pyskick_cli.main, "keep_freed_memory", lambda: False)
+        yield

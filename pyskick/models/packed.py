@@ -193,7 +193,9 @@ class PackedLSTM(nn.Module):
 
     Gates ``x W_ih^T + b_ih + h W_hh^T + b_hh`` in ``nn.LSTM``'s order (input, forget, cell,
     output); parameters named and shaped as ``nn.LSTM``'s (``weight_ih_l0 [R, 4H, in]``, ...).
-    Under autocast the state is in its lower precision, as ``nn.LSTM``'s.
+    Under autocast the state is in its lower precision, as ``nn.LSTM``'s is where oneDNN or
+    cuDNN runs it (PyTorch's builds, by default; with oneDNN disabled, a CPU ``nn.LSTM``
+    keeps a float32 state under autocast and a pack does not follow it).
     """
 
     def __init__(self, runs: int, layer: nn.LSTM) -> None:
