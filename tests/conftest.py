@@ -36,7 +36,8 @@ def _private_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
 def _kept_freed_memory() -> Iterator[None]:
     """Every test runs under the malloc settings of the ``pyskick`` command
     (``keep_freed_memory``), applied once when the session starts: with glibc's defaults the
-    suite's training steps page-fault their tensors in at every step (a third slower), and
+    suite's training steps page-fault their tensors in at every step (``make test``: 810 s
+    against 727 s), and
     applied by the first in-process CLI call they would make the tests after it run under other
     settings than the tests before. (tests/reliability/test_heap_settings.py checks the
     settings in fresh processes.)"""

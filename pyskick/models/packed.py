@@ -47,6 +47,7 @@ from pyskick.models.policy import (
     FreezableSenseAndFuse,
     FrozenBatchNorm,
     StepOutput,
+    autocast_state,
 )
 
 __all__ = [
@@ -210,13 +211,9 @@ class PackedLSTM(nn.Module):
         self.bias_hh_l0 = nn.Parameter(torch.empty(runs, 4 * H))
 
     def forward(self, x: Tensor, state: tuple[Tensor, Tensor]) -> tuple[Tensor, Tensor]:
-        h, c = state
-        device = x.device.type
-        if torch.is_autocast_enabled(device):
-            # A run alone's nn.LSTM keeps its state in autocast's precision: so does the pack
-            # (a float32 c would otherwise promote every step's cell update).
-            dtype = torch.get_autocast_dtype(device)
-            h, c = h.to(dtype), c.to(dtype)
+        # A run alone's nn.LSTM keeps its state in autocast's precision: so does the pack
+        # (a float32 c would otherwise promote every step's cell update).
+        h, c = autocast_state(state, x.device)
         gates = torch.baddbmm(
             self.bias_ih_l0.unsqueeze(1), x, self.weight_ih_l0.transpose(1, 2)
         ) + torch.baddbmm(self.bias_hh_l0.unsqueeze(1), h, self.weight_hh_l0.transpose(1, 2))

@@ -27,6 +27,15 @@ FrozenBatchNorm = Literal["train", "eval"]
 _FROZEN_BATCHNORM = ("train", "eval")
 
 
+def autocast_state(state: LSTMState, device: torch.device) -> LSTMState:
+    """``(h, c)`` in autocast's lower precision when autocast is on for ``device`` (as
+    ``nn.LSTM`` keeps its state where oneDNN or cuDNN runs it), else unchanged."""
+    if not torch.is_autocast_enabled(device.type):
+        return state
+    dtype = torch.get_autocast_dtype(device.type)
+    return state[0].to(dtype), state[1].to(dtype)
+
+
 def lstm_cell(lstm: nn.LSTM, x: Tensor, state: LSTMState) -> LSTMState:
     """One step of a one-layer ``lstm``, as ``nn.LSTM`` computes it, in plain operations.
 
@@ -39,10 +48,7 @@ def lstm_cell(lstm: nn.LSTM, x: Tensor, state: LSTMState) -> LSTMState:
         The new (h, c), each ``[B, hidden_size]``; under autocast in its lower precision, as
         ``nn.LSTM``'s (autocast runs the LSTM in it, state included).
     """
-    device = x.device.type
-    if torch.is_autocast_enabled(device):
-        dtype = torch.get_autocast_dtype(device)
-        state = (state[0].to(dtype), state[1].to(dtype))
+    state = autocast_state(state, x.device)
     # nn.LSTM registers its parameters by name: torch's types do not declare them.
     w_ih, w_hh, b_ih, b_hh = (
         cast(Tensor, getattr(lstm, name))
