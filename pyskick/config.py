@@ -65,6 +65,7 @@ RUNTIME_FIELDS = (
     "cuda_graph",
     "channels_last",
     "compile",
+    "decode_once",
 )
 """Fields that change where and how fast a run computes, never its results: a resumed run may
 change them, and results recorded by ``reproduce`` do not depend on them."""
@@ -90,6 +91,7 @@ _BOOLS = (
     "cuda_graph",
     "channels_last",
     "compile",
+    "decode_once",
 )
 
 
@@ -206,6 +208,12 @@ class TrainConfig:
     inside a CUDA graph too (docs/training.md, "Compiled networks"). Validation and evaluation
     run them uncompiled. Same arithmetic to float rounding; off until a GPU measurement shows it
     pays (on the CPU it is slower)."""
+    decode_once: bool = False
+    """Decode an episode's T glimpses in one batch of ``T * B`` at its last glimpse, instead of
+    one batch of B per glimpse: the decoder's layers after its BatchNorm launch a T-th of their
+    kernels, each on T times the samples (docs/training.md, "Decoding once"). Each glimpse's
+    BatchNorm statistics stay its own. Same arithmetic to float rounding; off until a GPU
+    measurement shows it pays (on the CPU it is 0.99-1.08x)."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.model, str) or self.model not in MODEL_PRESETS:

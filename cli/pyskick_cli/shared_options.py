@@ -298,6 +298,14 @@ compile_option = shared_option(
     help="Compile the training step's networks with torch.compile (inductor): fewer, fused "
     "kernels; same results to float rounding, slower on the CPU (default: the config's, off).",
 )
+decode_once_option = shared_option(
+    "--decode-once/--no-decode-once",
+    "decode_once",
+    default=None,
+    help="Decode an episode's glimpses in one batch at its end instead of one batch per "
+    "glimpse: fewer, larger kernels; same results to float rounding (default: the config's, "
+    "off).",
+)
 pack_option = shared_option(
     "--pack",
     type=click.Choice(["auto", "on", "off"]),

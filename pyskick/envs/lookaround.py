@@ -319,8 +319,17 @@ class LookAroundEnv:
                 f"decoded must be on {ep.target.device} (the episodes' device), "
                 f"got {decoded.device}"
             )
-        mask = self._relative(ep.visited.view(ep.grid.shape[:3]), ep)
-        return torch.where(mask[..., None, None, None], ep.target.to(decoded.dtype), decoded)
+        return paste(decoded, ep.target, self.observed_slots())
+
+    def observed_slots(self) -> Tensor:
+        """``[B, N, M]`` bool: the target's slots visited so far, those
+        :meth:`paste_observed` overwrites now (what a caller that pastes later keeps: a new
+        tensor, which the episode's next steps leave alone)."""
+        ep = self._require_episode()
+        slots = self._relative(ep.visited.view(ep.grid.shape[:3]), ep)
+        # With a known azimuth the frames agree and ``_relative`` returns the episode's own
+        # visits, which every step updates in place.
+        return slots.clone() if self.known_azimuth else slots
 
     def to_absolute(self, grid_rel: Tensor) -> Tensor:
         """Take a grid from the target's frame back to the absolute frame (for display).
@@ -473,6 +482,21 @@ class LookAroundEnv:
                 f"actions must lie in [0, {self.n_actions}), got {values} at batch index {where}"
             )
         return actions
+
+
+def paste(decoded: Tensor, target: Tensor, slots: Tensor) -> Tensor:
+    """``decoded`` with the ``slots`` taken from ``target`` (:meth:`LookAroundEnv.paste_observed`).
+
+    Args:
+        decoded: ``[..., B, N, M, C, H, W]`` floating reconstructions (T glimpses' with a
+            leading T).
+        target: ``[B, N, M, C, H, W]`` the target.
+        slots: ``[..., B, N, M]`` bool, the slots to paste (``[T, B, N, M]``: each glimpse's).
+
+    Returns:
+        A new tensor of ``decoded``'s dtype; gradients flow to the slots left unpasted.
+    """
+    return torch.where(slots[..., None, None, None], target.to(decoded.dtype), decoded)
 
 
 def _check_grids(grids: object) -> Tensor:

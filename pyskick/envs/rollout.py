@@ -17,6 +17,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from pyskick.envs.lookaround import LookAroundEnv, StartZeroing
+from pyskick.envs.lookaround import paste as paste_slots
 from pyskick.models import CompletionPolicy, ModelConfig
 from pyskick.models.act import ActionMode, select_actions
 from pyskick.models.packed import PackedCompletionPolicy
@@ -98,6 +99,7 @@ def collect_rollout(
     demonstrations: tuple[Tensor, Tensor] | None = None,
     paste: bool = False,
     final_only: bool = False,
+    decode_once: bool = False,
     check_values: bool = True,
     timer: SpanTimer | None = None,
     choose: Callable[[Tensor], Tensor] | None = None,
@@ -127,6 +129,10 @@ def collect_rollout(
         final_only: decode (and measure) only the last glimpse: evaluation's figure is the
             final error, and skipping the decoder at the other glimpses saves most of the cost.
             The actions do not depend on decoding, so the episodes are the same.
+        decode_once: decode every glimpse's hidden state in one batch at the last glimpse
+            (the policy's ``earlier_hidden``) instead of one batch per glimpse: the same
+            values up to float rounding, fewer and larger kernels (``TrainConfig.decode_once``).
+            Without effect with ``final_only`` or T = 1.
         check_values: check the values of ``starts``, ``reward_maps`` and the demonstrated
             actions (ranges, finiteness). False trusts them, as the trainer and evaluation do
             with values drawn in range or checked where they were loaded: reading values
@@ -172,17 +178,30 @@ def collect_rollout(
         )
     state = None
     decoded = None
+    once = decode_once and not final_only and T > 1
+    earlier: list[Tensor] = []  # with ``once``: the glimpses' hidden states, and what
+    observed: list[Tensor] = []  # each would have pasted
     for t in range(T):
         azimuth = obs.position % M
-        decode = not final_only or t == T - 1
-        out = policy(obs.view, obs.proprio, t, state, azimuth=azimuth, decode=decode)
+        decode = not (final_only or once) or t == T - 1
+        batched = {"earlier_hidden": torch.stack(earlier)} if once and t == T - 1 else {}
+        out = policy(obs.view, obs.proprio, t, state, azimuth=azimuth, decode=decode, **batched)
         state = out.state
-        if decode:
+        if once and paste:
+            with span(timer, "env"):
+                observed.append(env.observed_slots())
+        if once and t < T - 1:
+            earlier.append(state[0])
+        elif decode:
             decoded = out.decoded
             assert decoded is not None
             if paste:
                 with span(timer, "env"):
-                    decoded = env.paste_observed(decoded)
+                    decoded = (
+                        env.paste_observed(decoded)
+                        if not once
+                        else paste_slots(decoded, env.target, torch.stack(observed))
+                    )
             errors.append(reconstruction_error(decoded, env.target))
         if t == T - 1:
             break
@@ -208,6 +227,8 @@ def collect_rollout(
     if final_only:  # the glimpses before the last were not decoded
         rec_errors = torch.full((T, B), math.nan, device=device)
         rec_errors[-1] = errors[-1]
+    elif once:  # every glimpse's, [T, B], decoded [T, B, ...]
+        rec_errors, decoded = errors[0].to(torch.float32), decoded[-1]
     else:
         rec_errors = _stacked(errors, B, device)
     return Rollout(
@@ -235,14 +256,23 @@ def _stacked(
 
 def reconstruction_error(decoded: Tensor, target: Tensor) -> Tensor:
     """``[B]`` per-sample MSE over every pixel and channel of the grid
-    (docs/paper-reference.md §4.2).
+    (docs/paper-reference.md §4.2); ``[T, B]`` for T glimpses' ``decoded [T, B, ...]`` against
+    one ``target [B, ...]``.
 
     ``F.mse_loss(decoded, target, reduction="none").flatten(1).mean(1)``, with the same
     forward and bit-identical gradients, in fewer passes over the decoded grids (the largest
     tensors of a training step): see :class:`_PerSampleMSE`.
     """
-    # torch leaves Function.apply unannotated.
-    return cast(Tensor, _PerSampleMSE.apply(decoded, target))  # type: ignore[no-untyped-call]
+    extra = decoded.dim() - target.dim()
+    if extra < 0 or decoded.shape[extra:] != target.shape:
+        raise ValueError(
+            f"decoded {list(decoded.shape)} does not end with target's shape {list(target.shape)}"
+        )
+    # The target broadcast over the glimpses (a view); torch leaves Function.apply unannotated.
+    return cast(
+        Tensor,
+        _PerSampleMSE.apply(decoded, target.expand_as(decoded), extra + 1),  # type: ignore[no-untyped-call]
+    )
 
 
 class _PerSampleMSE(torch.autograd.Function):
@@ -256,7 +286,7 @@ class _PerSampleMSE(torch.autograd.Function):
     """
 
     @staticmethod
-    def forward(ctx: Any, decoded: Tensor, target: Tensor) -> Tensor:
+    def forward(ctx: Any, decoded: Tensor, target: Tensor, batch_dims: int) -> Tensor:
         device = decoded.device.type
         if torch.is_autocast_enabled(device):
             # What autocast does to mse_loss (a float32 op: lower-precision floats cast up),
@@ -265,16 +295,17 @@ class _PerSampleMSE(torch.autograd.Function):
                 x if x.dtype == torch.float64 else x.float() for x in (decoded, target)
             )
         with torch.autocast(device, enabled=False):
-            error = F.mse_loss(decoded, target, reduction="none").flatten(1).mean(1)
+            error = F.mse_loss(decoded, target, reduction="none").flatten(batch_dims)
+            error = error.mean(batch_dims)
         ctx.save_for_backward(decoded, target)
-        ctx.numel = math.prod(decoded.shape[1:])
+        ctx.numel = math.prod(decoded.shape[batch_dims:])
         return error
 
     @staticmethod
-    def backward(ctx: Any, grad: Tensor) -> tuple[Tensor | None, Tensor | None]:
+    def backward(ctx: Any, grad: Tensor) -> tuple[Tensor | None, Tensor | None, None]:
         decoded, target = ctx.saved_tensors
         # The mean's gradient, one value per sample, broadcast over the grid.
-        per_sample = (grad / ctx.numel).view(-1, *(1,) * (decoded.dim() - 1))
+        per_sample = (grad / ctx.numel).view(*grad.shape, *(1,) * (decoded.dim() - grad.dim()))
         per_sample = per_sample.expand_as(decoded)
 
         def mse_backward(x: Tensor, y: Tensor) -> Tensor:  # autograd's formula, into empty
@@ -282,10 +313,11 @@ class _PerSampleMSE(torch.autograd.Function):
             torch.ops.aten.mse_loss_backward.grad_input(per_sample, x, y, 0, grad_input=out)
             return out
 
-        wants_decoded, wants_target = ctx.needs_input_grad
+        wants_decoded, wants_target, _ = ctx.needs_input_grad
         return (
             mse_backward(decoded, target) if wants_decoded else None,
             mse_backward(target, decoded) if wants_target else None,
+            None,
         )
 
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from typing import cast
+
+import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
@@ -9,6 +12,50 @@ from pyskick.models.config import ModelConfig
 
 L1_EPS = 1e-12
 """Floor of the L1 norm in the per-sample normalisation of h (``F.normalize``'s default)."""
+
+
+def glimpse_batch_norm(layer: nn.Module, x: Tensor) -> Tensor:
+    """A BatchNorm layer applied to each glimpse's batch of ``x`` on its own, as one call per
+    glimpse would: in train mode each glimpse's samples are normalised by their own statistics
+    and the running statistics take one update per glimpse, in glimpse order.
+
+    Args:
+        layer: an ``nn.BatchNorm1d`` (parameters ``[F]``), or a packed one
+            (:class:`~pyskick.models.packed.PackedBatchNorm1d`, parameters ``[R, F]``), with a
+            momentum (not a cumulative average) and running statistics.
+        x: ``[T, B, F]`` (``[T, R, B, F]`` for a packed layer): T glimpses' batches.
+
+    Returns:
+        ``[T, B, F]`` (``[T, R, B, F]``), what ``layer`` returns for each ``x[t]``, up to the
+        rounding of the running statistics' updates (summed in another order).
+    """
+    # Both layer types hold these; nn.Module's attributes are typed loosely.
+    momentum = cast("float | None", layer.momentum)
+    eps = cast(float, layer.eps)
+    running_mean = cast("Tensor | None", layer.running_mean)
+    running_var = cast(Tensor, layer.running_var)
+    if momentum is None or running_mean is None:
+        raise ValueError("glimpse_batch_norm needs a momentum and running statistics")
+    T, B = x.shape[0], x.shape[-2]
+    # [B, T * (R *) F]: one column per glimpse (and run) and feature, statistics over B.
+    flat = x.movedim(-2, 0).reshape(B, -1)
+    weight = cast(Tensor, layer.weight).reshape(-1).repeat(T)
+    bias = cast(Tensor, layer.bias).reshape(-1).repeat(T)
+    if layer.training:
+        out = F.batch_norm(flat, None, None, weight, bias, True, 0.0, eps)
+        with torch.no_grad():
+            stats = x.detach().to(torch.promote_types(x.dtype, torch.float32))
+            var, mean = torch.var_mean(stats, dim=-2, correction=1)
+            var, mean = var.to(running_var.dtype), mean.to(running_mean.dtype)
+            for t in range(T):  # T small updates: a closed form would take as many kernels
+                running_mean.lerp_(mean[t], momentum)
+                running_var.lerp_(var[t], momentum)
+            cast(Tensor, layer.num_batches_tracked).add_(T)
+    else:
+        mean = running_mean.reshape(-1).repeat(T)
+        var = running_var.reshape(-1).repeat(T)
+        out = F.batch_norm(flat, mean, var, weight, bias, False, 0.0, eps)
+    return out.view(B, *x.shape[:-2], x.shape[-1]).movedim(0, -2)
 
 
 def _upsample(in_channels: int, out_channels: int) -> nn.ConvTranspose2d:
@@ -68,3 +115,21 @@ class ViewgridDecoder(nn.Sequential):
             F.normalize(hidden, p=1, dim=1, eps=L1_EPS)
         )
         return maps.reshape(hidden.shape[0], *self.grid_shape)
+
+    def decode_glimpses(self, hidden: Tensor) -> Tensor:
+        """Decode the hidden states of T glimpses in one batch, as T calls would: the
+        BatchNorm normalises each glimpse's batch on its own (:func:`glimpse_batch_norm`),
+        every later layer acts on each sample alone.
+
+        Args:
+            hidden: ``[T, B, hidden_size]`` LSTM hidden states h (not yet normalised).
+
+        Returns:
+            ``[T, B, N, M, C, H, W]`` decoded viewgrids, start-relative azimuth frame.
+        """
+        T, B, features = hidden.shape
+        x = glimpse_batch_norm(self[0], F.normalize(hidden, p=1, dim=2, eps=L1_EPS))
+        maps: Tensor = x.reshape(T * B, features)
+        for layer in list(self)[1:]:
+            maps = layer(maps)
+        return maps.reshape(T, B, *self.grid_shape)

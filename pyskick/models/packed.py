@@ -37,7 +37,7 @@ from pyskick.models.critics import (
     PartialObservabilityCritic,
     full_critic_inputs,
 )
-from pyskick.models.decode import L1_EPS
+from pyskick.models.decode import L1_EPS, glimpse_batch_norm
 from pyskick.models.inputs import (
     act_input,
     check_float_tensor,
@@ -344,9 +344,11 @@ class PackedCompletionPolicy(FreezableSenseAndFuse):
         *,
         azimuth: Tensor | None = None,
         decode: bool = True,
+        earlier_hidden: Tensor | None = None,
     ) -> StepOutput:
         """One glimpse of ``B * R`` episodes (arguments and outputs as
-        :meth:`CompletionPolicy.step`, the state ``[R, B, hidden]``)."""
+        :meth:`CompletionPolicy.step`, the state ``[R, B, hidden]``; ``earlier_hidden`` is
+        ``[k, R, B, hidden]``, the earlier glimpses' ``state[0]``)."""
         cfg, R = self.config, self.runs
         view = check_float_tensor("view", view, (None, cfg.channels, cfg.view_size, cfg.view_size))
         episodes = view.shape[0]
@@ -361,7 +363,17 @@ class PackedCompletionPolicy(FreezableSenseAndFuse):
         hidden = episodes_first(h)
         inputs = act_input(cfg, hidden, proprio, time, azimuth)
         logits = episodes_first(self.act(runs_first(inputs, R)))
-        decoded = self._decode(h, B) if decode else None
+        if not decode:
+            if earlier_hidden is not None:
+                raise ValueError("earlier_hidden is decoded with this glimpse: it needs decode")
+            decoded = None
+        elif earlier_hidden is None:
+            decoded = self._decode(h, B)
+        else:
+            earlier = check_float_tensor(
+                "earlier_hidden", earlier_hidden, (None, R, B, cfg.hidden_size)
+            )
+            decoded = self._decode_glimpses(torch.cat([earlier, h[None]]))
         return StepOutput(logits, decoded, (h, c), hidden)
 
     def step(self, *args: Any, **kwargs: Any) -> StepOutput:
@@ -372,6 +384,17 @@ class PackedCompletionPolicy(FreezableSenseAndFuse):
         """``[R, B, hidden] -> [B * R, N, M, C, H, W]`` (the last layer's output, no copy)."""
         maps = self.decode(F.normalize(h, p=1, dim=2, eps=L1_EPS))
         return maps.reshape(B * self.runs, *self.grid_shape)
+
+    def _decode_glimpses(self, h: Tensor) -> Tensor:
+        """``[T, R, B, hidden] -> [T, B * R, N, M, C, H, W]``: T glimpses in one batch, each
+        glimpse's BatchNorm statistics its own (:func:`glimpse_batch_norm`)."""
+        T, R, B, features = h.shape
+        decoder = cast(nn.Sequential, self.decode)
+        x = glimpse_batch_norm(decoder[0], F.normalize(h, p=1, dim=3, eps=L1_EPS))
+        # Each run's T * B samples, glimpse-major: the decoder's rows are then (t, b), its
+        # channels run-major, so its output is [T, B, R, ...], episode b * R + r of glimpse t.
+        maps: Tensor = decoder[1:](x.transpose(0, 1).reshape(R, T * B, features))
+        return maps.reshape(T, B * R, *self.grid_shape)
 
 
 # ------------------------------------------------------------------------------ critics

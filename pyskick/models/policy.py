@@ -67,7 +67,8 @@ class StepOutput(NamedTuple):
     """``[B, A]`` unnormalised action scores."""
     decoded: Tensor | None
     """``[B, N, M, C, H, W]`` reconstructed viewgrid, start-relative azimuth frame (None when
-    the step was asked not to decode)."""
+    the step was asked not to decode; ``[k + 1, B, ...]``, the earlier glimpses' too, when it
+    was given their hidden states)."""
     state: LSTMState
     """New recurrent state (h, c), each ``[B, hidden_size]``; feed it to the next step."""
     hidden: Tensor
@@ -203,6 +204,7 @@ class CompletionPolicy(FreezableSenseAndFuse):
         *,
         azimuth: Tensor | None = None,
         decode: bool = True,
+        earlier_hidden: Tensor | None = None,
     ) -> StepOutput:
         """One glimpse: sense, fuse, aggregate, then decode and act. See :meth:`step`."""
         cfg = self.config
@@ -217,7 +219,18 @@ class CompletionPolicy(FreezableSenseAndFuse):
         )
         hidden, cell = self.memory(view, proprio, (h, c))
         logits = self.act_logits(hidden, proprio, time, azimuth=azimuth)
-        decoded = self.decode(hidden) if decode else None
+        if not decode:
+            if earlier_hidden is not None:
+                raise ValueError("earlier_hidden is decoded with this glimpse: it needs decode")
+            decoded = None
+        elif earlier_hidden is None:
+            decoded = self.decode(hidden)
+        else:
+            earlier = check_float_tensor(
+                "earlier_hidden", earlier_hidden, (None, batch_size, cfg.hidden_size)
+            )
+            glimpses = torch.cat([earlier, hidden[None]])
+            decoded = self.decode.decode_glimpses(glimpses)
         return StepOutput(logits, decoded, (hidden, cell), hidden)
 
     def step(
@@ -229,6 +242,7 @@ class CompletionPolicy(FreezableSenseAndFuse):
         *,
         azimuth: Tensor | None = None,
         decode: bool = True,
+        earlier_hidden: Tensor | None = None,
     ) -> StepOutput:
         """One glimpse of the episode (calls the module, so hooks and DDP see it).
 
@@ -242,6 +256,11 @@ class CompletionPolicy(FreezableSenseAndFuse):
                 not ``known_azimuth``.
             decode: False skips the decoder (the most expensive part): ``decoded`` is None.
                 Evaluation needs only the last glimpse's reconstruction.
+            earlier_hidden: ``[k, B, hidden_size]`` hidden states of the episode's earlier
+                glimpses (their ``hidden``), decoded in one batch with this glimpse's: then
+                ``decoded`` is ``[k + 1, B, N, M, C, H, W]``, what k + 1 steps would have
+                decoded (:meth:`ViewgridDecoder.decode_glimpses`). One large batch is fewer
+                and larger kernels than k + 1 small ones (``TrainConfig.decode_once``).
 
         Returns:
             :class:`StepOutput` (logits, decoded, state, hidden).
@@ -250,7 +269,15 @@ class CompletionPolicy(FreezableSenseAndFuse):
             TypeError: if an input is not a floating-point tensor.
             ValueError: if an input has the wrong shape.
         """
-        return self(view, proprio, time, state, azimuth=azimuth, decode=decode)
+        return self(
+            view,
+            proprio,
+            time,
+            state,
+            azimuth=azimuth,
+            decode=decode,
+            earlier_hidden=earlier_hidden,
+        )
 
     def memory(self, view: Tensor, proprio: Tensor, state: LSTMState) -> LSTMState:
         """Sense -> Fuse -> Aggregate of one glimpse: the new (h, c), without Act and Decode

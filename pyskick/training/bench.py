@@ -46,6 +46,10 @@ from pyskick.training.trainer import Trainer
 LAYOUTS = ("contiguous", "channels-last")
 """The convolutions' memory formats a variant may use."""
 
+DECODES = ("per-glimpse", "once")
+"""When a variant decodes an episode's glimpses: one batch per glimpse, or all of them in one
+batch at the last (``TrainConfig.decode_once``)."""
+
 _MODE_WORDS = {
     "eager": "",
     "graph": ", CUDA graph",
@@ -92,6 +96,8 @@ class TrainingBench:
     layout: str
     """The convolutions' memory format: ``"contiguous"`` (NCHW), or ``"channels-last"``
     (NHWC, ``TrainConfig.channels_last``)."""
+    decode: str
+    """One of :data:`DECODES`: ``"per-glimpse"``, or ``"once"`` (``TrainConfig.decode_once``)."""
     batch_size: int
     T: int
     view_size: int
@@ -150,6 +156,7 @@ def bench_training(
     data: Sequence[str] = ("device",),
     modes: Sequence[str] = ("eager",),
     layouts: Sequence[str] = ("contiguous",),
+    decodes: Sequence[str] = ("per-glimpse",),
     grids: int | None = None,
     steps: int = 5,
     warmup: int = 2,
@@ -170,6 +177,7 @@ def bench_training(
             CUDA only), ``"compiled"`` (the networks compiled; compilation in the untimed
             steps), ``"compiled-graph"`` (both).
         layouts: ``"contiguous"``, ``"channels-last"`` (the convolutions' memory format).
+        decodes: :data:`DECODES`: ``"per-glimpse"``, ``"once"``.
         grids: random training viewgrids (default: enough for every step of every run).
         steps, warmup: timed and untimed steps per variant.
         batch_size, T: override the preset's.
@@ -189,6 +197,9 @@ def bench_training(
     unknown = sorted(set(layouts) - set(LAYOUTS))
     if unknown:
         raise UserError(f"bench: unknown layout {unknown[0]!r} (choose from {', '.join(LAYOUTS)})")
+    unknown = sorted(set(decodes) - set(DECODES))
+    if unknown:
+        raise UserError(f"bench: unknown decode {unknown[0]!r} (choose from {', '.join(DECODES)})")
     unknown = sorted(set(modes) - set(MODES))
     if unknown:
         raise UserError(f"bench: unknown mode {unknown[0]!r} (choose from {', '.join(MODES)})")
@@ -216,9 +227,14 @@ def bench_training(
             policy = CompletionPolicy(model)
         save_checkpoint(init, {"model": policy.state_dict(), "model_config": model.to_dict()})
         variants = [
-            (p, d, m, layout) for p in precisions for d in data for m in modes for layout in layouts
+            (p, d, m, layout, decode)
+            for p in precisions
+            for d in data
+            for m in modes
+            for layout in layouts
+            for decode in decodes
         ]
-        for precision, placement, mode, layout in variants:
+        for precision, placement, mode, layout, decode in variants:
             alone: float | None = None
             for size in runs:
                 config = base.replace(
@@ -227,6 +243,7 @@ def bench_training(
                     cuda_graph=mode in _GRAPH_MODES,
                     compile=mode.startswith("compiled"),
                     channels_last=layout == "channels-last",
+                    decode_once=decode == "once",
                 )
                 if target.type == "cpu":
                     config = config.replace(data_on_device="auto")
@@ -247,6 +264,7 @@ def bench_training(
                     data=placement,
                     step=mode,
                     layout=layout,
+                    decode=decode,
                     batch_size=config.batch_size,
                     T=config.T,
                     view_size=model.view_size,
@@ -365,8 +383,9 @@ def _describe(row: TrainingBench) -> str:
     speed = "" if row.speedup is None else f", {row.speedup:.2f}x a run alone"
     mode = _MODE_WORDS[row.step]
     layout = ", channels-last" if row.layout == "channels-last" else ""
+    decode = ", decoding once" if row.decode == "once" else ""
     return (
-        f"{row.preset} {row.device} {row.precision}{mode}{layout} data on {row.data}, "
+        f"{row.preset} {row.device} {row.precision}{mode}{layout}{decode} data on {row.data}, "
         f"{row.runs} run{'s' if row.runs > 1 else ''}: {row.episodes_per_s:.0f} episodes/s"
         f"{speed}, {row.epoch_seconds_per_run:.2f} s per run's 6,000-grid epoch, "
         f"{row.tflop_per_s * 1e3:.0f} GFLOP/s ({row.matmul_share:.2f} of a matrix product's)"

@@ -10,11 +10,12 @@ themselves, and the modules' parameters, state dicts and checkpoints are unchang
 Compilation happens on the first calls, so in the untimed eager steps before a CUDA graph's
 capture (:mod:`pyskick.training.graphs`), and again where a guard fails (the time index ``t``
 becomes a symbolic integer after its second value, so ``T`` costs at most two compilations of
-each pass). Each network compiles to whole graphs: ``nn.LSTM``, whose forward dynamo does not
-trace (and inductor cannot lower on the CPU), is written out as its cell in compiled code
-(:func:`~pyskick.models.policy.lstm_cell`). Dynamo refuses even to hold an ``nn.LSTM`` unless
-``torch._dynamo.config.allow_rnn`` is set, so the compiled networks are called with it set,
-and only then (:class:`CompiledNetwork`).
+each pass; the policy's last glimpse a third when it decodes the episode's glimpses there,
+``TrainConfig.decode_once``). Each network compiles to whole graphs: ``nn.LSTM``, whose
+forward dynamo does not trace (and inductor cannot lower on the CPU), is written out as its
+cell in compiled code (:func:`~pyskick.models.policy.lstm_cell`). Dynamo refuses even to hold
+an ``nn.LSTM`` unless ``torch._dynamo.config.allow_rnn`` is set, so the compiled networks are
+called with it set, and only then (:class:`CompiledNetwork`).
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ __all__ = ["RECOMPILE_LIMIT", "CompiledNetwork", "check_compile"]
 RECOMPILE_LIMIT = 64
 """Compiled versions a network's code may have in one process. Every policy of a process shares
 ``CompletionPolicy.forward``'s code, and each configuration (stage, precision, layout, batch
-size, pack size) takes its own two versions: dynamo's default, 8, is spent by four (a
+size, pack size, decoding) takes its own two or three: dynamo's default, 8, is spent by four (a
 ``reproduce`` or a ``bench`` call makes more). Past the limit a call raises instead of running
 eagerly without a word."""
 

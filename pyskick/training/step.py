@@ -133,6 +133,7 @@ def train_step(
             reward_maps=reward_maps,
             demonstrations=demos,
             paste=cfg.memorize,
+            decode_once=cfg.decode_once,
             check_values=False,
             timer=timer,
         )

@@ -209,6 +209,31 @@ def test_training_bench_times_the_convolutions_channels_last(
     assert [r["gflop_per_step"] for r in rows[2:]] == [r["gflop_per_step"] for r in rows[:2]]
 
 
+def test_training_bench_times_the_glimpses_decoded_once(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    torch.set_num_threads(1)
+    args = ("--training", "--runs", "1,2", "--steps", "1", "--device", "cpu", "--view-size", "16")
+    code, out, err = _run(capsys, *args, "--decode", "per-glimpse,once", "--json")
+    assert code == 0, err
+    rows = json.loads(out)["rows"]
+    assert [(r["runs"], r["decode"]) for r in rows] == [
+        (1, "per-glimpse"),
+        (2, "per-glimpse"),
+        (1, "once"),
+        (2, "once"),
+    ]
+    assert rows[3]["speedup"] == pytest.approx(
+        rows[3]["episodes_per_s"] / rows[2]["episodes_per_s"]
+    )
+    assert "fp32, decoding once data on device, 2 runs:" in err
+    # The same products and convolutions, in larger batches.
+    assert [r["gflop_per_step"] for r in rows[2:]] == [r["gflop_per_step"] for r in rows[:2]]
+    code, _, err = _run(capsys, "--training", "--decode", "late")
+    assert code == 2
+    assert "per-glimpse, once" in err
+
+
 @pytest.mark.filterwarnings(  # dynamo hides it through warnings.showwarning, not a filter
     "ignore:The .grad attribute of a Tensor that is not a leaf Tensor:UserWarning"
 )
@@ -236,8 +261,10 @@ def test_training_bench_times_the_networks_compiled(capsys: pytest.CaptureFixtur
     assert "eager, graph, compiled, compiled-graph" in err
 
 
-def test_the_cli_offers_every_bench_mode() -> None:
-    from pyskick.training.bench import MODES
+def test_the_cli_offers_every_bench_mode_and_decode() -> None:
+    from pyskick.training.bench import DECODES, MODES
 
     mode_option = next(p for p in bench.params if p.name == "modes")
     assert tuple(mode_option.type.choices) == MODES
+    decode_option = next(p for p in bench.params if p.name == "decodes")
+    assert tuple(decode_option.type.choices) == DECODES

@@ -54,12 +54,14 @@ def test_pretrain_train_evaluate(
     assert report["split"] == "test"
     assert report["n_samples"] == 4
     assert {"mean_x1000", "std_x1000", "stderr_x1000", "improvement_pct"} <= set(report)
-    # --resume with more epochs continues the same run, here with channels-last convolutions
-    # and compiled networks (where and how fast it computes: a resumed run may change it).
+    # --resume with more epochs continues the same run, here with channels-last convolutions,
+    # compiled networks and the glimpses decoded once (where and how fast it computes: a
+    # resumed run may change it).
     torch._dynamo.reset()  # compiled from nothing, whatever this process compiled before
     code, _, err = run(
         ["train", "--dataset", str(scenes), *FAST[:2], "--epochs", "2", "--batch-size", "8",
-         "--device", "cpu", "--out", str(ltla), "--resume", "--channels-last", "--compile"],
+         "--device", "cpu", "--out", str(ltla), "--resume", "--channels-last", "--compile",
+         "--decode-once"],
         capsys,
     )  # fmt: skip
     assert code == 0, err
@@ -67,6 +69,7 @@ def test_pretrain_train_evaluate(
     assert state["epoch"] == 1
     assert state["config"]["channels_last"] is True
     assert state["config"]["compile"] is True
+    assert state["config"]["decode_once"] is True
 
 
 def test_train_without_init_pretrains_once_and_reuses(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from contextlib import nullcontext
+
 import pytest
 import torch
 
@@ -9,7 +11,10 @@ from pyskick.config import TrainConfig, train_preset
 from pyskick.training import step as step_module
 from pyskick.training.data import TrainData
 from pyskick.training.losses import completion_loss
-from pyskick.training.trainer import pretrain
+from pyskick.training.syncs import no_host_syncs
+from pyskick.training.trainer import Trainer, pretrain
+
+STEP_METRICS = ("rec_error", "loss", "policy_loss", "entropy", "critic_loss")
 
 
 def smooth_grids(n: int, *, N: int = 3, M: int = 4, C: int = 1, H: int = 16, seed: int = 0):
@@ -61,3 +66,41 @@ def recorded(monkeypatch):
 
     monkeypatch.setattr(step_module, "completion_loss", recording)
     return calls
+
+
+def first_step(config, folder, data, init, *, guarded: bool = True):
+    """A run's first training step, the update left out: the trainer, holding the step's
+    gradients, and its metrics. ``guarded``: inside ``no_host_syncs()`` (which compiled
+    networks cannot run in: dynamo would trace the mode)."""
+    trainer = Trainer(config, folder, data, stage="train", init=init).setup()
+    trainer.optimizer.step = lambda: None  # the gradients, before the update
+    with no_host_syncs() if guarded else nullcontext():
+        metrics = trainer.train_step(next(trainer.batches(0)), 0)
+    return trainer, metrics
+
+
+def assert_same_step(got, expected, params_a, params_b, *, grad_atol: float = 1e-4) -> None:
+    """Two steps' metrics within 1e-5 relative, and their gradients within 1e-4 relative and
+    ``grad_atol`` of the largest gradient of ``params_a``: the same arithmetic, summed in
+    another order (a switch of where and how a step computes)."""
+    for name in STEP_METRICS:
+        torch.testing.assert_close(
+            getattr(got, name), getattr(expected, name), rtol=1e-5, atol=1e-7
+        )
+    scale = max(float(p.grad.abs().max()) for p in params_a if p.grad is not None)
+    for a, b in zip(params_a, params_b, strict=True):
+        assert (a.grad is None) == (b.grad is None)
+        if a.grad is not None:
+            torch.testing.assert_close(b.grad, a.grad, rtol=1e-4, atol=grad_atol * scale)
+
+
+@pytest.fixture(name="first_step")
+def _first_step_fixture():
+    """:func:`first_step` (test modules cannot import conftest)."""
+    return first_step
+
+
+@pytest.fixture(name="assert_same_step")
+def _assert_same_step_fixture():
+    """:func:`assert_same_step`."""
+    return assert_same_step

@@ -25,8 +25,6 @@ pytestmark = pytest.mark.filterwarnings(
     "ignore:The .grad attribute of a Tensor that is not a leaf Tensor:UserWarning"
 )
 
-METRICS = ("rec_error", "loss", "policy_loss", "entropy", "critic_loss")
-
 
 @pytest.fixture(autouse=True)
 def _fresh_dynamo() -> Iterator[None]:
@@ -50,19 +48,9 @@ def _breaks() -> list[str]:
     return list(counters["graph_break"])
 
 
-def _assert_same_step(got, expected, params_a, params_b) -> None:
-    for name in METRICS:
-        torch.testing.assert_close(
-            getattr(got, name), getattr(expected, name), rtol=1e-5, atol=1e-7
-        )
-    scale = max(float(p.grad.abs().max()) for p in params_a if p.grad is not None)
-    for a, b in zip(params_a, params_b, strict=True):
-        assert (a.grad is None) == (b.grad is None)
-        if a.grad is not None:
-            torch.testing.assert_close(b.grad, a.grad, rtol=1e-4, atol=1e-5 * scale)
-
-
-def test_a_compiled_step_is_the_eager_step(tmp_path, pretrained, tiny_config, tiny_data):
+def test_a_compiled_step_is_the_eager_step(
+    tmp_path, pretrained, tiny_config, tiny_data, assert_same_step
+):
     """A run alone with a learned critic that sees the whole grid: both networks compiled."""
     config = tiny_config.replace(epochs=1, critic="asymm-critic")  # T = 3
     steps = []
@@ -78,7 +66,7 @@ def test_a_compiled_step_is_the_eager_step(tmp_path, pretrained, tiny_config, ti
         batches = trainer.batches(0)
         steps.append((trainer, trainer.train_step(next(batches), 0)))
     (plain, expected), (compiled, got) = steps
-    _assert_same_step(got, expected, plain.params, compiled.params)
+    assert_same_step(got, expected, plain.params, compiled.params, grad_atol=1e-5)
     # Compiled, to whole graphs: two per network (t = 0 without a recurrent state, then any t),
     # nothing breaks them (nn.LSTM would, and so would a value read on the host).
     assert _graphs() == 4
@@ -88,7 +76,24 @@ def test_a_compiled_step_is_the_eager_step(tmp_path, pretrained, tiny_config, ti
     assert _graphs() == 4
 
 
-def test_a_compiled_pack_step_is_the_eager_pack_step(tmp_path, pretrained, tiny_config, tiny_data):
+def test_a_compiled_step_decoding_once_is_the_eager_step(
+    tmp_path, pretrained, tiny_config, tiny_data, first_step, assert_same_step
+):
+    """The glimpses decoded at the last (``decode_once``), pasted (``memorize``), compiled."""
+    config = tiny_config.replace(epochs=1, decode_once=True, memorize=True)  # T = 3
+    plain, expected = first_step(config, tmp_path / "eager", tiny_data, pretrained)
+    compiled, got = first_step(
+        config.replace(compile=True), tmp_path / "compiled", tiny_data, pretrained, guarded=False
+    )
+    assert_same_step(got, expected, plain.params, compiled.params, grad_atol=1e-5)
+    # t = 0, then any t, then the last with the earlier glimpses to decode: whole graphs.
+    assert _graphs() == 3
+    assert _breaks() == []
+
+
+def test_a_compiled_pack_step_is_the_eager_pack_step(
+    tmp_path, pretrained, tiny_config, tiny_data, assert_same_step
+):
     """A pack of two runs with a critic that sees the whole grid (the packed policy's
     convolutions encode it)."""
     config = tiny_config.replace(epochs=1, critic="asymm-critic")
@@ -109,7 +114,7 @@ def test_a_compiled_pack_step_is_the_eager_pack_step(tmp_path, pretrained, tiny_
         steps.append((packed, packed.train_step(next(packed.batches(0)), 0, scales)))
         packed._locks.close()
     (plain, expected), (compiled, got) = steps
-    _assert_same_step(got, expected, plain.params, compiled.params)
+    assert_same_step(got, expected, plain.params, compiled.params, grad_atol=1e-5)
     assert _graphs() == 4
     assert _breaks() == []
 

@@ -73,16 +73,20 @@ def _solo(member, data):
 
 
 @pytest.mark.parametrize("kinds", [("ltla", "rnd", "rew", "demo"), ("ac", "ac2")])
-@pytest.mark.parametrize("channels_last", [False, True], ids=["nchw", "channels-last"])
+@pytest.mark.parametrize(
+    "switches",
+    [{}, {"channels_last": True}, {"decode_once": True}],
+    ids=["nchw", "channels-last", "decode-once"],
+)
 def test_one_packed_step_is_each_runs_step(
-    tmp_path, pretrained, tiny_config, tiny_data, kinds, channels_last
+    tmp_path, pretrained, tiny_config, tiny_data, kinds, switches
 ):
-    """The pack (channels-last or not) against its runs alone (contiguous)."""
+    """The pack (channels-last, decoding once, or neither) against its runs alone (neither)."""
     config = tiny_config.replace(epochs=1)
-    pack_config = config.replace(channels_last=channels_last)
+    pack_config = config.replace(**switches)
     members = _members(tmp_path / "pack", pretrained, pack_config, kinds)
     packed = PackTrainer(members, tiny_data).setup()
-    assert is_channels_last(packed.policy) is channels_last
+    assert is_channels_last(packed.policy) is bool(switches.get("channels_last"))
     solos = [
         _solo(m, tiny_data).setup() for m in _members(tmp_path / "solo", pretrained, config, kinds)
     ]
@@ -207,6 +211,11 @@ def test_runs_that_cannot_share_a_pack_are_refused_before_anything_is_written(
     with pytest.raises(ValueError, match=r"channels_last differs \(False vs True\)"):
         train_pack(layouts, tiny_data)
     assert not (tmp_path / "c" / "config.json").exists()
+    decodes = [members[0], PackMember(tiny_config.replace(epochs=1, decode_once=True),
+                                      tmp_path / "d", init=pretrained)]  # fmt: skip
+    with pytest.raises(ValueError, match=r"decode_once differs \(False vs True\)"):
+        train_pack(decodes, tiny_data)
+    assert not (tmp_path / "d" / "config.json").exists()
 
 
 def test_pretraining_packs(tmp_path, tiny_config, tiny_data):

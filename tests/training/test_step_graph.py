@@ -83,15 +83,20 @@ def test_a_step_graph_replays_in_place_updates_and_fresh_random_draws():
 @cuda
 @pytest.mark.filterwarnings(_DYNAMO_GRAD_WARNING)
 @pytest.mark.parametrize(
-    ("sidekick", "compile"), [("none", False), ("rew", False), ("none", True)],
-    ids=["none", "rew", "none-compiled"],
+    ("sidekick", "compile", "decode_once"),
+    [("none", False, False), ("rew", False, False), ("none", True, False), ("none", False, True)],
+    ids=["none", "rew", "none-compiled", "none-decoding-once"],
 )  # fmt: skip
 def test_a_captured_run_trains_as_the_eager_one(
-    tmp_path, pretrained, tiny_config, tiny_data, sidekick, compile
+    tmp_path, pretrained, tiny_config, tiny_data, sidekick, compile, decode_once
 ):
     """With ``compile``, the replayed kernels are the compiled networks' (compiled in the eager
-    warm-up steps)."""
-    config = tiny_config.replace(device="cuda", batch_size=4, epochs=2, sidekick=sidekick)
+    warm-up steps); with ``decode_once``, the glimpses decoded at the last, pasted
+    (``memorize``)."""
+    config = tiny_config.replace(
+        device="cuda", batch_size=4, epochs=2, sidekick=sidekick, decode_once=decode_once,
+        memorize=decode_once,
+    )  # fmt: skip
     eager = train(config, tmp_path / "eager", tiny_data, init=pretrained)
     trainer = Trainer(
         config.replace(cuda_graph=True, compile=compile), tmp_path / "graph", tiny_data,

@@ -36,6 +36,8 @@ METHODS = {
         {"critic": "critic"},
         lambda one: DemoSidekick(one, channel_mean=MEAN, hybrid_schedule=1),
     ),
+    # Every glimpse decoded at the last (decode_once), with the pastes of memorize.
+    "ltla, decoding once": ({"decode_once": True, "memorize": True}, None),
 }
 
 
@@ -133,11 +135,12 @@ def test_the_steps_of_an_epoch_replay_the_same_operators(
     assert _state_addresses(trainer) == addresses
 
 
+@pytest.mark.parametrize("decode_once", [False, True], ids=["", "decoding-once"])
 def test_the_steps_of_a_packs_epoch_replay_the_same_operators(
-    tmp_path, pretrained, tiny_config, tiny_data
+    tmp_path, pretrained, tiny_config, tiny_data, decode_once
 ):
     # ltla, ours(rew), ours(demo) and rnd-actions in one pack, as reproduce packs them.
-    config = tiny_config.replace(epochs=2, batch_size=4)
+    config = tiny_config.replace(epochs=2, batch_size=4, decode_once=decode_once)
     members = [
         PackMember(config.replace(**METHODS[name][0]), tmp_path / str(r), init=pretrained,
                    sidekick=None if METHODS[name][1] is None else METHODS[name][1](pretrained))

@@ -95,7 +95,7 @@ def test_toml_errors(tmp_path):
         load_config(nested)
 
 
-@pytest.mark.parametrize("name", ["cuda_graph", "channels_last", "compile"])
+@pytest.mark.parametrize("name", ["cuda_graph", "channels_last", "compile", "decode_once"])
 def test_speed_switches_are_bools_off_by_default_that_a_resumed_run_may_change(name):
     assert getattr(TrainConfig(), name) is False
     assert name in RUNTIME_FIELDS

@@ -5,6 +5,7 @@ python3 merge.py table1 REPRODUCE_FOLDER perf.json [curves.png]
 python3 merge.py graph_pays train.json     # exit 0: the CUDA graph paid for the largest pack
 python3 merge.py layout_pays perf.json     # exit 0: channels-last paid for the largest pack
 python3 merge.py compile_pays perf.json    # exit 0: compiled networks paid for a pack of 15
+python3 merge.py decode_pays perf.json     # exit 0: decoding once paid for a pack of 15
 """
 
 from __future__ import annotations
@@ -47,6 +48,18 @@ def compile_pays(perf: str) -> bool:
     if "episodes_per_s" not in compiled or "episodes_per_s" not in plain:
         return False
     return compiled["episodes_per_s"] >= 1.1 * plain["episodes_per_s"]
+
+
+def decode_pays(perf: str) -> bool:
+    """Whether the decode part's largest pack, replayed as a graph (eager in a CPU rehearsal),
+    ran >= 1.1x faster decoding once."""
+    rows = json.loads(Path(perf).read_text()).get("decode", {}).get("rows", [])
+    rows = [row for row in rows if row["step"] in ("graph", "eager")]
+    if not rows:
+        return False
+    largest = max(row["runs"] for row in rows)
+    speed = {row["decode"]: row["episodes_per_s"] for row in rows if row["runs"] == largest}
+    return speed.get("once", 0.0) >= 1.1 * speed.get("per-glimpse", float("inf"))
 
 
 def main(kind: str, source: str, perf: str, curves: str | None = None) -> None:
@@ -99,4 +112,6 @@ if __name__ == "__main__":
         sys.exit(0 if layout_pays(sys.argv[2]) else 1)
     if sys.argv[1] == "compile_pays":
         sys.exit(0 if compile_pays(sys.argv[2]) else 1)
+    if sys.argv[1] == "decode_pays":
+        sys.exit(0 if decode_pays(sys.argv[2]) else 1)
     main(*sys.argv[1:])

@@ -31,6 +31,10 @@ failing part never loses the others, and the JSON is rewritten after every part)
 - ``compiled``: a run alone's and a pack of 15's steps with the networks compiled by inductor
   (``TrainConfig.compile``, ``--compile``) inside the CUDA graph, against the same steps
   uncompiled: setup and compile seconds, wall time, kernels and kernel time per step.
+- ``decode``: ``pyskick bench --training``'s graph rows (a run alone and a pack of 15, fp32; a
+  run alone compiled too) decoding each glimpse and decoding an episode's glimpses once
+  (``--decode``, ``TrainConfig.decode_once``), and the replay profile of a run alone decoding
+  once: a T-th of the decoder's kernels, each on T times the samples.
 - ``opcost``: what one call of each op costs, split into the host's work and the device's
   (waited for, queued, host time, device time and kernels per call from torch.profiler), for
   the op and its copy baseline; ``rotate_viewgrid``'s host time layer by layer, and a cProfile
@@ -540,10 +544,12 @@ def part_profile(args, device, ctx) -> dict[str, Any]:
 
 
 def _replay_variant(device, runs: int, precision: str, graph: bool, steps: int, tmp: Path,
-                    compiled: bool = False, channels_last: bool = False):  # fmt: skip
+                    compiled: bool = False, channels_last: bool = False,
+                    decode_once: bool = False):  # fmt: skip
     """Profile ``steps`` training steps after the warm-up (and capture): one variant; with
     ``compiled`` the networks are compiled (``TrainConfig.compile``); with ``channels_last``
-    the convolutions compute channels-last."""
+    the convolutions compute channels-last; with ``decode_once`` an episode's glimpses are
+    decoded in one batch."""
     from torch.profiler import ProfilerActivity, profile
 
     from pyskick.checkpoint import save_checkpoint
@@ -557,7 +563,8 @@ def _replay_variant(device, runs: int, precision: str, graph: bool, steps: int, 
 
     config = train_preset("paper-sun360").replace(
         device=device.type, precision=precision, cuda_graph=graph, channels_last=channels_last,
-        compile=compiled, data_on_device="on" if device.type == "cuda" else "auto",
+        compile=compiled, decode_once=decode_once,
+        data_on_device="on" if device.type == "cuda" else "auto",
     )  # fmt: skip
     model = preset_model(config.model)
     warm = STEP_WARMUP + 3
@@ -788,19 +795,51 @@ def part_layout(args, device, ctx) -> dict[str, Any]:
         )  # fmt: skip
         out["rows"] += as_dicts(rows)
         save_json(args)
-    steps = 2 if args.quick else 5
-    tmp = Path(tempfile.mkdtemp(prefix="layout-", dir=args.work))
     runs = 15 if graph else 2
-    prof, wall = _replay_variant(device, runs, "fp32", graph, steps, tmp, channels_last=True)
+    key = f"replay-{runs}-fp32-channels-last"
+    out[key] = _profiled_replay(args, device, key, runs, channels_last=True)
+    return out
+
+
+def _profiled_replay(args, device, key: str, runs: int, **switches: bool) -> dict[str, Any]:
+    """The replay summary of ``runs`` runs' fp32 steps with ``switches``
+    (:func:`_replay_variant`'s), printed and appended to ``--profile-out`` under ``key``."""
+    graph = device.type == "cuda"
+    steps = 2 if args.quick else 5
+    tmp = Path(tempfile.mkdtemp(prefix="replay-", dir=args.work))
+    prof, wall = _replay_variant(device, runs, "fp32", graph, steps, tmp, **switches)
     res = _replay_summary(prof, wall, steps)
-    out[f"replay-{runs}-fp32-channels-last"] = res
     brief = {k: v for k, v in res.items() if k != "top_kernels"}
-    print(f"  layout replay {runs}-fp32 channels-last: {json.dumps(brief)}", flush=True)
+    print(f"  {key}: {json.dumps(brief)}", flush=True)
     sort = "self_device_time_total" if graph else "self_cpu_time_total"
     with Path(args.profile_out).open("a") as f:
-        f.write(f"\n\n=== replay {runs}-fp32 channels-last, {steps} steps\n"
+        f.write(f"\n\n=== {key}, {steps} steps\n"
                 + json.dumps(res, indent=1) + "\n"
                 + prof.key_averages().table(sort_by=sort, row_limit=30) + "\n")  # fmt: skip
+    return res
+
+
+def part_decode(args, device, ctx) -> dict[str, Any]:
+    """Replayed steps decoding each glimpse and decoding once (see the module docstring)."""
+    from pyskick.training.bench import as_dicts, bench_training
+
+    graph = device.type == "cuda"
+    out: dict[str, Any] = {"graph": graph, "rows": []}
+    RESULTS["decode"] = out
+    groups = [(("graph",), (1, 15)), (("compiled-graph",), (1,))] if graph else [
+        (("eager",), (1, 2))]  # fmt: skip
+    for i, (modes, runs) in enumerate(groups):  # rows kept as they come
+        rows = bench_training(
+            preset="paper-sun360" if graph else "cpu-demo", device=device.type, runs=runs,
+            modes=modes, decodes=("per-glimpse", "once"), steps=2 if args.quick else 10,
+            progress=lambda line: print(f"  decode: {line}", flush=True),
+        )  # fmt: skip
+        out["rows"] += as_dicts(rows)
+        save_json(args)
+        if i == 0:  # the profile before the compiled rows, whose compilation may time out
+            key = "replay-1-fp32-decode-once"
+            out[key] = _profiled_replay(args, device, key, 1, decode_once=True)
+            save_json(args)
     return out
 
 
@@ -1019,6 +1058,7 @@ PARTS = {
     "profile": part_profile,
     "replay": part_replay,
     "layout": part_layout,
+    "decode": part_decode,
     "cudnn": part_cudnn,
     "compiled": part_compiled,
     "compile": part_compile,

@@ -20,7 +20,7 @@ mkdir -p "$OUT"
 DRY=${GPU_DRY:-0}
 PY=${PY:-python3}
 BUDGET_S=${BUDGET_S:-540}
-STEPS=${STEPS:-env,wheels,build,throwprobe,cudatests,memcheck,trainbench,bench,opcost,replay,layout,table1,cudnn,compiled,evalscore,profile,nccl,racecheck,initcheck,step,compile,epoch,concurrent,autocuda,fullsuite}
+STEPS=${STEPS:-env,wheels,build,throwprobe,cudatests,memcheck,trainbench,bench,opcost,replay,layout,decode,table1,cudnn,compiled,evalscore,profile,nccl,racecheck,initcheck,step,compile,epoch,concurrent,autocuda,fullsuite}
 HERE=$(cd "$(dirname "$0")" && pwd)
 WORK=${WORK:-/tmp/pyskick-gpu-work}
 mkdir -p "$WORK"
@@ -255,6 +255,10 @@ step layout 180 perf layout
 # inside the graph (perf.py's compiled part): fewer, fused kernels, the lever the replay
 # profile points to for a run alone. Before table1, which compiles them when it paid.
 step compiled 240 perf compiled
+# The replayed steps decoding an episode's glimpses once against once per glimpse (perf.py's
+# decode part): a T-th of the decoder's kernels, on T times the samples. Before table1, which
+# decodes once when it paid.
+step decode 180 perf decode
 
 # 5c. Table 1 at paper scale (issue "On the GPU", item 4): 6,000 synthetic scenes generated on
 #     the machine, then `reproduce` with packs (PRETRAIN one-view, EPOCHS policy epochs, SEEDS
@@ -287,7 +291,8 @@ table1() {
   echo "table1: data ready at $(( $(date +%s) - T0 ))s"
   # The step as a CUDA graph when trainbench measured that it pays for a pack (>= 1.1x).
   # Channels-last convolutions when the layout part measured that they pay for a pack (>= 1.1x),
-  # compiled networks when the compiled part did (>= 1.1x).
+  # compiled networks when the compiled part did (>= 1.1x), decoding once when the decode
+  # part did (>= 1.1x).
   local graph=0 settings=()
   if $PY "$HERE/merge.py" graph_pays "$WORK/train.json" 2>/dev/null; then
     settings+=("cuda_graph = true"); graph=1
@@ -300,6 +305,10 @@ table1() {
   if $PY "$HERE/merge.py" compile_pays "$OUT/perf.json" 2>/dev/null; then
     settings+=("compile = true"); graph=1
     echo "table1: compiled networks (they paid in the compiled part)"
+  fi
+  if $PY "$HERE/merge.py" decode_pays "$OUT/perf.json" 2>/dev/null; then
+    settings+=("decode_once = true"); graph=1
+    echo "table1: glimpses decoded once (it paid in the decode part)"
   fi
   if (( ${#settings[@]} )); then
     printf '%s\n' "${settings[@]}" >"$WORK/graph.toml"; args+=(--config "$WORK/graph.toml")
@@ -320,7 +329,7 @@ table1() {
   if ! pass "$a" "$epochs" on; then
     rm -rf "$a"; t=$(date +%s)
     if (( graph )); then  # the plain pack next: a failing capture must not cost the table
-      echo "table1: the captured, channels-last or compiled pack failed (tests.log); again plain"
+      echo "table1: the captured, channels-last, compiled or decode-once pack failed (tests.log); again plain"
       args=("${args[@]:0:${#args[@]}-2}"); graph=0
       pass "$a" "$epochs" on
     else

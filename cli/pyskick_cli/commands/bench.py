@@ -106,6 +106,7 @@ def _bench_training(
     placements: tuple[str, ...],
     modes: tuple[str, ...],
     layouts: tuple[str, ...],
+    decodes: tuple[str, ...],
     steps: int,
     view_size: int | None,
     as_json: bool,
@@ -126,6 +127,7 @@ def _bench_training(
         data=placements,
         modes=modes,
         layouts=layouts,
+        decodes=decodes,
         steps=steps,
         view_size=view_size,
         progress=lambda line: click.echo(f"bench: {line}", err=True),
@@ -134,7 +136,8 @@ def _bench_training(
         click.echo(json.dumps({"environment": environment(), "rows": as_dicts(rows)}, indent=2))
         return
     header = (
-        "runs", "precision", "data", "mode", "layout", "step", "episodes/s", "vs alone",
+        "runs", "precision", "data", "mode", "layout", "decode", "step", "episodes/s",
+        "vs alone",
         "s per run-epoch", "GFLOP/s", "of matmul",
     )  # fmt: skip
     lines = [header]
@@ -146,6 +149,7 @@ def _bench_training(
                 row.data,
                 row.step,
                 row.layout,
+                row.decode,
                 _duration(row.step_seconds),
                 f"{row.episodes_per_s:.0f}",
                 _times(row.speedup),
@@ -355,6 +359,15 @@ def _table(rows: list[dict[str, Any]]) -> str:
     "channels-last (NHWC).",
 )
 @click.option(
+    "--decode",
+    "decodes",
+    type=ChoiceList(("per-glimpse", "once")),  # bench.DECODES
+    default="per-glimpse",
+    show_default=True,
+    help="--training: comma-separated decodings of an episode's glimpses: per-glimpse (one "
+    "batch each), once (one batch of all at the last; --decode-once).",
+)
+@click.option(
     "--steps",
     type=click.IntRange(min=1),
     default=5,
@@ -379,6 +392,7 @@ def bench(
     placements: tuple[str, ...],
     modes: tuple[str, ...],
     layouts: tuple[str, ...],
+    decodes: tuple[str, ...],
     steps: int,
     view_size: int | None,
 ) -> None:
@@ -399,6 +413,7 @@ def bench(
             placements,
             modes,
             layouts,
+            decodes,
             steps,
             view_size,
             as_json,

@@ -13,6 +13,7 @@ from pyskick_cli.shared_options import (
     actor_name_option,
     check_run_dataset,
     critic_name_option,
+    decode_once_option,
     glimpses_option,
     parse_sidekick_options,
     recorded_init,
@@ -197,6 +198,7 @@ def pretrain(
     "--all`.",
 )
 @sidekick_option_option()
+@decode_once_option()
 @click.option(
     "--pretrain-epochs",
     type=click.IntRange(min=1),
@@ -237,6 +239,7 @@ def train(
     actor: str | None,
     sidekick: str | None,
     sidekick_option: tuple[str, ...],
+    decode_once: bool | None,
     pretrain_epochs: int | None,
     scores_file: Path | None,
 ) -> None:
@@ -259,7 +262,7 @@ def train(
             preset, config_path, source.spec.preset, epochs=epochs, batch_size=batch_size, lr=lr,
             seed=seed, device=device, data_on_device=data_on_device, precision=precision,
             cuda_graph=cuda_graph, channels_last=channels_last, compile=compile,
-            eval_batch_size=eval_batch_size,
+            decode_once=decode_once, eval_batch_size=eval_batch_size,
             save_every=save_every, T=T, critic=critic, actor=actor, sidekick=sidekick,
             sidekick_options=parse_sidekick_options(sidekick_option),
             pretrain_epochs=pretrain_epochs,
