@@ -91,12 +91,14 @@ def test_a_compiled_step_decoding_once_is_the_eager_step(
     assert _breaks() == []
 
 
+@pytest.mark.parametrize("decode_once", [False, True], ids=["", "decoding-once"])
 def test_a_compiled_pack_step_is_the_eager_pack_step(
-    tmp_path, pretrained, tiny_config, tiny_data, assert_same_step
+    tmp_path, pretrained, tiny_config, tiny_data, assert_same_step, decode_once
 ):
     """A pack of two runs with a critic that sees the whole grid (the packed policy's
-    convolutions encode it)."""
-    config = tiny_config.replace(epochs=1, critic="asymm-critic")
+    convolutions encode it); with ``decode_once``, the policy a third graph for the last
+    glimpse."""
+    config = tiny_config.replace(epochs=1, critic="asymm-critic", decode_once=decode_once)
     steps = []
     for compile in (False, True):
         root = tmp_path / str(compile)
@@ -115,7 +117,7 @@ def test_a_compiled_pack_step_is_the_eager_pack_step(
         packed._locks.close()
     (plain, expected), (compiled, got) = steps
     assert_same_step(got, expected, plain.params, compiled.params, grad_atol=1e-5)
-    assert _graphs() == 4
+    assert _graphs() == (5 if decode_once else 4)
     assert _breaks() == []
 
 
