@@ -145,8 +145,7 @@ def collect_rollout(
     Returns:
         The :class:`Rollout`.
     """
-    core = getattr(policy, "_orig_mod", policy)  # torch.compile wraps the module (or its DDP)
-    core = core.module if isinstance(core, nn.parallel.DistributedDataParallel) else core
+    core = _unwrapped(policy)
     if not isinstance(core, CompletionPolicy | PackedCompletionPolicy):
         raise TypeError(f"policy must be a CompletionPolicy, got {type(core).__name__}")
     T = env.T
@@ -176,6 +175,13 @@ def collect_rollout(
             reward_maps=reward_maps,
             check_values=check_values,
         )
+    # A full-observability critic's costliest part, its encoding of the grid's views, is the
+    # same at every glimpse of the episode: done once where the critic offers it (a plugin's
+    # critic may not: it is called with the grid alone, as its contract says).
+    views: dict[str, Tensor] = {}
+    encode = getattr(_unwrapped(critic), "encode_views", None) if critic is not None else None
+    if critic_full_obs and callable(encode):
+        views = {"views": encode(env.grid)}
     state = None
     decoded = None
     once = decode_once and not final_only and T > 1
@@ -217,7 +223,9 @@ def collect_rollout(
         entropies.append(-(probs * torch.log(probs + _EPS)).sum(1))
         if critic is not None:
             if critic_full_obs:
-                values.append(critic(out.hidden, obs.proprio, t, env.grid, azimuth=azimuth))
+                values.append(
+                    critic(out.hidden, obs.proprio, t, env.grid, azimuth=azimuth, **views)
+                )
             else:
                 values.append(critic(out.hidden, obs.proprio, t, azimuth=azimuth))
         with span(timer, "env"):
@@ -242,6 +250,13 @@ def collect_rollout(
         visited=env.visited_views.clone(),
         decoded=decoded.detach(),
     )
+
+
+def _unwrapped(module: nn.Module) -> nn.Module:
+    """The network inside a compiled wrapper (``torch.compile``'s, or
+    :class:`~pyskick.training.compiled.CompiledNetwork`'s ``_orig_mod``) and a DDP wrapper."""
+    core = cast(nn.Module, getattr(module, "_orig_mod", module))
+    return core.module if isinstance(core, nn.parallel.DistributedDataParallel) else core
 
 
 def _stacked(

@@ -171,16 +171,25 @@ class FullObservabilityCritic(ValueHead):
         # object.__setattr__ bypasses nn.Module registration: the encoder stays the policy's.
         object.__setattr__(self, "image_encoder", image_encoder)
 
-    def encode_grid(self, grid: Tensor) -> Tensor:
+    def encode_views(self, grid: Tensor) -> Tensor:
+        """Every view of whole viewgrids through the shared image encoder, ``[B, V,
+        sense_size]`` (:func:`encode_views`). The same at every glimpse of an episode (the grid
+        and the encoder do not change within one): a rollout encodes them once and hands
+        them to each call (``views=``), which then skips this, the critic's costliest part.
+        """
+        return encode_views(self.config, self.image_encoder, grid)
+
+    def encode_grid(self, grid: Tensor, views: Tensor | None = None) -> Tensor:
         """Encode whole viewgrids.
 
         Args:
             grid: ``[B, N, M, C, H, W]`` normalised views in the absolute (unshifted) frame.
+            views: its :meth:`encode_views`, when the caller has them.
 
         Returns:
             ``[B, grid_size]``.
         """
-        views = encode_views(self.config, self.image_encoder, grid)
+        views = self.encode_views(grid) if views is None else views
         return self.critic_fuse(views.flatten(0, 1))
 
     def forward(
@@ -191,6 +200,7 @@ class FullObservabilityCritic(ValueHead):
         grid: Tensor,
         *,
         azimuth: Tensor | None = None,
+        views: Tensor | None = None,
     ) -> Tensor:
         """Value ``[B]`` of each sample's current step.
 
@@ -200,12 +210,16 @@ class FullObservabilityCritic(ValueHead):
             time: step index t, an int or ``[B]``.
             grid: ``[B, N, M, C, H, W]`` the full grid, absolute frame (not start-shifted).
             azimuth: ``[B]`` absolute azimuth index; required unless ``known_azimuth``.
+            views: ``[B, V, sense_size]``, the grid's :meth:`encode_views`, when the caller
+                computed them once for the episode; None encodes the grid here.
         """
         cfg = self.config
         batch_size = hidden.shape[0]
         check_float_tensor("hidden", hidden, (None, cfg.hidden_size))
         check_float_tensor("proprio", proprio, (batch_size, cfg.proprio_size))
-        fused_grid = self.encode_grid(grid)
+        if views is not None:
+            check_float_tensor("views", views, (batch_size, cfg.n_views, cfg.sense_size))
+        fused_grid = self.encode_grid(grid, views)
         if fused_grid.shape[0] != batch_size:
             raise ValueError(
                 f"grid must hold {batch_size} viewgrids to match hidden, got {fused_grid.shape[0]}"

@@ -434,13 +434,21 @@ class PackedFullObservabilityCritic(nn.Module):
         self.critic = _pack_layer(template.critic, runs)
         object.__setattr__(self, "image_encoder", image_encoder)
 
-    def encode_grid(self, grid: Tensor) -> Tensor:
-        """``[B * R, N, M, C, H, W]`` absolute grids -> ``[R, B, grid_size]``."""
+    def encode_views(self, grid: Tensor) -> Tensor:
+        """``[B * R, N, M, C, H, W]`` absolute grids -> their views through the shared image
+        encoder, ``[R, B * V, sense_size]`` (as the solo critic's :meth:`encode_views`: once
+        per episode)."""
         cfg, R = self.config, self.runs
         V, C, S = cfg.n_views, cfg.channels, cfg.view_size
         B = grid.shape[0] // R
         views = grid.reshape(B, R, V, C, S, S).transpose(1, 2).reshape(B * V, R * C, S, S)
-        return self.critic_fuse(self.image_encoder(views))
+        return cast(Tensor, self.image_encoder(views))
+
+    def encode_grid(self, grid: Tensor, views: Tensor | None = None) -> Tensor:
+        """``[B * R, N, M, C, H, W]`` absolute grids (or their :meth:`encode_views`) ->
+        ``[R, B, grid_size]``."""
+        views = self.encode_views(grid) if views is None else views
+        return cast(Tensor, self.critic_fuse(views))
 
     def forward(
         self,
@@ -450,10 +458,17 @@ class PackedFullObservabilityCritic(nn.Module):
         grid: Tensor,
         *,
         azimuth: Tensor | None = None,
+        views: Tensor | None = None,
     ) -> Tensor:
-        """Value ``[B * R]`` of each episode's current step (arguments as the solo critic's)."""
+        """Value ``[B * R]`` of each episode's current step (arguments as the solo critic's;
+        ``views`` ``[R, B * V, sense_size]``)."""
         parts = full_critic_inputs(self.config, hidden, proprio, time, azimuth)
-        inputs = torch.cat([runs_first(parts, self.runs), self.encode_grid(grid)], dim=2)
+        if views is not None:
+            B = hidden.shape[0] // self.runs
+            shape = (self.runs, B * self.config.n_views, self.config.sense_size)
+            check_float_tensor("views", views, shape)
+        encoded = self.encode_grid(grid, views)
+        inputs = torch.cat([runs_first(parts, self.runs), encoded], dim=2)
         return episodes_first(self.critic(inputs)).squeeze(1)
 
 
