@@ -97,8 +97,9 @@ def pyskick_register_critics(register: Register) -> None:
     -> torch.nn.Module | None`` (None: the running-mean baseline). The module has a bool
     attribute ``full_observability``: True, it is called as ``critic(hidden, proprio, t, grid,
     azimuth=...)`` with the whole ``[B, N, M, C, H, W]`` grid (and, if it has a method
-    ``encode_views(grid)``, called once per episode, with ``views=`` its result at every
-    step); False, as ``critic(hidden, proprio, t, azimuth=...)``; it returns ``[B]`` values.
+    ``encode_views(grid)`` and its ``forward`` takes ``views``, with ``views=`` the result of
+    one ``encode_views`` call per batch of episodes); False, as ``critic(hidden, proprio, t,
+    azimuth=...)``; it returns ``[B]`` values.
 
     :param register: ``register(name, factory, *, aliases=())``.
     """

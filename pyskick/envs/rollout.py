@@ -8,6 +8,8 @@ evaluation, the sidekicks and the figures all run episodes through these two.
 
 from __future__ import annotations
 
+import functools
+import inspect
 import math
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple, cast
@@ -179,9 +181,10 @@ def collect_rollout(
     # same at every glimpse of the episode: done once where the critic offers it (a plugin's
     # critic may not: it is called with the grid alone, as its contract says).
     views: dict[str, Tensor] = {}
-    encode = getattr(_unwrapped(critic), "encode_views", None) if critic is not None else None
-    if critic_full_obs and callable(encode):
-        views = {"views": encode(env.grid)}
+    if critic is not None and critic_full_obs and T > 1:
+        encode = _views_encoder(_unwrapped(critic))
+        if encode is not None:
+            views = {"views": encode(env.grid)}
     state = None
     decoded = None
     once = decode_once and not final_only and T > 1
@@ -257,6 +260,22 @@ def _unwrapped(module: nn.Module) -> nn.Module:
     :class:`~pyskick.training.compiled.CompiledNetwork`'s ``_orig_mod``) and a DDP wrapper."""
     core = cast(nn.Module, getattr(module, "_orig_mod", module))
     return core.module if isinstance(core, nn.parallel.DistributedDataParallel) else core
+
+
+def _views_encoder(critic: nn.Module) -> Callable[[Tensor], Tensor] | None:
+    """The critic's ``encode_views`` if its ``forward`` takes them (``views=``): a subclass that
+    overrides ``forward`` with the contract's signature, or a module whose ``encode_views``
+    means something else, is called with the grid alone."""
+    encode = getattr(critic, "encode_views", None)
+    if not callable(encode) or "views" not in _parameters(type(critic).forward):
+        return None
+    return cast(Callable[[Tensor], Tensor], encode)
+
+
+@functools.cache
+def _parameters(function: Callable[..., Any]) -> frozenset[str]:
+    """The names a function takes (a critic class's ``forward``: looked up once per class)."""
+    return frozenset(inspect.signature(function).parameters)
 
 
 def _stacked(

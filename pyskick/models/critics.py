@@ -8,6 +8,8 @@ submodule names are the authors' (``critic``, ``critic_fuse``).
 
 from __future__ import annotations
 
+from typing import cast
+
 import torch
 from torch import Tensor, nn
 
@@ -179,18 +181,20 @@ class FullObservabilityCritic(ValueHead):
         """
         return encode_views(self.config, self.image_encoder, grid)
 
-    def encode_grid(self, grid: Tensor, views: Tensor | None = None) -> Tensor:
+    def encode_grid(self, grid: Tensor) -> Tensor:
         """Encode whole viewgrids.
 
         Args:
             grid: ``[B, N, M, C, H, W]`` normalised views in the absolute (unshifted) frame.
-            views: its :meth:`encode_views`, when the caller has them.
 
         Returns:
             ``[B, grid_size]``.
         """
-        views = self.encode_views(grid) if views is None else views
-        return self.critic_fuse(views.flatten(0, 1))
+        return self.fuse_views(self.encode_views(grid))
+
+    def fuse_views(self, views: Tensor) -> Tensor:
+        """``[B, V, sense_size]`` encoded views (:meth:`encode_views`) -> ``[B, grid_size]``."""
+        return cast(Tensor, self.critic_fuse(views.flatten(0, 1)))
 
     def forward(
         self,
@@ -217,9 +221,12 @@ class FullObservabilityCritic(ValueHead):
         batch_size = hidden.shape[0]
         check_float_tensor("hidden", hidden, (None, cfg.hidden_size))
         check_float_tensor("proprio", proprio, (batch_size, cfg.proprio_size))
-        if views is not None:
+        if views is None:
+            fused_grid = self.encode_grid(grid)
+        else:
+            check_float_tensor("grid", grid, (batch_size, *cfg.grid_shape))
             check_float_tensor("views", views, (batch_size, cfg.n_views, cfg.sense_size))
-        fused_grid = self.encode_grid(grid, views)
+            fused_grid = self.fuse_views(views)
         if fused_grid.shape[0] != batch_size:
             raise ValueError(
                 f"grid must hold {batch_size} viewgrids to match hidden, got {fused_grid.shape[0]}"

@@ -444,11 +444,9 @@ class PackedFullObservabilityCritic(nn.Module):
         views = grid.reshape(B, R, V, C, S, S).transpose(1, 2).reshape(B * V, R * C, S, S)
         return cast(Tensor, self.image_encoder(views))
 
-    def encode_grid(self, grid: Tensor, views: Tensor | None = None) -> Tensor:
-        """``[B * R, N, M, C, H, W]`` absolute grids (or their :meth:`encode_views`) ->
-        ``[R, B, grid_size]``."""
-        views = self.encode_views(grid) if views is None else views
-        return cast(Tensor, self.critic_fuse(views))
+    def encode_grid(self, grid: Tensor) -> Tensor:
+        """``[B * R, N, M, C, H, W]`` absolute grids -> ``[R, B, grid_size]``."""
+        return cast(Tensor, self.critic_fuse(self.encode_views(grid)))
 
     def forward(
         self,
@@ -463,11 +461,14 @@ class PackedFullObservabilityCritic(nn.Module):
         """Value ``[B * R]`` of each episode's current step (arguments as the solo critic's;
         ``views`` ``[R, B * V, sense_size]``)."""
         parts = full_critic_inputs(self.config, hidden, proprio, time, azimuth)
-        if views is not None:
+        if views is None:
+            encoded = self.encode_grid(grid)
+        else:
+            cfg = self.config
+            check_float_tensor("grid", grid, (hidden.shape[0], *cfg.grid_shape))
             B = hidden.shape[0] // self.runs
-            shape = (self.runs, B * self.config.n_views, self.config.sense_size)
-            check_float_tensor("views", views, shape)
-        encoded = self.encode_grid(grid, views)
+            check_float_tensor("views", views, (self.runs, B * cfg.n_views, cfg.sense_size))
+            encoded = cast(Tensor, self.critic_fuse(views))
         inputs = torch.cat([runs_first(parts, self.runs), encoded], dim=2)
         return episodes_first(self.critic(inputs)).squeeze(1)
 

@@ -1,8 +1,9 @@
 """A full-observability critic's view encoding, the same at every glimpse of an episode, is
 computed once per rollout (``encode_views``, handed to each call as ``views=``): the values and
-gradients are those of encoding the grid at every call, bit for bit, for a run alone and a
-pack; a critic without ``encode_views`` (a plugin's, per the critic contract) is called with
-the grid alone."""
+gradients are those of encoding the grid at every call, bit for bit with the encoder frozen
+(the training stage's), to float rounding for a learning encoder, for a run alone and a pack;
+a critic without ``encode_views``, or whose ``forward`` takes no ``views`` (a plugin's, per the
+critic contract), is called with the grid alone."""
 
 from __future__ import annotations
 
@@ -108,6 +109,34 @@ def test_a_rollout_encodes_the_grids_views_once(runs, frozen):
             torch.testing.assert_close(got, param.grad, rtol=1e-4, atol=1e-4 * scale)
 
 
+class OldSignature(FullObservabilityCritic):
+    """A plugin's subclass written against the contract before ``views``: its ``forward``
+    takes the grid alone (and inherits ``encode_views``)."""
+
+    def forward(self, hidden, proprio, time, grid, *, azimuth=None) -> Tensor:
+        return super().forward(hidden, proprio, time, grid, azimuth=azimuth)
+
+
+def test_a_critic_whose_forward_takes_no_views_is_called_with_the_grid():
+    policy, _ = _models(1, True)
+    critic = OldSignature(policy.config, policy.sense_im).train()
+    config = policy.config
+    shape = (config.n_elevations, config.n_azimuths, config.channels, 32, 32)
+    grids = torch.randint(0, 256, (4, *shape), dtype=torch.uint8)
+    calls: list[int] = []
+    policy.sense_im.register_forward_hook(lambda m, i, o: calls.append(i[0].shape[0]))
+    rollout = _rollout(policy, critic, grids)
+    assert rollout.values.shape == (3, 4)
+    assert calls.count(4 * config.n_views) == 3  # the grid encoded at each call, as before
+    # T = 1: no critic call, no encoding.
+    calls.clear()
+    collect_rollout(
+        policy, make_env(config, 1, MEAN), grids, mode="sample", critic=FullObservabilityCritic(
+            config, policy.sense_im), critic_full_obs=True,
+    )  # fmt: skip
+    assert calls == [4]
+
+
 def test_a_critic_call_refuses_views_of_another_shape():
     _, critic = _models(1, True)
     config = critic.config
@@ -124,3 +153,13 @@ def test_a_critic_call_refuses_views_of_another_shape():
     )
     with pytest.raises(ValueError, match="views"):
         critic(hidden, proprio, 1, grid, azimuth=torch.zeros(2), views=views[:, :-1])
+    with pytest.raises(ValueError, match="grid"):
+        critic(hidden, proprio, 1, grid[:1], azimuth=torch.zeros(2), views=views)
+    # A pack's: [R, B * V, sense_size].
+    _, packed = _models(2, True)
+    grid = torch.zeros(4, *config.grid_shape)
+    hidden, proprio = torch.zeros(4, config.hidden_size), torch.zeros(4, config.proprio_size)
+    views = packed.encode_views(grid)
+    assert views.shape == (2, 2 * config.n_views, config.sense_size)
+    with pytest.raises(ValueError, match="views"):
+        packed(hidden, proprio, 1, grid, azimuth=torch.zeros(4), views=views[:1])
