@@ -204,13 +204,10 @@ def collect_rollout(
         elif decode:
             decoded = out.decoded
             assert decoded is not None
-            if paste:
+            if paste:  # what each glimpse had seen (every glimpse's, decoded once)
                 with span(timer, "env"):
-                    decoded = (
-                        env.paste_observed(decoded)
-                        if not once
-                        else paste_slots(decoded, env.target, torch.stack(observed))
-                    )
+                    slots = torch.stack(observed) if once else env.observed_slots()
+                    decoded = paste_slots(decoded, env.target, slots)
             errors.append(reconstruction_error(decoded, env.target))
         if t == T - 1:
             break
