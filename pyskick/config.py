@@ -66,6 +66,7 @@ RUNTIME_FIELDS = (
     "channels_last",
     "compile",
     "decode_once",
+    "cudnn_benchmark",
 )
 """Fields that change where and how fast a run computes, never its results: a resumed run may
 change them, and results recorded by ``reproduce`` do not depend on them."""
@@ -92,6 +93,7 @@ _BOOLS = (
     "channels_last",
     "compile",
     "decode_once",
+    "cudnn_benchmark",
 )
 
 
@@ -214,6 +216,13 @@ class TrainConfig:
     kernels, each on T times the samples (docs/training.md, "Decoding once"). Each glimpse's
     BatchNorm statistics stay its own. Same arithmetic to float rounding; off until a GPU
     measurement shows it pays (on the CPU it is 0.99-1.08x)."""
+    cudnn_benchmark: bool = False
+    """Turn cuDNN's autotuner on (``torch.backends.cudnn.benchmark``): each convolution shape
+    times cuDNN's algorithms at its first call in the process and keeps the fastest, instead of
+    the one its heuristics pick (docs/training.md, "cuDNN's autotuner"). It is a setting of
+    the process, left on for the rest of it; ``False`` leaves the process's setting alone. No
+    effect on the CPU. Same arithmetic to float rounding; excludes ``deterministic``; off until
+    a GPU measurement shows it pays."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.model, str) or self.model not in MODEL_PRESETS:
@@ -258,6 +267,11 @@ class TrainConfig:
                 raise UserTypeError(
                     f"TrainConfig.{name} must be a bool, got {getattr(self, name)!r}"
                 )
+        if self.cudnn_benchmark and self.deterministic:
+            raise UserError(
+                "TrainConfig.cudnn_benchmark and deterministic exclude each other: the "
+                "autotuner picks cuDNN's algorithms by timing them"
+            )
         options = self.sidekick_options
         if not isinstance(options, Mapping) or not all(
             isinstance(key, str) and isinstance(value, int | float | bool | str)

@@ -306,6 +306,14 @@ decode_once_option = shared_option(
     "glimpse: fewer, larger kernels; same results to float rounding (default: the config's, "
     "off).",
 )
+cudnn_benchmark_option = shared_option(
+    "--cudnn-benchmark/--no-cudnn-benchmark",
+    "cudnn_benchmark",
+    default=None,
+    help="Turn cuDNN's autotuner on: each convolution shape times cuDNN's algorithms once and "
+    "keeps the fastest; same results to float rounding, no effect on the CPU (default: the "
+    "config's, off).",
+)
 pack_option = shared_option(
     "--pack",
     type=click.Choice(["auto", "on", "off"]),
@@ -462,6 +470,7 @@ def training_options(f: F) -> F:
         cuda_graph_option(),
         channels_last_option(),
         compile_option(),
+        cudnn_benchmark_option(),
         eval_batch_size_option(),
         save_every_option(),
         logger_option(),

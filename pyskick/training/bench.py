@@ -50,6 +50,13 @@ DECODES = ("per-glimpse", "once")
 """When a variant decodes an episode's glimpses: one batch per glimpse, or all of them in one
 batch at the last (``TrainConfig.decode_once``)."""
 
+CUDNN = ("heuristic", "benchmark")
+"""How a call's convolutions pick cuDNN's algorithms: by cuDNN's heuristics, or by timing them
+(its autotuner, ``TrainConfig.cudnn_benchmark``). One per call: PyTorch keeps the algorithm
+it picked for a convolution's shape for the rest of the process, whichever way it picked it,
+so two ways compared in one process would run the first one's picks twice. No effect on the
+CPU."""
+
 _MODE_WORDS = {
     "eager": "",
     "graph": ", CUDA graph",
@@ -98,6 +105,9 @@ class TrainingBench:
     (NHWC, ``TrainConfig.channels_last``)."""
     decode: str
     """One of :data:`DECODES`: ``"per-glimpse"``, or ``"once"`` (``TrainConfig.decode_once``)."""
+    cudnn: str
+    """One of :data:`CUDNN`: ``"heuristic"``, or ``"benchmark"`` (cuDNN's autotuner,
+    ``TrainConfig.cudnn_benchmark``)."""
     batch_size: int
     T: int
     view_size: int
@@ -157,6 +167,7 @@ def bench_training(
     modes: Sequence[str] = ("eager",),
     layouts: Sequence[str] = ("contiguous",),
     decodes: Sequence[str] = ("per-glimpse",),
+    cudnn: str = "heuristic",
     grids: int | None = None,
     steps: int = 5,
     warmup: int = 2,
@@ -178,6 +189,8 @@ def bench_training(
             steps), ``"compiled-graph"`` (both).
         layouts: ``"contiguous"``, ``"channels-last"`` (the convolutions' memory format).
         decodes: :data:`DECODES`: ``"per-glimpse"``, ``"once"``.
+        cudnn: one of :data:`CUDNN`, for every variant: ``"heuristic"`` or ``"benchmark"``
+            (set for each variant, the process's setting restored after it).
         grids: random training viewgrids (default: enough for every step of every run).
         steps, warmup: timed and untimed steps per variant.
         batch_size, T: override the preset's.
@@ -200,6 +213,8 @@ def bench_training(
     unknown = sorted(set(decodes) - set(DECODES))
     if unknown:
         raise UserError(f"bench: unknown decode {unknown[0]!r} (choose from {', '.join(DECODES)})")
+    if cudnn not in CUDNN:
+        raise UserError(f"bench: unknown cudnn {cudnn!r} (choose from {', '.join(CUDNN)})")
     unknown = sorted(set(modes) - set(MODES))
     if unknown:
         raise UserError(f"bench: unknown mode {unknown[0]!r} (choose from {', '.join(MODES)})")
@@ -244,13 +259,19 @@ def bench_training(
                     compile=mode.startswith("compiled"),
                     channels_last=layout == "channels-last",
                     decode_once=decode == "once",
+                    cudnn_benchmark=cudnn == "benchmark",
                 )
                 if target.type == "cpu":
                     config = config.replace(data_on_device="auto")
                 untimed = graph_warmup if mode in _GRAPH_MODES else warmup
-                seconds, flops = _time_steps(
-                    config, viewgrids, init, size, Path(tmp), steps, untimed
-                )
+                autotune = torch.backends.cudnn.benchmark
+                torch.backends.cudnn.benchmark = cudnn == "benchmark"
+                try:
+                    seconds, flops = _time_steps(
+                        config, viewgrids, init, size, Path(tmp), steps, untimed
+                    )
+                finally:  # the trainer turns it on for the process: back for the next
+                    torch.backends.cudnn.benchmark = autotune
                 if precision not in matmul:
                     matmul[precision] = matmul_rate(target, _DTYPES[precision])
                 episodes = size * config.batch_size / seconds
@@ -265,6 +286,7 @@ def bench_training(
                     step=mode,
                     layout=layout,
                     decode=decode,
+                    cudnn=cudnn,
                     batch_size=config.batch_size,
                     T=config.T,
                     view_size=model.view_size,
@@ -384,8 +406,10 @@ def _describe(row: TrainingBench) -> str:
     mode = _MODE_WORDS[row.step]
     layout = ", channels-last" if row.layout == "channels-last" else ""
     decode = ", decoding once" if row.decode == "once" else ""
+    cudnn = ", cuDNN autotuned" if row.cudnn == "benchmark" else ""
     return (
-        f"{row.preset} {row.device} {row.precision}{mode}{layout}{decode} data on {row.data}, "
+        f"{row.preset} {row.device} {row.precision}{mode}{layout}{decode}{cudnn} "
+        f"data on {row.data}, "
         f"{row.runs} run{'s' if row.runs > 1 else ''}: {row.episodes_per_s:.0f} episodes/s"
         f"{speed}, {row.epoch_seconds_per_run:.2f} s per run's 6,000-grid epoch, "
         f"{row.tflop_per_s * 1e3:.0f} GFLOP/s ({row.matmul_share:.2f} of a matrix product's)"

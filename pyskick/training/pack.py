@@ -98,7 +98,7 @@ def pack_key(member: PackMember, *, done: int, stage: Stage = "train") -> tuple[
         stage, c.model, c.T, c.batch_size, c.lr, c.weight_decay, member.init is not None,
         c.fix_decode, c.frozen_batchnorm, c.memorize, radius, c.start_zeroing, c.device,
         c.data_on_device, c.epochs, c.save_every, c.precision, c.channels_last, c.decode_once,
-        critic,
+        c.cudnn_benchmark, critic,
         c.critic_gate if learned_critic else None,
         c.critic_residual if learned_critic else None, done,
     )  # fmt: skip
@@ -508,6 +508,7 @@ _SAME = (
     ("channels_last", lambda t: t.config.channels_last),
     ("compile", lambda t: t.config.compile),
     ("decode_once", lambda t: t.config.decode_once),
+    ("cudnn_benchmark", lambda t: t.config.cudnn_benchmark),
     ("critic", lambda t: None if t.critic is None else type(t.critic).__name__),
     ("critic_gate", lambda t: t.config.critic_gate if t.critic is not None else None),
 )

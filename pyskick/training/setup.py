@@ -260,11 +260,14 @@ class TrainerSetup:
             )
 
     def _build_models(self, checkpoint: dict[str, Any] | None) -> None:
-        """Step 5: seed, then the policy (``init``'s weights, Sense and Fuse frozen), the
-        critic, the optimizer, the baseline, the environment and the action generator (in this
-        order: each draws from the seeded RNG)."""
+        """Step 5: seed (and turn cuDNN's autotuner on when asked), then the policy
+        (``init``'s weights, Sense and Fuse frozen), the critic, the optimizer, the baseline,
+        the environment and the action generator (in this order: each draws from the seeded
+        RNG)."""
         config = self.config
         seed_everything(config.seed, deterministic=config.deterministic)
+        if config.cudnn_benchmark:  # the process's setting; False leaves it alone
+            torch.backends.cudnn.benchmark = True
         self.model_config = model_config_for(config, self.data)
         self.policy = CompletionPolicy(self.model_config).to(self.device)
         if self._init_weights is not None:

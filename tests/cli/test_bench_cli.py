@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from typing import Any
 
 import click
 import pytest
@@ -234,6 +235,45 @@ def test_training_bench_times_the_glimpses_decoded_once(
     assert "per-glimpse, once" in err
 
 
+def test_training_bench_times_cudnns_autotuner_and_restores_the_setting(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import pyskick.training.bench as module
+
+    torch.set_num_threads(1)
+    seen: list[object] = []
+    timed = module._time_steps
+
+    def spy(config: Any, *args: Any) -> tuple[float, int]:
+        seen.append((config.cudnn_benchmark, torch.backends.cudnn.benchmark))
+        result = timed(config, *args)
+        seen.append(torch.backends.cudnn.benchmark)  # the trainer's setting, during the steps
+        return result
+
+    monkeypatch.setattr(module, "_time_steps", spy)
+    monkeypatch.setattr(torch.backends.cudnn, "benchmark", False)
+    args = ("--training", "--runs", "1,2", "--steps", "1", "--device", "cpu", "--view-size", "16")
+    code, out, err = _run(capsys, *args, "--cudnn", "benchmark", "--json")
+    assert code == 0, err
+    rows = json.loads(out)["rows"]
+    assert [(r["runs"], r["cudnn"]) for r in rows] == [(1, "benchmark"), (2, "benchmark")]
+    # Each variant ran autotuned (the trainer left it on), and the process's setting was put
+    # back after each.
+    assert seen == [(True, True), True, (True, True), True]
+    assert torch.backends.cudnn.benchmark is False
+    assert "fp32, cuDNN autotuned data on device, 2 runs:" in err
+    seen.clear()
+    alone = ("--training", "--runs", "1", "--steps", "1", "--device", "cpu", "--view-size", "16")
+    code, out, err = _run(capsys, *alone, "--json")
+    assert code == 0, err
+    assert json.loads(out)["rows"][0]["cudnn"] == "heuristic"  # the default
+    assert seen == [(False, False), False]
+    # One way per call: a process keeps what cuDNN picked for a shape, however it picked it.
+    code, _, err = _run(capsys, "--training", "--cudnn", "heuristic,benchmark")
+    assert code == 2
+    assert "'heuristic,benchmark' is not one of 'heuristic', 'benchmark'" in err
+
+
 @pytest.mark.filterwarnings(  # dynamo hides it through warnings.showwarning, not a filter
     "ignore:The .grad attribute of a Tensor that is not a leaf Tensor:UserWarning"
 )
@@ -262,9 +302,11 @@ def test_training_bench_times_the_networks_compiled(capsys: pytest.CaptureFixtur
 
 
 def test_the_cli_offers_every_bench_mode_and_decode() -> None:
-    from pyskick.training.bench import DECODES, MODES
+    from pyskick.training.bench import CUDNN, DECODES, MODES
 
     mode_option = next(p for p in bench.params if p.name == "modes")
     assert tuple(mode_option.type.choices) == MODES
     decode_option = next(p for p in bench.params if p.name == "decodes")
     assert tuple(decode_option.type.choices) == DECODES
+    cudnn_option = next(p for p in bench.params if p.name == "cudnn")
+    assert tuple(cudnn_option.type.choices) == CUDNN

@@ -32,8 +32,12 @@ def scenes(tmp_path_factory: pytest.TempPathFactory) -> Path:
     "ignore:The .grad attribute of a Tensor that is not a leaf Tensor:UserWarning"
 )
 def test_pretrain_train_evaluate(
-    scenes: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    scenes: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    monkeypatch.setattr(torch.backends.cudnn, "benchmark", False)  # --cudnn-benchmark sets it
     one, ltla = tmp_path / "one", tmp_path / "ltla"
     code, _, err = run(["pretrain", "--dataset", str(scenes), *FAST, "--out", str(one)], capsys)
     assert code == 0, err
@@ -55,13 +59,13 @@ def test_pretrain_train_evaluate(
     assert report["n_samples"] == 4
     assert {"mean_x1000", "std_x1000", "stderr_x1000", "improvement_pct"} <= set(report)
     # --resume with more epochs continues the same run, here with channels-last convolutions,
-    # compiled networks and the glimpses decoded once (where and how fast it computes: a
-    # resumed run may change it).
+    # compiled networks, the glimpses decoded once and cuDNN's autotuner (where and how fast it
+    # computes: a resumed run may change it).
     torch._dynamo.reset()  # compiled from nothing, whatever this process compiled before
     code, _, err = run(
         ["train", "--dataset", str(scenes), *FAST[:2], "--epochs", "2", "--batch-size", "8",
          "--device", "cpu", "--out", str(ltla), "--resume", "--channels-last", "--compile",
-         "--decode-once"],
+         "--decode-once", "--cudnn-benchmark"],
         capsys,
     )  # fmt: skip
     assert code == 0, err
@@ -70,6 +74,7 @@ def test_pretrain_train_evaluate(
     assert state["config"]["channels_last"] is True
     assert state["config"]["compile"] is True
     assert state["config"]["decode_once"] is True
+    assert state["config"]["cudnn_benchmark"] is True
 
 
 def test_train_without_init_pretrains_once_and_reuses(

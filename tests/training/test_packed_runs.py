@@ -192,7 +192,7 @@ def test_a_pack_resumes_exactly_and_only_as_that_pack(tmp_path, pretrained, tiny
 
 
 def test_runs_that_cannot_share_a_pack_are_refused_before_anything_is_written(
-    tmp_path, pretrained, tiny_config, tiny_data
+    tmp_path, pretrained, tiny_config, tiny_data, monkeypatch
 ):
     members = [
         PackMember(tiny_config.replace(epochs=1), tmp_path / "a", init=pretrained),
@@ -216,6 +216,12 @@ def test_runs_that_cannot_share_a_pack_are_refused_before_anything_is_written(
     with pytest.raises(ValueError, match=r"decode_once differs \(False vs True\)"):
         train_pack(decodes, tiny_data)
     assert not (tmp_path / "d" / "config.json").exists()
+    monkeypatch.setattr(torch.backends.cudnn, "benchmark", False)  # the set-up turns it on
+    tuned = [members[0], PackMember(tiny_config.replace(epochs=1, cudnn_benchmark=True),
+                                    tmp_path / "e", init=pretrained)]  # fmt: skip
+    with pytest.raises(ValueError, match=r"cudnn_benchmark differs \(False vs True\)"):
+        train_pack(tuned, tiny_data)
+    assert not (tmp_path / "e" / "config.json").exists()
 
 
 def test_pretraining_packs(tmp_path, tiny_config, tiny_data):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+import torch
 
 from pyskick.config import RUNTIME_FIELDS, TRAIN_PRESETS, TrainConfig, load_config, train_preset
 
@@ -95,7 +96,9 @@ def test_toml_errors(tmp_path):
         load_config(nested)
 
 
-@pytest.mark.parametrize("name", ["cuda_graph", "channels_last", "compile", "decode_once"])
+@pytest.mark.parametrize(
+    "name", ["cuda_graph", "channels_last", "compile", "decode_once", "cudnn_benchmark"]
+)
 def test_speed_switches_are_bools_off_by_default_that_a_resumed_run_may_change(name):
     assert getattr(TrainConfig(), name) is False
     assert name in RUNTIME_FIELDS
@@ -103,3 +106,26 @@ def test_speed_switches_are_bools_off_by_default_that_a_resumed_run_may_change(n
         TrainConfig(**{name: "yes"})
     config = TrainConfig(**{name: True})
     assert TrainConfig.from_dict(config.to_dict()) == config
+
+
+def test_cudnn_benchmark_excludes_deterministic_algorithms():
+    with pytest.raises(ValueError, match="cudnn_benchmark and deterministic exclude each other"):
+        TrainConfig(cudnn_benchmark=True, deterministic=True)
+    # and a resumed run that asks for it is refused the same way
+    with pytest.raises(ValueError, match="exclude each other"):
+        TrainConfig(deterministic=True).replace(cudnn_benchmark=True)
+
+
+def test_cudnn_benchmark_turns_the_autotuner_on_and_false_leaves_it_alone(
+    tmp_path, tiny_config, tiny_data, monkeypatch
+):
+    from pyskick.training.trainer import Trainer
+
+    monkeypatch.setattr(torch.backends.cudnn, "benchmark", False)
+    Trainer(tiny_config, tmp_path / "a", tiny_data, stage="pretrain").setup()
+    assert torch.backends.cudnn.benchmark is False
+    tuned = tiny_config.replace(cudnn_benchmark=True)
+    Trainer(tuned, tmp_path / "b", tiny_data, stage="pretrain").setup()
+    assert torch.backends.cudnn.benchmark is True
+    Trainer(tiny_config, tmp_path / "c", tiny_data, stage="pretrain").setup()
+    assert torch.backends.cudnn.benchmark is True  # the process's setting, left alone

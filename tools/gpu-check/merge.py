@@ -6,6 +6,8 @@ python3 merge.py graph_pays train.json     # exit 0: the CUDA graph paid for the
 python3 merge.py layout_pays perf.json     # exit 0: channels-last paid for the largest pack
 python3 merge.py compile_pays perf.json    # exit 0: compiled networks paid for a pack of 15
 python3 merge.py decode_pays perf.json     # exit 0: decoding once paid for a pack of 15
+python3 merge.py cudnn_pays perf.json      # exit 0: cuDNN's autotuner paid for a pack of 15
+python3 merge.py levers_settings perf.json # the fastest levers' TOML lines; exit 0: they paid
 """
 
 from __future__ import annotations
@@ -27,18 +29,25 @@ def graph_pays(source: str) -> bool:
     return speed.get("graph", 0.0) >= 1.1 * speed.get("eager", float("inf"))
 
 
-def layout_pays(perf: str) -> bool:
-    """Whether the layout part's largest fp32 pack ran >= 1.1x faster channels-last."""
-    rows = json.loads(Path(perf).read_text()).get("layout", {}).get("rows", [])
+def _part_pays(perf: str, part: str, field: str, fast: str, slow: str, keep=None) -> bool:
+    """Whether ``part``'s largest pack (among the rows ``keep`` keeps) ran >= 1.1x faster with
+    ``field`` = ``fast`` than with ``field`` = ``slow``."""
+    rows = json.loads(Path(perf).read_text()).get(part, {}).get("rows", [])
+    rows = [row for row in rows if keep is None or keep(row)]
     if not rows:
         return False
     largest = max(row["runs"] for row in rows)
-    speed = {
-        row["layout"]: row["episodes_per_s"]
-        for row in rows
-        if row["runs"] == largest and row["precision"] == "fp32"
-    }
-    return speed.get("channels-last", 0.0) >= 1.1 * speed.get("contiguous", float("inf"))
+    speed = {row[field]: row["episodes_per_s"] for row in rows if row["runs"] == largest}
+    return speed.get(fast, 0.0) >= 1.1 * speed.get(slow, float("inf"))
+
+
+def _fp32(row: dict) -> bool:
+    return row["precision"] == "fp32"
+
+
+def layout_pays(perf: str) -> bool:
+    """Whether the layout part's largest fp32 pack ran >= 1.1x faster channels-last."""
+    return _part_pays(perf, "layout", "layout", "channels-last", "contiguous", _fp32)
 
 
 def compile_pays(perf: str) -> bool:
@@ -53,13 +62,42 @@ def compile_pays(perf: str) -> bool:
 def decode_pays(perf: str) -> bool:
     """Whether the decode part's largest pack, replayed as a graph (eager in a CPU rehearsal),
     ran >= 1.1x faster decoding once."""
-    rows = json.loads(Path(perf).read_text()).get("decode", {}).get("rows", [])
-    rows = [row for row in rows if row["step"] in ("graph", "eager")]
+    return _part_pays(perf, "decode", "decode", "once", "per-glimpse",
+                      lambda row: row["step"] in ("graph", "eager"))  # fmt: skip
+
+
+def cudnn_pays(perf: str) -> bool:
+    """Whether the cudnn part's largest fp32 pack ran >= 1.1x faster with cuDNN's autotuner."""
+    return _part_pays(perf, "cudnn", "cudnn", "benchmark", "heuristic", _fp32)
+
+
+def _plain(row: dict) -> bool:
+    return (row["layout"], row["decode"], row["cudnn"]) == (
+        "contiguous", "per-glimpse", "heuristic"
+    ) and row["step"] in ("graph", "eager")  # fmt: skip
+
+
+def levers_settings(perf: str) -> list[str] | None:
+    """The TrainConfig lines of the levers part's fastest fp32 variant of its largest pack,
+    when it ran >= 1.1x faster than the plain pack of the same call; else None."""
+    rows = json.loads(Path(perf).read_text()).get("levers", {}).get("rows", [])
+    rows = [row for row in rows if row["precision"] == "fp32"]
     if not rows:
-        return False
+        return None
     largest = max(row["runs"] for row in rows)
-    speed = {row["decode"]: row["episodes_per_s"] for row in rows if row["runs"] == largest}
-    return speed.get("once", 0.0) >= 1.1 * speed.get("per-glimpse", float("inf"))
+    rows = [row for row in rows if row["runs"] == largest]
+    plain = [row for row in rows if _plain(row)]
+    best = max(rows, key=lambda row: row["episodes_per_s"])
+    if not plain or _plain(best) or best["episodes_per_s"] < 1.1 * plain[0]["episodes_per_s"]:
+        return None
+    chosen = {
+        "cuda_graph": best["step"].endswith("graph"),
+        "compile": best["step"].startswith("compiled"),
+        "channels_last": best["layout"] == "channels-last",
+        "decode_once": best["decode"] == "once",
+        "cudnn_benchmark": best["cudnn"] == "benchmark",
+    }
+    return [f"{name} = true" for name, on in chosen.items() if on]
 
 
 def main(kind: str, source: str, perf: str, curves: str | None = None) -> None:
@@ -114,4 +152,10 @@ if __name__ == "__main__":
         sys.exit(0 if compile_pays(sys.argv[2]) else 1)
     if sys.argv[1] == "decode_pays":
         sys.exit(0 if decode_pays(sys.argv[2]) else 1)
+    if sys.argv[1] == "cudnn_pays":
+        sys.exit(0 if cudnn_pays(sys.argv[2]) else 1)
+    if sys.argv[1] == "levers_settings":
+        settings = levers_settings(sys.argv[2])
+        print("\n".join(settings or []))
+        sys.exit(0 if settings else 1)
     main(*sys.argv[1:])

@@ -21,9 +21,15 @@ failing part never loses the others, and the JSON is rewritten after every part)
   device time by kind (matrix products and convolutions, cuDNN's layout transforms, the rest)
   and the top kernels, appended to ``--profile-out``.
 - ``cudnn``: ``pyskick bench --training``'s graph rows (a run alone and a pack of 15, fp32 and
-  bf16) with ``torch.backends.cudnn.benchmark`` on, to set against trainbench's rows of the same
-  call (the replay profile of 2026-11-27 found a pack's grouped convolutions on cuDNN's default
-  algorithms, a bf16 weight gradient among them at 43 % of the device time).
+  bf16) with cuDNN's algorithms picked by its heuristics and by its autotuner (``--cudnn
+  heuristic`` and ``--cudnn benchmark``, ``TrainConfig.cudnn_benchmark``), each call in a
+  process of its own (PyTorch keeps cuDNN's pick for a shape for the whole process). The
+  replay profile of 2026-11-27 found a pack's grouped convolutions on cuDNN's default
+  algorithms, a bf16 weight gradient among them at 43 % of the device time.
+- ``levers``: the graph rows of a run alone and a pack of 15 with every lever at once
+  (channels-last convolutions, the glimpses decoded once, cuDNN's autotuner; then compiled
+  networks too, in fp32 and bf16) against plain graph rows of the same call, each group in a
+  process of its own: how close the engine comes to its targets when it uses all it has.
 - ``layout``: ``pyskick bench --training``'s graph rows (a run alone and a pack of 15, fp32 and
   bf16) with the convolutions contiguous and channels-last (``--layout``), and the replay
   profile of a channels-last pack of 15 in fp32 (the 2026-11-27 profile found 19 % of a pack's
@@ -757,23 +763,68 @@ def part_compiled(args, device, ctx) -> dict[str, Any]:
     return out
 
 
-def part_cudnn(args, device, ctx) -> dict[str, Any]:
-    """Training steps as CUDA graphs with cuDNN's autotuner on (see the module docstring)."""
-    from pyskick.training.bench import as_dicts, bench_training
+def _bench_rows(args, device, label: str, *flags: str, compiled: bool = False
+                ) -> list[dict[str, Any]]:  # fmt: skip
+    """The rows of one ``pyskick bench --training`` call (paper-sun360, a run alone and a pack
+    of 15, replayed as CUDA graphs; cpu-demo, eager, 1 and 2 runs in a rehearsal) with
+    ``flags``, the networks ``compiled`` or not, in a process of its own: PyTorch keeps the
+    algorithm cuDNN picked for a convolution's shape for the rest of a process, however it
+    picked it, so each way of picking needs a fresh process. Its progress lines are printed
+    as it ends."""
+    import subprocess
 
     graph = device.type == "cuda"
-    old = torch.backends.cudnn.benchmark
-    torch.backends.cudnn.benchmark = True
-    try:
-        rows = bench_training(
-            preset="paper-sun360" if graph else "cpu-demo", device=device.type,
-            runs=(1, 15) if graph else (1, 2), precisions=("fp32", "bf16") if graph else ("fp32",),
-            modes=("graph",) if graph else ("eager",), steps=2 if args.quick else 10,
-            progress=lambda line: print(f"  cudnn.benchmark: {line}", flush=True),
-        )  # fmt: skip
-    finally:
-        torch.backends.cudnn.benchmark = old
-    return {"cudnn_benchmark": True, "rows": as_dicts(rows)}
+    mode = ("compiled-graph" if compiled else "graph") if graph else (
+        "compiled" if compiled else "eager")  # fmt: skip
+    if graph:
+        sizes = ["--preset", "paper-sun360", "--device", "cuda", "--runs", "1,15",
+                 "--steps", "2" if args.quick else "10"]  # fmt: skip
+    else:
+        sizes = ["--preset", "cpu-demo", "--device", "cpu", "--runs", "1,2", "--steps", "2"]
+    command = [sys.executable, "-m", "pyskick", "bench", "--training", *sizes, "--mode", mode,
+               *flags, "--json"]  # fmt: skip
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    for line in done.stderr.splitlines():
+        print(f"  {label}: {line}", flush=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"{' '.join(command[2:])} exited with {done.returncode}")
+    return json.loads(done.stdout)["rows"]
+
+
+def part_cudnn(args, device, ctx) -> dict[str, Any]:
+    """Training steps as CUDA graphs with cuDNN's heuristics and its autotuner, each in a
+    process of its own (see the module docstring)."""
+    graph = device.type == "cuda"
+    out: dict[str, Any] = {"graph": graph, "rows": []}
+    RESULTS["cudnn"] = out
+    for precision in ("fp32", "bf16") if graph else ("fp32",):  # rows kept as they come
+        for cudnn in ("heuristic", "benchmark"):
+            out["rows"] += _bench_rows(args, device, "cudnn", "--precision", precision,
+                                       "--cudnn", cudnn)  # fmt: skip
+            save_json(args)
+    return out
+
+
+# Every lever of the engine but the compilation, then with it, each group in a process of its
+# own (cuDNN's picks are the process's), after plain rows of the same call.
+LEVERS = ("--layout", "channels-last", "--decode", "once", "--cudnn", "benchmark")
+
+
+def part_levers(args, device, ctx) -> dict[str, Any]:
+    """Replayed steps with every lever at once (see the module docstring)."""
+    graph = device.type == "cuda"
+    out: dict[str, Any] = {"graph": graph, "rows": []}
+    RESULTS["levers"] = out
+    groups = [  # the compiled rows last: their compilation may time out
+        ("fp32", (), False),
+        ("fp32", LEVERS, False),
+        ("fp32", LEVERS, True),
+    ] + ([("bf16", LEVERS, True)] if graph else [])  # fmt: skip
+    for precision, levers, compiled in groups:  # rows kept as they come
+        out["rows"] += _bench_rows(args, device, "levers", "--precision", precision, *levers,
+                                   compiled=compiled)  # fmt: skip
+        save_json(args)
+    return out
 
 
 def part_layout(args, device, ctx) -> dict[str, Any]:
@@ -1060,6 +1111,7 @@ PARTS = {
     "layout": part_layout,
     "decode": part_decode,
     "cudnn": part_cudnn,
+    "levers": part_levers,
     "compiled": part_compiled,
     "compile": part_compile,
     "nccl": part_nccl,

@@ -20,7 +20,7 @@ mkdir -p "$OUT"
 DRY=${GPU_DRY:-0}
 PY=${PY:-python3}
 BUDGET_S=${BUDGET_S:-540}
-STEPS=${STEPS:-env,wheels,build,throwprobe,cudatests,memcheck,trainbench,bench,opcost,replay,layout,decode,table1,cudnn,compiled,evalscore,profile,nccl,racecheck,initcheck,step,compile,epoch,concurrent,autocuda,fullsuite}
+STEPS=${STEPS:-env,wheels,build,throwprobe,cudatests,memcheck,trainbench,levers,bench,opcost,replay,layout,decode,cudnn,table1,compiled,evalscore,profile,nccl,racecheck,initcheck,step,compile,epoch,concurrent,autocuda,fullsuite}
 HERE=$(cd "$(dirname "$0")" && pwd)
 WORK=${WORK:-/tmp/pyskick-gpu-work}
 mkdir -p "$WORK"
@@ -227,6 +227,12 @@ perf() { $PY "$HERE/perf.py" $QUICK --work "$WORK" --out "$OUT/perf.json" \
            --profile-out "$OUT/profile.txt" --parts "$@" >>"$OUT/tests.log" 2>&1; }
 export -f perf
 
+# Every lever at once (perf.py's levers part: channels-last, decoding once, cuDNN's autotuner,
+# then compiled networks too, fp32 and bf16) against plain graph rows of the same call: how
+# close a run alone and a pack of 15 come to the engine's targets. Before table1, which takes
+# the fastest fp32 combination when it paid.
+step levers 300 perf levers
+
 # 7. Kernel benchmarks against their twins and the copy bound, CPU (16 cores) and CUDA.
 BENCH=(--device all); [ "$DRY" = 1 ] && BENCH=(--device cpu --quick)
 step bench 90 sh -c "$PY -m pyskick bench ${BENCH[*]} --json >'$OUT/bench.json' 2>>'$OUT/tests.log'"
@@ -259,6 +265,9 @@ step compiled 240 perf compiled
 # decode part): a T-th of the decoder's kernels, on T times the samples. Before table1, which
 # decodes once when it paid.
 step decode 180 perf decode
+# The replayed steps with cuDNN's algorithms picked by its heuristics and by its autotuner
+# (perf.py's cudnn part). Before table1, which turns the autotuner on when it paid.
+step cudnn 150 perf cudnn
 
 # 5c. Table 1 at paper scale (issue "On the GPU", item 4): 6,000 synthetic scenes generated on
 #     the machine, then `reproduce` with packs (PRETRAIN one-view, EPOCHS policy epochs, SEEDS
@@ -289,26 +298,27 @@ table1() {
   fi
   rm -rf "$a" "$b"  # a rerun on a warm machine starts afresh
   echo "table1: data ready at $(( $(date +%s) - T0 ))s"
-  # The step as a CUDA graph when trainbench measured that it pays for a pack (>= 1.1x).
-  # Channels-last convolutions when the layout part measured that they pay for a pack (>= 1.1x),
-  # compiled networks when the compiled part did (>= 1.1x), decoding once when the decode
-  # part did (>= 1.1x).
-  local graph=0 settings=()
-  if $PY "$HERE/merge.py" graph_pays "$WORK/train.json" 2>/dev/null; then
-    settings+=("cuda_graph = true"); graph=1
-    echo "table1: the step replayed as a CUDA graph (it paid in trainbench)"
-  fi
-  if $PY "$HERE/merge.py" layout_pays "$OUT/perf.json" 2>/dev/null; then
-    settings+=("channels_last = true"); graph=1
-    echo "table1: channels-last convolutions (they paid in the layout part)"
-  fi
-  if $PY "$HERE/merge.py" compile_pays "$OUT/perf.json" 2>/dev/null; then
-    settings+=("compile = true"); graph=1
-    echo "table1: compiled networks (they paid in the compiled part)"
-  fi
-  if $PY "$HERE/merge.py" decode_pays "$OUT/perf.json" 2>/dev/null; then
-    settings+=("decode_once = true"); graph=1
-    echo "table1: glimpses decoded once (it paid in the decode part)"
+  # The levers part's fastest fp32 combination for a pack when it paid (>= 1.1x its plain
+  # pack); else each lever that paid on its own (>= 1.1x): the step as a CUDA graph
+  # (trainbench), channels-last convolutions (layout), compiled networks (compiled), decoding
+  # once (decode), cuDNN's autotuner (cudnn).
+  local graph=0 settings=() chosen
+  if chosen=$($PY "$HERE/merge.py" levers_settings "$OUT/perf.json" 2>/dev/null); then
+    mapfile -t settings <<<"$chosen"; graph=1
+    echo "table1: the levers part's fastest pack (it paid): ${settings[*]}"
+  else
+    local check file setting what
+    while IFS='|' read -r check file setting what; do
+      if $PY "$HERE/merge.py" "$check" "$file" </dev/null 2>/dev/null; then
+        settings+=("$setting"); graph=1; echo "table1: $what"
+      fi
+    done <<EOF
+graph_pays|$WORK/train.json|cuda_graph = true|the step replayed as a CUDA graph (it paid in trainbench)
+layout_pays|$OUT/perf.json|channels_last = true|channels-last convolutions (they paid in the layout part)
+compile_pays|$OUT/perf.json|compile = true|compiled networks (they paid in the compiled part)
+decode_pays|$OUT/perf.json|decode_once = true|glimpses decoded once (it paid in the decode part)
+cudnn_pays|$OUT/perf.json|cudnn_benchmark = true|cuDNN's autotuner (it paid in the cudnn part)
+EOF
   fi
   if (( ${#settings[@]} )); then
     printf '%s\n' "${settings[@]}" >"$WORK/graph.toml"; args+=(--config "$WORK/graph.toml")
@@ -329,7 +339,7 @@ table1() {
   if ! pass "$a" "$epochs" on; then
     rm -rf "$a"; t=$(date +%s)
     if (( graph )); then  # the plain pack next: a failing capture must not cost the table
-      echo "table1: the captured, channels-last, compiled or decode-once pack failed (tests.log); again plain"
+      echo "table1: the pack with its levers (graph.toml) failed (tests.log); again plain"
       args=("${args[@]:0:${#args[@]}-2}"); graph=0
       pass "$a" "$epochs" on
     else
@@ -376,9 +386,6 @@ table1() {
 export -f table1
 step table1 ${TABLE1_S:-450} bash -c 'table1 >>"$S"'
 
-# The replayed steps again with cuDNN's autotuner on (perf.py's cudnn part), against
-# trainbench's rows of the same call.
-step cudnn 90 perf cudnn
 
 # 8. Evaluation and sidekick-scoring throughput; 9. the bare model step (precisions, graph);
 # 10. where the eager trainer's time goes.

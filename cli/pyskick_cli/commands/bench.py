@@ -107,6 +107,7 @@ def _bench_training(
     modes: tuple[str, ...],
     layouts: tuple[str, ...],
     decodes: tuple[str, ...],
+    cudnn: str,
     steps: int,
     view_size: int | None,
     as_json: bool,
@@ -128,6 +129,7 @@ def _bench_training(
         modes=modes,
         layouts=layouts,
         decodes=decodes,
+        cudnn=cudnn,
         steps=steps,
         view_size=view_size,
         progress=lambda line: click.echo(f"bench: {line}", err=True),
@@ -136,7 +138,7 @@ def _bench_training(
         click.echo(json.dumps({"environment": environment(), "rows": as_dicts(rows)}, indent=2))
         return
     header = (
-        "runs", "precision", "data", "mode", "layout", "decode", "step", "episodes/s",
+        "runs", "precision", "data", "mode", "layout", "decode", "cudnn", "step", "episodes/s",
         "vs alone",
         "s per run-epoch", "GFLOP/s", "of matmul",
     )  # fmt: skip
@@ -150,6 +152,7 @@ def _bench_training(
                 row.step,
                 row.layout,
                 row.decode,
+                row.cudnn,
                 _duration(row.step_seconds),
                 f"{row.episodes_per_s:.0f}",
                 _times(row.speedup),
@@ -368,6 +371,16 @@ def _table(rows: list[dict[str, Any]]) -> str:
     "batch each), once (one batch of all at the last; --decode-once).",
 )
 @click.option(
+    "--cudnn",
+    "cudnn",
+    type=click.Choice(("heuristic", "benchmark")),  # bench.CUDNN
+    default="heuristic",
+    show_default=True,
+    help="--training: how cuDNN picks its convolution algorithms: heuristic, or benchmark (its "
+    "autotuner; --cudnn-benchmark). One per call: a process keeps the algorithms it picked for "
+    "a shape. No effect on the CPU.",
+)
+@click.option(
     "--steps",
     type=click.IntRange(min=1),
     default=5,
@@ -393,6 +406,7 @@ def bench(
     modes: tuple[str, ...],
     layouts: tuple[str, ...],
     decodes: tuple[str, ...],
+    cudnn: str,
     steps: int,
     view_size: int | None,
 ) -> None:
@@ -414,6 +428,7 @@ def bench(
             modes,
             layouts,
             decodes,
+            cudnn,
             steps,
             view_size,
             as_json,

@@ -150,6 +150,7 @@ def pretrain(
     cuda_graph: bool | None,
     channels_last: bool | None,
     compile: bool | None,
+    cudnn_benchmark: bool | None,
     eval_batch_size: int | str | None,
     save_every: int | None,
     logger: tuple[str, ...],
@@ -166,7 +167,8 @@ def pretrain(
             preset, config_path, source.spec.preset, pretrain_epochs=epochs, batch_size=batch_size,
             lr=lr, seed=seed, device=device, data_on_device=data_on_device,
             precision=precision, cuda_graph=cuda_graph, channels_last=channels_last,
-            compile=compile, eval_batch_size=eval_batch_size, save_every=save_every,
+            compile=compile, cudnn_benchmark=cudnn_benchmark, eval_batch_size=eval_batch_size,
+            save_every=save_every,
         )  # fmt: skip
         data = _load_data(source, config)
         trainer = Trainer(config, out_dir, data, stage="pretrain", resume=resume, loggers=loggers)
@@ -228,6 +230,7 @@ def train(
     cuda_graph: bool | None,
     channels_last: bool | None,
     compile: bool | None,
+    cudnn_benchmark: bool | None,
     eval_batch_size: int | str | None,
     save_every: int | None,
     logger: tuple[str, ...],
@@ -262,7 +265,8 @@ def train(
             preset, config_path, source.spec.preset, epochs=epochs, batch_size=batch_size, lr=lr,
             seed=seed, device=device, data_on_device=data_on_device, precision=precision,
             cuda_graph=cuda_graph, channels_last=channels_last, compile=compile,
-            decode_once=decode_once, eval_batch_size=eval_batch_size,
+            cudnn_benchmark=cudnn_benchmark, decode_once=decode_once,
+            eval_batch_size=eval_batch_size,
             save_every=save_every, T=T, critic=critic, actor=actor, sidekick=sidekick,
             sidekick_options=parse_sidekick_options(sidekick_option),
             pretrain_epochs=pretrain_epochs,
