@@ -145,3 +145,30 @@ def test_each_quantity_is_stacked_once_not_written_glimpse_by_glimpse(policy, sm
         r = collect_rollout(policy, _env(), smooth_grids(4), mode="sample", critic=critic)
     assert r.values is not None
     assert {t.dtype for t in (r.rec_errors, r.log_probs, r.entropies, r.values)} == {torch.float32}
+
+
+def test_log_probabilities_and_entropies_are_taken_once_per_episode(policy, smooth_grids):
+    """Every glimpse's action probabilities are stacked and their logs taken once: bit for bit
+    the per-glimpse values, in one set of kernels for the episode, forward and backward."""
+    policy.train()
+    seen: list[torch.Tensor] = []
+
+    def choose(probs: torch.Tensor) -> torch.Tensor:
+        seen.append(probs)
+        return probs.argmax(1)
+
+    r = collect_rollout(policy, _env(4), smooth_grids(4), mode="sample", choose=choose)
+    assert len(seen) == 3
+    for t, probs in enumerate(seen):
+        logp = torch.log(probs.gather(1, r.actions[t][:, None]).squeeze(1) + 1e-7)
+        assert torch.equal(r.log_probs[t], logp)
+        assert torch.equal(r.entropies[t], -(probs * torch.log(probs + 1e-7)).sum(1))
+    logs, todo, done = 0, [(r.log_probs.sum() + r.entropies.sum()).grad_fn], set()
+    while todo:
+        node = todo.pop()
+        if node is None or node in done:
+            continue
+        done.add(node)
+        logs += type(node).__name__ == "LogBackward0"
+        todo.extend(next_node for next_node, _ in node.next_functions)
+    assert logs == 2  # one for the chosen actions', one for the entropies' (T - 1 = 3 glimpses)
