@@ -149,6 +149,7 @@ class LookAroundEnv:
         self._episode: _Episode | None = None
         self._deltas_cache: dict[torch.device, Tensor] = {}
         self._near_cache: dict[tuple[int, int, torch.device], Tensor] = {}
+        self._moves_cache: dict[tuple[int, int, torch.device], Tensor] = {}
         self._mean_cache: dict[tuple[int, torch.device], Tensor] = {}
 
     # ----------------------------------------------------------------- sizes
@@ -262,9 +263,7 @@ class LookAroundEnv:
         B, N, M = ep.grid.shape[:3]
         actions = self._check_actions(actions, B, ep.grid.device, check_values=check_values)
         deltas = self._deltas(ep.grid.device)[actions]  # [B, 2]
-        n = move_axis(ep.positions // M, deltas[:, 0], N, wrap=self.wrap_elevation)
-        m = move_axis(ep.positions % M, deltas[:, 1], M, wrap=self.wrap_azimuth)
-        positions = n * M + m
+        positions = self._moves(N, M, ep.grid.device)[ep.positions, actions]
         if ep.reward_map is None:
             reward = torch.zeros(B, dtype=torch.float32, device=ep.grid.device)
         else:
@@ -282,8 +281,10 @@ class LookAroundEnv:
         """The observation at the current glimpse (the same as the last reset/step returned)."""
         ep = self._require_episode()
         B, N, M = ep.grid.shape[:3]
-        rows = torch.arange(B, device=ep.grid.device)
-        view = ep.grid.view(B, N * M, *ep.grid.shape[3:])[rows, ep.positions]
+        # One gather, not an arange and an index: a GPU's step is bound by its kernels' count.
+        views = ep.grid.view(B, N * M, -1)
+        index = ep.positions[:, None, None].expand(B, 1, views.shape[2])
+        view = views.gather(1, index).view(B, *ep.grid.shape[3:])
         parts = [ep.deltas, (ep.positions // M)[:, None]]
         if self.known_azimuth:
             parts.append((ep.positions % M)[:, None])
@@ -434,6 +435,18 @@ class LookAroundEnv:
         if device not in self._deltas_cache:
             self._deltas_cache[device] = self.action_grid.deltas(device)
         return self._deltas_cache[device]
+
+    def _moves(self, N: int, M: int, device: torch.device) -> Tensor:
+        """``[V, A]`` int64: the view each action leads to from each view (:func:`move_axis`
+        on both axes), so that a step moves every camera with one lookup."""
+        key = (N, M, device)
+        if key not in self._moves_cache:
+            deltas = self._deltas(device)  # [A, 2]
+            views = torch.arange(N * M, device=device)[:, None]
+            n = move_axis(views // M, deltas[None, :, 0], N, wrap=self.wrap_elevation)
+            m = move_axis(views % M, deltas[None, :, 1], M, wrap=self.wrap_azimuth)
+            self._moves_cache[key] = n * M + m
+        return self._moves_cache[key]
 
     def _near(self, N: int, M: int, device: torch.device) -> Tensor:
         key = (N, M, device)

@@ -301,12 +301,18 @@ def test_batched_episodes_match_a_python_reference(case: dict) -> None:
         reward_maps=torch.tensor(case["rewards"], dtype=torch.float32),
     )
     positions, proprio, collected = [obs.position], [obs.proprio], []
+    views = [obs.view]
     for step_actions in case["actions"]:
         obs, reward, _ = env.step(torch.tensor(step_actions))
         positions.append(obs.position)
         proprio.append(obs.proprio)
         collected.append(reward)
+        views.append(obs.view)
     assert env.done
+    # Each observation is the normalised view at its position.
+    by_view = env.grid.flatten(1, 2)  # [B, V, C, H, W]
+    for position, view in zip(positions, views, strict=True):
+        assert torch.equal(view, by_view[torch.arange(B), position])
     for b in range(B):
         expected = reference_episode(
             case["n_elev"],
