@@ -2,7 +2,7 @@
 
 :func:`make_env` builds the environment a policy runs in; :func:`collect_rollout` runs ``T``
 glimpses of ``B`` episodes (observe, reconstruct, act) and stores, time first, what the losses
-need in a :class:`Rollout` of preallocated ``[T, B]`` / ``[T-1, B]`` tensors. Training,
+need in a :class:`Rollout` of ``[T, B]`` / ``[T-1, B]`` tensors, each stacked once. Training,
 evaluation, the sidekicks and the figures all run episodes through these two.
 """
 
@@ -281,7 +281,7 @@ def _log_probs_and_entropies(probabilities: list[Tensor], actions: Tensor) -> tu
     [T-1, B]``: computed once for the episode, not once per glimpse (the same element-wise
     arithmetic in a third of the kernels, forward and backward, at T = 4)."""
     if not probabilities:  # T = 1: [0, B] each
-        empty = torch.zeros(actions.shape, device=actions.device)
+        empty = torch.zeros(actions.shape, dtype=torch.float32, device=actions.device)
         return empty, empty.clone()
     probs = torch.stack(probabilities)
     log_probs = torch.log(probs.gather(2, actions[..., None]).squeeze(2) + _EPS)

@@ -295,8 +295,12 @@ def test_batched_episodes_match_a_python_reference(case: dict) -> None:
         reward_radius=case["radius"],
         start_zeroing=case["start_zeroing"],
     )
+    # Every view of every episode its own values, so that a view taken from the wrong
+    # position or the wrong episode shows.
+    shape = (B, case["n_elev"], case["n_azim"], 1, 2, 2)
+    distinct = (torch.arange(torch.Size(shape).numel()) % 251).to(torch.uint8).view(shape)
     obs = env.reset(
-        grids(B, case["n_elev"], case["n_azim"]),
+        distinct,
         starts=torch.tensor(case["starts"]),
         reward_maps=torch.tensor(case["rewards"], dtype=torch.float32),
     )
