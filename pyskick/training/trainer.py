@@ -38,7 +38,7 @@ from pyskick import progress
 from pyskick.actors import Actor
 from pyskick.checkpoint import save_checkpoint
 from pyskick.config import TrainConfig
-from pyskick.distributed import all_reduce_sum, is_main
+from pyskick.distributed import all_reduce_sum, is_main, settle_collectives
 from pyskick.envs.rollout import Rollout
 from pyskick.errors import UserError
 from pyskick.evaluation.evaluate import evaluate_policy
@@ -294,6 +294,9 @@ class Trainer(TrainerSetup):
                     self._train_epochs(logger)
                 finally:
                     logger.close()
+            # Under torchrun: gloo's threads done with the last collectives before anything
+            # may tear the group down (a hang at exit otherwise, pyskick.distributed).
+            settle_collectives()
         return TrainResult(
             run_dir=self.run_dir,
             stage=self.stage,

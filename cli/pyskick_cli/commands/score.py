@@ -110,7 +110,12 @@ def score(
 
     from pyskick.config import paper_preset
     from pyskick.data import ViewgridFile
-    from pyskick.distributed import broadcast_from_main, init_distributed, resolve_device
+    from pyskick.distributed import (
+        broadcast_from_main,
+        init_distributed,
+        resolve_device,
+        settle_collectives,
+    )
     from pyskick.sidekicks import has_scores
     from pyskick.sidekicks.scores import (
         ScoreMeta,
@@ -188,5 +193,5 @@ def score(
         # Every rank past its last collective before any tears the group down: a rank that
         # destroyed (or exited) while its peer's gloo threads still held work aborted once in
         # a loaded test run ("terminate called without an active exception"; pytorch#190489).
-        dist.barrier()
+        settle_collectives()
         dist.destroy_process_group()
