@@ -281,8 +281,8 @@ def _log_probs_and_entropies(probabilities: list[Tensor], actions: Tensor) -> tu
     [T-1, B]``: computed once for the episode, not once per glimpse (the same element-wise
     arithmetic in a third of the kernels, forward and backward, at T = 4)."""
     if not probabilities:  # T = 1: [0, B] each
-        empty = torch.zeros(actions.shape, dtype=torch.float32, device=actions.device)
-        return empty, empty.clone()
+        B, device = actions.shape[1], actions.device
+        return _stacked([], B, device), _stacked([], B, device)
     probs = torch.stack(probabilities)
     log_probs = torch.log(probs.gather(2, actions[..., None]).squeeze(2) + _EPS)
     entropies = -(probs * torch.log(probs + _EPS)).sum(2)
