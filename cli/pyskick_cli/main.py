@@ -12,6 +12,7 @@ import os
 import re
 import sys
 import traceback
+from typing import NoReturn
 
 import click
 
@@ -116,6 +117,21 @@ def _one_line(text: str) -> str:
     return f"{line[: MAX_MESSAGE - 25]} ... ({len(line)} chars)"
 
 
+def _exit(code: int) -> NoReturn:
+    """Exit with ``code``; a rank of a ``torchrun`` launch that joined the process group ends
+    without the interpreter's teardown, which can hang in torch's gloo process group
+    (:func:`pyskick.distributed.end_process`)."""
+    # torchrun's WORLD_SIZE too: only a launch's rank ends so, never a process (a test) that
+    # calls main() with a group of its own open. (A bad value is refused elsewhere, not here.)
+    launched = os.environ.get("WORLD_SIZE", "1").strip() not in ("", "0", "1")
+    if launched and "torch.distributed" in sys.modules:
+        from pyskick.distributed import end_process, in_process_group
+
+        if in_process_group():
+            end_process(code)
+    sys.exit(code)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Run the CLI and exit with its documented exit code.
 
@@ -129,21 +145,21 @@ def main(argv: list[str] | None = None) -> None:
     try:
         code = cli.main(args=args, prog_name="pyskick", standalone_mode=False)
     except click.exceptions.Exit as exc:
-        sys.exit(exc.exit_code)
+        _exit(exc.exit_code)
     except click.Abort:
         click.echo("Aborted!", err=True)
-        sys.exit(EXIT_FAILURE)
+        _exit(EXIT_FAILURE)
     except click.ClickException as exc:  # UsageError/BadParameter: 2, ClickException: 1
         # One line like every other error; the usage block is a pointer to --help.
         ctx = getattr(exc, "ctx", None)
         hint = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
         click.echo(f"Error: {_one_line(exc.format_message())}{hint}", err=True)
-        sys.exit(exc.exit_code)
+        _exit(exc.exit_code)
     except UserError as exc:
         if _debug_requested():
             traceback.print_exc()
         click.echo(f"Error: {_one_line(str(exc))}", err=True)
-        sys.exit(EXIT_USAGE)
+        _exit(EXIT_USAGE)
     except Exception as exc:  # not the user's input: a runtime failure or a bug
         if _debug_requested():
             traceback.print_exc()
@@ -164,6 +180,6 @@ def main(argv: list[str] | None = None) -> None:
             "...` for the traceback)",
             err=True,
         )
-        sys.exit(EXIT_FAILURE)
+        _exit(EXIT_FAILURE)
     # Without standalone mode, click returns ctx.exit(n)'s code instead of raising.
-    sys.exit(code if isinstance(code, int) else EXIT_OK)
+    _exit(code if isinstance(code, int) else EXIT_OK)

@@ -36,7 +36,7 @@ from pyskick import progress
 from pyskick.actors import Actor
 from pyskick.actors.base import forced_demonstrations
 from pyskick.checkpoint import load_checkpoint, save_checkpoint
-from pyskick.config import TrainConfig
+from pyskick.config import TRAIN_ONLY_FIELDS, TrainConfig
 from pyskick.distributed import resolve_device
 from pyskick.envs.rollout import Rollout, collect_rollout, make_env
 from pyskick.errors import UserError
@@ -83,7 +83,8 @@ def pack_key(member: PackMember, *, done: int, stage: Stage = "train") -> tuple[
     """What runs must share to be packed together, as far as it is known before they are set
     up (:class:`PackTrainer` checks all of it again): the stage, the architecture, T, the
     batch, Adam's settings, the freezing, the environment's rules, the device and data
-    placement, the epochs reached and to reach, and the critic (the average baseline for
+    placement, how the step runs (precision, layout, decoding, compiling, CUDA graph, autotuner,
+    determinism), the epochs reached and to reach, and the critic (the average baseline for
     runs that learn no actions)."""
     c = member.config
     actor = member.actor
@@ -98,7 +99,7 @@ def pack_key(member: PackMember, *, done: int, stage: Stage = "train") -> tuple[
         stage, c.model, c.T, c.batch_size, c.lr, c.weight_decay, member.init is not None,
         c.fix_decode, c.frozen_batchnorm, c.memorize, radius, c.start_zeroing, c.device,
         c.data_on_device, c.epochs, c.save_every, c.precision, c.channels_last, c.decode_once,
-        c.cudnn_benchmark, critic,
+        c.cudnn_benchmark, c.compile, c.cuda_graph, c.deterministic, critic,
         c.critic_gate if learned_critic else None,
         c.critic_residual if learned_critic else None, done,
     )  # fmt: skip
@@ -488,30 +489,40 @@ class PackBatch(NamedTuple):
 
 
 # ---------------------------------------------------------------------------- trainer
+_SAME_CONFIG = (
+    "batch_size", "lr", "weight_decay", "frozen_batchnorm", "memorize", "start_zeroing",
+    "save_every", "precision", "channels_last", "compile", "cuda_graph", "decode_once",
+    "cudnn_benchmark", "data_on_device", "deterministic",
+)  # fmt: skip
+"""Settings the runs of a pack must share that their configurations give as they are:
+compared before any run is set up (seeded, the autotuner turned on), so that a refused pack
+changes nothing in the process either. A pretraining pack leaves out the
+:data:`~pyskick.config.TRAIN_ONLY_FIELDS` (a resumed pretraining keeps the recorded ones)."""
+
 _SAME = (
     ("stage", lambda t: t.stage),
     ("the model (architecture and data shape)", lambda t: t.model_config),
     ("T", lambda t: t.T),
-    ("batch_size", lambda t: t.config.batch_size),
-    ("lr", lambda t: t.config.lr),
-    ("weight_decay", lambda t: t.config.weight_decay),
     ("frozen modules", lambda t: t.policy.frozen_modules),
-    ("frozen_batchnorm", lambda t: t.config.frozen_batchnorm),
-    ("memorize", lambda t: t.config.memorize),
     ("reward_radius", lambda t: t.config.reward_radius),
-    ("start_zeroing", lambda t: t.config.start_zeroing),
     ("device", lambda t: t.device),
     ("the epoch reached", lambda t: t.start_epoch),
     ("epochs", lambda t: t.epochs),
-    ("save_every", lambda t: t.config.save_every),
-    ("precision", lambda t: t.config.precision),
-    ("channels_last", lambda t: t.config.channels_last),
-    ("compile", lambda t: t.config.compile),
-    ("decode_once", lambda t: t.config.decode_once),
-    ("cudnn_benchmark", lambda t: t.config.cudnn_benchmark),
     ("critic", lambda t: None if t.critic is None else type(t.critic).__name__),
     ("critic_gate", lambda t: t.config.critic_gate if t.critic is not None else None),
 )
+"""What the runs of a pack must share once they are set up (a sidekick's radius, the stage's
+T and epochs, the checkpoint reached, the critic), with how it is named in a refusal."""
+
+
+def _refuse_differences(what: str, values: Sequence[Any], folders: Sequence[Path]) -> None:
+    """Raise :class:`UserError` naming the first run whose ``what`` differs from the first's."""
+    for folder, value in zip(folders[1:], values[1:], strict=True):
+        if value != values[0]:
+            raise UserError(
+                f"{folders[0]} and {folder} cannot share a pack: {what} "
+                f"differs ({values[0]!r} vs {value!r})"
+            )
 
 
 class PackTrainer:
@@ -567,14 +578,21 @@ class PackTrainer:
     # ----------------------------------------------------------------------- set-up
     def setup(self) -> PackTrainer:
         """Lock every run's folder (held until :meth:`fit` ends), finish an interrupted
-        commit, set every run up (:meth:`Trainer.setup`: every refusal of a run alone), check
-        that they can share a pack, and pack their networks, optimizers and baselines."""
+        commit, compare the settings their configurations give (:data:`_SAME_CONFIG`), set
+        every run up (:meth:`Trainer.setup`: every refusal of a run alone), check that they
+        can share a pack (:data:`_SAME`), and pack their networks, optimizers and
+        baselines."""
         if self._is_set_up:
             return self
         try:
             for trainer in sorted(self.trainers, key=lambda t: str(t.run_dir.resolve())):
                 self._locks.enter_context(trainer.run.locked())
             recover([t.run_dir for t in self.trainers])
+            for name in _SAME_CONFIG:
+                if self.stage == "pretrain" and name in TRAIN_ONLY_FIELDS:
+                    continue
+                values = [getattr(m.config, name) for m in self.members]
+                _refuse_differences(name, values, [t.run_dir for t in self.trainers])
             self._share_data()
             for trainer in self.trainers:
                 trainer.setup()
@@ -619,13 +637,7 @@ class PackTrainer:
                     "packed; train it alone"
                 )
         for what, key in _SAME:
-            values = [key(t) for t in trainers]
-            for t, value in zip(trainers[1:], values[1:], strict=True):
-                if value != values[0]:
-                    raise UserError(
-                        f"{trainers[0].run_dir} and {t.run_dir} cannot share a pack: {what} "
-                        f"differs ({values[0]!r} vs {value!r})"
-                    )
+            _refuse_differences(what, [key(t) for t in trainers], [t.run_dir for t in trainers])
 
     def _run_critics(self) -> list[nn.Module]:
         """Each run's critic, in order (``_SAME`` makes every run have one when the first has:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import sys
 from pathlib import Path
 
@@ -16,6 +15,7 @@ import torch
 import torch.distributed as dist
 
 from pyskick.config import train_preset
+from pyskick.distributed import end_process
 from pyskick.training.data import TrainData
 from pyskick.training.trainer import Trainer, pretrain
 
@@ -49,13 +49,9 @@ def main(out: Path) -> None:
     rank = dist.get_rank() if dist.is_initialized() else 0
     payload = {"rank": rank, "world": trainer.dist.world_size, "digest": digest.hexdigest()}
     (out / f"rank{rank}.json").write_text(json.dumps(payload))
-    # The results are written: leave without the interpreter's teardown, where torch's gloo
-    # process group, freed with DDP's reducer, may join a worker thread that waits for the GIL
-    # (a hang at exit in about 1 of 30 loaded runs even after pyskick.distributed's
-    # settle_collectives; not what this test checks).
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(0)
+    # The results are written: leave without the interpreter's teardown, which can hang in
+    # torch's gloo process group (pyskick.distributed.end_process; not what this test checks).
+    end_process(0)
 
 
 if __name__ == "__main__":

@@ -208,8 +208,10 @@ def test_runs_that_cannot_share_a_pack_are_refused_before_anything_is_written(
         train_pack(mixed, tiny_data)
     layouts = [members[0], PackMember(tiny_config.replace(epochs=1, channels_last=True),
                                       tmp_path / "c", init=pretrained)]  # fmt: skip
+    rng = torch.get_rng_state()
     with pytest.raises(ValueError, match=r"channels_last differs \(False vs True\)"):
         train_pack(layouts, tiny_data)
+    assert torch.equal(torch.get_rng_state(), rng)  # refused before any run was seeded
     assert not (tmp_path / "c" / "config.json").exists()
     decodes = [members[0], PackMember(tiny_config.replace(epochs=1, decode_once=True),
                                       tmp_path / "d", init=pretrained)]  # fmt: skip
@@ -221,7 +223,13 @@ def test_runs_that_cannot_share_a_pack_are_refused_before_anything_is_written(
                                     tmp_path / "e", init=pretrained)]  # fmt: skip
     with pytest.raises(ValueError, match=r"cudnn_benchmark differs \(False vs True\)"):
         train_pack(tuned, tiny_data)
+    assert torch.backends.cudnn.benchmark is False  # refused before a set-up turned it on
     assert not (tmp_path / "e" / "config.json").exists()
+    graphs = [members[0], PackMember(tiny_config.replace(epochs=1, cuda_graph=True),
+                                     tmp_path / "f", init=pretrained)]  # fmt: skip
+    with pytest.raises(ValueError, match=r"cuda_graph differs \(False vs True\)"):
+        train_pack(graphs, tiny_data)  # not the first run's setting for all
+    assert not (tmp_path / "f" / "config.json").exists()
 
 
 def test_pretraining_packs(tmp_path, tiny_config, tiny_data):
@@ -235,6 +243,21 @@ def test_pretraining_packs(tmp_path, tiny_config, tiny_data):
         assert a.stage == "pretrain"
         for x, y in zip(a.history, b.history, strict=True):
             assert x["val_error"] == pytest.approx(y["val_error"], rel=1e-3)
+
+
+def test_a_pretraining_pack_resumes_whatever_the_settings_only_training_reads(
+    tmp_path, tiny_config, tiny_data
+):
+    config = tiny_config.replace(pretrain_epochs=1)
+    members = [PackMember(config.replace(seed=s), tmp_path / f"p{s}") for s in (1, 2)]
+    train_pack(members, tiny_data, stage="pretrain")
+    # A resumed pretraining keeps its recorded train-only settings, whatever is asked.
+    more = [
+        PackMember(m.config.replace(pretrain_epochs=2, frozen_batchnorm=fb), m.out_dir)
+        for m, fb in zip(members, ("train", "eval"), strict=True)
+    ]
+    results = train_pack(more, tiny_data, stage="pretrain", resume=True)
+    assert [r.epochs for r in results] == [2, 2]
 
 
 def test_one_adam_over_stacked_parameters_is_r_adams():

@@ -106,8 +106,6 @@ def score(
     Under `torchrun --nproc-per-node K -m pyskick_cli score ...` every split is sharded over
     the K processes and rank 0 writes the file.
     """
-    import torch.distributed as dist
-
     from pyskick.config import paper_preset
     from pyskick.data import ViewgridFile
     from pyskick.distributed import (
@@ -189,9 +187,8 @@ def score(
     broadcast_from_main(write, run_device, "writing the score file")
     if ctx.is_main:
         click.echo(f"wrote {sidekick} scores of {', '.join(names)} to {out}")
-    if dist.is_initialized():
-        # Every rank past its last collective before any tears the group down: a rank that
-        # destroyed (or exited) while its peer's gloo threads still held work aborted once in
-        # a loaded test run ("terminate called without an active exception"; pytorch#190489).
-        settle_collectives()
-        dist.destroy_process_group()
+    # Every rank past its last collective before any leaves: a rank that exited while its
+    # peer's gloo threads still held work aborted once in a loaded test run ("terminate called
+    # without an active exception"; pytorch#190489). The command line then ends each rank
+    # without tearing the group down (pyskick.distributed.end_process).
+    settle_collectives()
