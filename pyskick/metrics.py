@@ -97,12 +97,14 @@ def get_metric(metric: str | Metric) -> Metric:
     """The registered metric ``metric`` names (a :class:`Metric` is returned as it is).
 
     Raises:
-        ValueError: not a registered name; the message lists the valid ones.
+        UserError: not a registered name; the message lists the valid ones.
     """
     if isinstance(metric, Metric):
         return metric
     if not isinstance(metric, str) or metric not in METRICS:
-        raise ValueError(f"metric must be one of {', '.join(METRICS)}, got {metric!r}")
+        from pyskick.errors import UserError  # torch-free, like this module; only when needed
+
+        raise UserError(f"metric must be one of {', '.join(METRICS)}, got {metric!r}")
     return METRICS[metric]
 
 

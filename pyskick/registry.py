@@ -9,6 +9,8 @@ methods, the rows of Table 1, are data (:class:`~pyskick.methods.Method`).
 from __future__ import annotations
 
 import functools
+import inspect
+import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
@@ -53,9 +55,9 @@ class Entry:
 
     @property
     def summary(self) -> str:
-        """First line of the factory's docstring."""
-        doc = (self.factory.__doc__ or "").strip()
-        return doc.splitlines()[0] if doc else ""
+        """The first paragraph of the factory's docstring on one line (a summary may wrap)."""
+        doc = inspect.cleandoc(self.factory.__doc__ or "")
+        return " ".join(re.split(r"\n\s*\n", doc)[0].split())
 
 
 class Named(Protocol):

@@ -73,6 +73,9 @@ OUTPUTS = (CONFIG, DATASET, LATEST, BEST, METRICS, LATEST + ".next", BEST + ".ne
 """The files a run writes atomically (their stale temporaries are removed when it starts); the
 ``.next`` checkpoints are a pack's, written before it commits them
 (:mod:`pyskick.training.pack`)."""
+REPRODUCE_RECORD = "reproduce.json"
+"""The settings record that marks a ``pyskick reproduce`` folder (its runs lie in subfolders:
+:mod:`pyskick.experiments.layout`)."""
 
 # Open lock files of this process: resolved folder -> (fd, depth). flock locks belong to an
 # open file description, so a second open-and-lock in the same process would refuse itself.
@@ -141,6 +144,26 @@ class RunDir:
     def has_checkpoint(self) -> bool:
         """Whether the run has finished at least one epoch (``latest.pt`` exists)."""
         return self.latest.is_file()
+
+    def holds_run(self) -> bool:
+        """Whether a run started here: a checkpoint, or the config it records at its start."""
+        return self.has_checkpoint() or (self.path / CONFIG).is_file()
+
+    def check_not_other_output(self) -> None:
+        """Refuse to start a run in a folder another command made, whose files the run's would
+        mix with: a reproduce folder or an export folder. (Any other folder is fine: the run
+        adds its own files and changes no other.)
+
+        Raises:
+            UserError: one line naming the folder and what it is.
+        """
+        if (self.path / REPRODUCE_RECORD).is_file():
+            raise UserError(
+                f"{self.path} is a reproduce folder (its runs are METHOD/seed-K inside), not a "
+                "run folder; choose another folder"
+            )
+        if is_export(self.path):
+            raise UserError(f"{self.path} is an export folder, not a run folder; choose another")
 
     def epochs_done(self) -> int:
         """Epochs the run's ``latest.pt`` covers (0 without one)."""

@@ -41,15 +41,18 @@ def resolve_dataset_path(value: str, param_hint: str = "--dataset") -> Path:
 
 
 def check_run_dataset(run_dir: Path, dataset: Dataset, *, resume: bool) -> None:
-    """Refuse to continue a run on another dataset, or to start one over an existing run.
+    """Refuse to continue a run on another dataset, or to start one over an existing run or
+    in a reproduce or export folder.
 
     Raises:
         click.BadParameter: exit 2, before anything is trained or written.
+        UserError: (exit 2) a reproduce or export folder.
     """
     from pyskick.run_dir import RunDir
 
     run = RunDir(run_dir)
     if not resume:
+        run.check_not_other_output()
         if run.has_checkpoint():
             raise click.BadParameter(
                 f"{run_dir} already holds a run; add --resume or choose another folder",

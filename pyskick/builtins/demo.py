@@ -31,6 +31,7 @@ def demo_sidekick(
     **_: object,
 ) -> object:
     """Greedy coverage demonstrations for the first T_sup steps, annealed (ours(demo)).
+
     Scores in batches of the config's ``eval_batch_size`` episodes."""
     from pyskick.sidekicks.demo import DemoSidekick
     from pyskick.sidekicks.factory import scoring_inputs
@@ -47,8 +48,9 @@ def demo_sidekick(
 def demo_actions_actor(
     *, one_view: Path | None, spec: object | None, config: object | None = None, **_: object
 ) -> object:
-    """Greedy coverage motions (demo-actions); needs full observability at test time. Scores
-    in batches of the config's ``eval_batch_size`` episodes (256 without a config)."""
+    """Greedy coverage motions (demo-actions); needs full observability at test time.
+
+    Scores in batches of the config's ``eval_batch_size`` episodes (256 without a config)."""
     from pyskick.sidekicks.demo_actions import DemoActionsActor
 
     if one_view is None or spec is None:

@@ -36,6 +36,7 @@ def reward_sidekick(
     **_: object,
 ) -> object:
     """Reward shaping from one-view scores after NMS (ours(rew)); needs full observability.
+
     Scores in batches of the config's ``eval_batch_size`` episodes."""
     from pyskick.sidekicks.factory import scoring_inputs
     from pyskick.sidekicks.reward import RewardSidekick

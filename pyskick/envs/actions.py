@@ -10,6 +10,8 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
+from pyskick.errors import UserError, UserTypeError
+
 
 @dataclass(frozen=True)
 class ActionGrid:
@@ -30,11 +32,11 @@ class ActionGrid:
     def __post_init__(self) -> None:
         for name, value in (("elevation", self.elevation), ("azimuth", self.azimuth)):
             if isinstance(value, bool) or not isinstance(value, int):
-                raise TypeError(
+                raise UserTypeError(
                     f"ActionGrid: {name} must be an int, got {type(value).__name__} {value!r}"
                 )
             if value < 1 or value % 2 == 0:
-                raise ValueError(f"ActionGrid: {name} must be odd and >= 1, got {value}")
+                raise UserError(f"ActionGrid: {name} must be odd and >= 1, got {value}")
 
     @classmethod
     def of(cls, grid: ActionGrid | tuple[int, int] | list[int]) -> ActionGrid:
@@ -42,7 +44,7 @@ class ActionGrid:
         if isinstance(grid, ActionGrid):
             return grid
         if not (isinstance(grid, tuple | list) and len(grid) == 2):
-            raise TypeError(f"action_grid must be a pair (dN, dM), got {grid!r}")
+            raise UserTypeError(f"action_grid must be a pair (dN, dM), got {grid!r}")
         return cls(grid[0], grid[1])
 
     @property
@@ -59,7 +61,7 @@ class ActionGrid:
         """Action index of the move ``(d_elev, d_azim)``."""
         he, ha = self.elevation // 2, self.azimuth // 2
         if not (-he <= d_elev <= he and -ha <= d_azim <= ha):
-            raise ValueError(
+            raise UserError(
                 f"move ({d_elev}, {d_azim}) is outside the action grid "
                 f"[-{he}, {he}] x [-{ha}, {ha}]"
             )
@@ -68,7 +70,7 @@ class ActionGrid:
     def delta(self, action: int) -> tuple[int, int]:
         """The move ``(d_elev, d_azim)`` of an action index."""
         if not 0 <= action < self.n_actions:
-            raise ValueError(f"action must lie in [0, {self.n_actions}), got {action}")
+            raise UserError(f"action must lie in [0, {self.n_actions}), got {action}")
         return (
             action // self.azimuth - self.elevation // 2,
             action % self.azimuth - self.azimuth // 2,

@@ -40,7 +40,7 @@ from pyskick.envs.lookaround import LookAroundEnv, Observation, StartZeroing
 from pyskick.envs.render import HumanWindow, episode_frame
 from pyskick.envs.task_rewards import MapsReward, TaskReward
 from pyskick.envs.views import channel_mean_for, denormalize_views, parse_channel_mean
-from pyskick.errors import UserError
+from pyskick.errors import UserError, UserTypeError
 from pyskick.memory import check_memory
 
 ObsDtype = Literal["float32", "uint8"]
@@ -106,14 +106,14 @@ class EpisodeOptions:
 
     def __post_init__(self) -> None:
         if self.grids is not None and self.dataset is not None:
-            raise ValueError("give either dataset or grids, not both")
+            raise UserError("give either dataset or grids, not both")
         if self.obs_dtype not in OBS_DTYPES:
-            raise ValueError(
+            raise UserError(
                 f"obs_dtype must be one of {', '.join(OBS_DTYPES)}, got {self.obs_dtype!r}"
             )
         T = self.T
         if isinstance(T, int) and not isinstance(T, bool) and T < 2:  # other types: LookAroundEnv
-            raise ValueError(
+            raise UserError(
                 f"Gymnasium episodes need at least one action, so T >= 2, got {T}; "
                 "use LookAroundEnv for one-glimpse episodes"
             )
@@ -130,7 +130,7 @@ class EpisodeOptions:
         if options is None:
             return cls(*args, **kwargs)
         if args or kwargs:
-            raise TypeError(
+            raise UserTypeError(
                 "give episode_options or its fields as arguments, not both; got "
                 f"{len(args)} positional and {', '.join(kwargs) or 'no'} keyword argument(s)"
             )
@@ -170,37 +170,37 @@ def _load_source(options: EpisodeOptions) -> _Source:
             channel_mean = viewgrid_file.spec.channel_mean
     grids = torch.as_tensor(grids).detach().cpu()
     if grids.dtype not in (torch.uint8, torch.float32):
-        raise TypeError(f"grids must be uint8 or float32 (0–255 scale), got {grids.dtype}")
+        raise UserTypeError(f"grids must be uint8 or float32 (0–255 scale), got {grids.dtype}")
     if grids.dim() != 6 or 0 in grids.shape:
-        raise ValueError(
+        raise UserError(
             f"grids must have shape [n, N, M, C, H, W] with no empty axis, got {list(grids.shape)}"
         )
     if grids.dtype == torch.float32 and not bool(((grids >= 0) & (grids <= 255)).all()):
-        raise ValueError("float32 grids must hold raw intensities in [0, 255] (NaN not allowed)")
+        raise UserError("float32 grids must hold raw intensities in [0, 255] (NaN not allowed)")
     mean = None if channel_mean is None else parse_channel_mean(channel_mean)
     if mean is not None and mean.numel() != grids.shape[3]:
-        raise ValueError(
+        raise UserError(
             f"the grids have {grids.shape[3]} channels but channel_mean has {mean.numel()} values"
         )
     maps = None
     if reward_maps is not None:
         maps = torch.as_tensor(reward_maps).detach().cpu()
         if not maps.is_floating_point():
-            raise TypeError(f"reward_maps must be a floating array, got {maps.dtype}")
+            raise UserTypeError(f"reward_maps must be a floating array, got {maps.dtype}")
         maps = maps.to(torch.float32)
         if maps.shape != grids.shape[:3]:
-            raise ValueError(
+            raise UserError(
                 f"reward_maps must have shape {list(grids.shape[:3])} (one [N, M] map per "
                 f"viewgrid), got {list(maps.shape)}"
             )
         if not bool(torch.isfinite(maps).all()):
-            raise ValueError("reward_maps contains NaN or infinite values")
+            raise UserError("reward_maps contains NaN or infinite values")
     return _Source(grids, mean, maps)
 
 
 def _check_render_mode(render_mode: str | None, owner: str) -> str | None:
     if render_mode is not None and render_mode not in RENDER_MODES:
-        raise ValueError(
+        raise UserError(
             f"{owner} render_mode must be None or one of {', '.join(RENDER_MODES)}, "
             f"got {render_mode!r}"
         )
@@ -211,7 +211,7 @@ def _options(options: dict[str, Any] | None, allowed: set[str]) -> dict[str, Any
     options = dict(options or {})
     unknown = set(options) - allowed
     if unknown:
-        raise ValueError(f"unknown reset options {sorted(unknown)}; allowed: {sorted(allowed)}")
+        raise UserError(f"unknown reset options {sorted(unknown)}; allowed: {sorted(allowed)}")
     return options
 
 
@@ -219,13 +219,13 @@ def _as_indices(name: str, value: object, count: int, upper: int) -> np.ndarray:
     """Validate ``count`` integer indices in ``[0, upper)`` (a scalar is broadcast)."""
     array = np.asarray(value)
     if array.dtype == np.bool_ or not np.issubdtype(array.dtype, np.integer):
-        raise ValueError(f"options[{name!r}] must be integers, got {value!r}")
+        raise UserError(f"options[{name!r}] must be integers, got {value!r}")
     if array.ndim == 0:
         array = np.full(count, array)
     if array.shape != (count,):
-        raise ValueError(f"options[{name!r}] must have shape ({count},), got {array.shape}")
+        raise UserError(f"options[{name!r}] must have shape ({count},), got {array.shape}")
     if array.size and (array.min() < 0 or array.max() >= upper):
-        raise ValueError(f"options[{name!r}] must lie in [0, {upper}), got {array.tolist()}")
+        raise UserError(f"options[{name!r}] must lie in [0, {upper}), got {array.tolist()}")
     return array.astype(np.int64)
 
 
@@ -514,9 +514,9 @@ class LookAroundGymEnv(_EpisodesAccess, gymnasium.Env[dict[str, Any], np.int64])
         if isinstance(action, np.ndarray) and action.shape == ():
             action = action.item()
         if isinstance(action, bool | np.bool_) or not isinstance(action, int | np.integer):
-            raise ValueError(f"action must be an int in [0, {self.action_space.n}), got {action!r}")
+            raise UserError(f"action must be an int in [0, {self.action_space.n}), got {action!r}")
         if not 0 <= int(action) < self.action_space.n:
-            raise ValueError(f"action must lie in [0, {self.action_space.n}), got {int(action)}")
+            raise UserError(f"action must lie in [0, {self.action_space.n}), got {int(action)}")
         obs, reward, done = self._episodes.step(torch.tensor([int(action)]))
         if self.render_mode == "human":
             self.render()
@@ -582,9 +582,9 @@ class LookAroundVectorEnv(_EpisodesAccess, VectorEnv):
         **kwargs: Any,
     ) -> None:
         if isinstance(num_envs, bool) or not isinstance(num_envs, int) or num_envs < 1:
-            raise ValueError(f"num_envs must be an int >= 1, got {num_envs!r}")
+            raise UserError(f"num_envs must be an int >= 1, got {num_envs!r}")
         if render_mode == "human":
-            raise ValueError("LookAroundVectorEnv renders only 'rgb_array', got 'human'")
+            raise UserError("LookAroundVectorEnv renders only 'rgb_array', got 'human'")
         self.render_mode = _check_render_mode(render_mode, type(self).__name__)
         make_forks_safe()
         self.episode_options = options = EpisodeOptions.given(episode_options, args, kwargs)
@@ -617,7 +617,7 @@ class LookAroundVectorEnv(_EpisodesAccess, VectorEnv):
         if "reset_mask" in options:
             mask = np.asarray(options.pop("reset_mask"))
             if mask.shape != (self.num_envs,) or mask.dtype != np.bool_ or not mask.all():
-                raise ValueError(
+                raise UserError(
                     "LookAroundVectorEnv resets all sub-environments together: reset_mask "
                     f"must be {self.num_envs} True values, got {mask.tolist()}"
                 )
@@ -630,9 +630,9 @@ class LookAroundVectorEnv(_EpisodesAccess, VectorEnv):
         """Move every agent; raises RuntimeError once the batch has terminated."""
         array = np.asarray(actions)
         if array.dtype == np.bool_ or not np.issubdtype(array.dtype, np.integer):
-            raise ValueError(f"actions must be integers, got dtype {array.dtype}")
+            raise UserError(f"actions must be integers, got dtype {array.dtype}")
         if array.shape != (self.num_envs,):
-            raise ValueError(f"actions must have shape ({self.num_envs},), got {array.shape}")
+            raise UserError(f"actions must have shape ({self.num_envs},), got {array.shape}")
         obs, reward, done = self._episodes.step(
             torch.from_numpy(array.astype(np.int64)).to(self._episodes.device)
         )

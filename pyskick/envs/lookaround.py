@@ -21,6 +21,7 @@ from torch import Tensor
 from pyskick.envs.actions import ActionGrid
 from pyskick.envs.topology import move_axis, neighbourhood
 from pyskick.envs.views import channel_mean_for, normalize_views, parse_channel_mean
+from pyskick.errors import UserError, UserTypeError
 from pyskick.ops import rotate_viewgrid
 
 StartZeroing = Literal["view", "neighbourhood", "none"]
@@ -120,12 +121,12 @@ class LookAroundEnv:
         channel_mean: Sequence[float] | Tensor | None = None,
     ) -> None:
         if start_zeroing not in START_ZEROING:
-            raise ValueError(
+            raise UserError(
                 f"start_zeroing must be one of {', '.join(START_ZEROING)}, got {start_zeroing!r}"
             )
         for name, value in (("T", T), ("reward_radius", reward_radius)):
             if isinstance(value, bool) or not isinstance(value, int):
-                raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
+                raise UserTypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
         flags = (
             ("wrap_azimuth", wrap_azimuth), ("wrap_elevation", wrap_elevation),
             ("known_azimuth", known_azimuth),
@@ -133,11 +134,11 @@ class LookAroundEnv:
         for name, value in flags:
             # "false" is truthy: a flag that is not a bool is refused, not converted.
             if not isinstance(value, bool):
-                raise TypeError(f"{name} must be a bool, got {type(value).__name__} {value!r}")
+                raise UserTypeError(f"{name} must be a bool, got {type(value).__name__} {value!r}")
         if T < 1:
-            raise ValueError(f"T must be >= 1 (the number of glimpses), got {T}")
+            raise UserError(f"T must be >= 1 (the number of glimpses), got {T}")
         if reward_radius < 0:
-            raise ValueError(f"reward_radius must be >= 0, got {reward_radius}")
+            raise UserError(f"reward_radius must be >= 0, got {reward_radius}")
         self.T = T
         self.action_grid = ActionGrid.of(action_grid)
         self.wrap_azimuth = bool(wrap_azimuth)
@@ -307,16 +308,16 @@ class LookAroundEnv:
         """
         ep = self._require_episode()
         if not isinstance(decoded, Tensor):
-            raise TypeError(f"decoded must be a torch.Tensor, got {type(decoded).__name__}")
+            raise UserTypeError(f"decoded must be a torch.Tensor, got {type(decoded).__name__}")
         if not decoded.is_floating_point():
-            raise TypeError(f"decoded must be a floating tensor, got {decoded.dtype}")
+            raise UserTypeError(f"decoded must be a floating tensor, got {decoded.dtype}")
         if decoded.shape != ep.target.shape:
-            raise ValueError(
+            raise UserError(
                 f"decoded must have shape {list(ep.target.shape)} (the target's), "
                 f"got {list(decoded.shape)}"
             )
         if decoded.device != ep.target.device:
-            raise ValueError(
+            raise UserError(
                 f"decoded must be on {ep.target.device} (the episodes' device), "
                 f"got {decoded.device}"
             )
@@ -343,9 +344,9 @@ class LookAroundEnv:
         """
         ep = self._require_episode()
         if not isinstance(grid_rel, Tensor):
-            raise TypeError(f"grid_rel must be a torch.Tensor, got {type(grid_rel).__name__}")
+            raise UserTypeError(f"grid_rel must be a torch.Tensor, got {type(grid_rel).__name__}")
         if grid_rel.shape[:3] != ep.grid.shape[:3] or grid_rel.dim() != 6:
-            raise ValueError(
+            raise UserError(
                 f"grid_rel must have shape [{', '.join(map(str, ep.grid.shape[:3]))}, C, H, W], "
                 f"got {list(grid_rel.shape)}"
             )
@@ -472,15 +473,15 @@ class LookAroundEnv:
         self, actions: object, B: int, device: torch.device, *, check_values: bool = True
     ) -> Tensor:
         if not isinstance(actions, Tensor):
-            raise ValueError(
+            raise UserError(
                 f"actions must be a [{B}] integer torch.Tensor, got {type(actions).__name__}"
             )
         if actions.dtype == torch.bool or actions.is_floating_point() or actions.is_complex():
-            raise ValueError(f"actions must have an integer dtype, got {actions.dtype}")
+            raise UserError(f"actions must have an integer dtype, got {actions.dtype}")
         if actions.shape != (B,):
-            raise ValueError(f"actions must have shape [{B}], got {list(actions.shape)}")
+            raise UserError(f"actions must have shape [{B}], got {list(actions.shape)}")
         if actions.device != device:
-            raise ValueError(
+            raise UserError(
                 f"actions must be on {device} (the episodes' device), got {actions.device}"
             )
         if actions.dtype != torch.int64:
@@ -491,7 +492,7 @@ class LookAroundEnv:
         if bool(bad.any()):
             where = bad.nonzero().flatten()[:5].tolist()
             values = actions[bad][:5].tolist()
-            raise ValueError(
+            raise UserError(
                 f"actions must lie in [0, {self.n_actions}), got {values} at batch index {where}"
             )
         return actions
@@ -514,11 +515,11 @@ def paste(decoded: Tensor, target: Tensor, slots: Tensor) -> Tensor:
 
 def _check_grids(grids: object) -> Tensor:
     if not isinstance(grids, Tensor):
-        raise TypeError(f"grids must be a torch.Tensor, got {type(grids).__name__}")
+        raise UserTypeError(f"grids must be a torch.Tensor, got {type(grids).__name__}")
     if grids.dtype not in (torch.uint8, torch.float32):
-        raise TypeError(f"grids must be uint8 or float32 (0–255 scale), got {grids.dtype}")
+        raise UserTypeError(f"grids must be uint8 or float32 (0–255 scale), got {grids.dtype}")
     if grids.dim() != 6 or 0 in grids.shape:
-        raise ValueError(
+        raise UserError(
             f"grids must have shape [B, N, M, C, H, W] with no empty axis, got {list(grids.shape)}"
         )
     return grids.detach()
@@ -528,15 +529,15 @@ def _check_indices(
     name: str, t: object, B: int, upper: int, device: torch.device, *, check_values: bool = True
 ) -> Tensor:
     if not isinstance(t, Tensor):
-        raise TypeError(f"{name} must be a [{B}] integer torch.Tensor, got {type(t).__name__}")
+        raise UserTypeError(f"{name} must be a [{B}] integer torch.Tensor, got {type(t).__name__}")
     if t.dtype == torch.bool or t.is_floating_point() or t.is_complex():
-        raise TypeError(f"{name} must have an integer dtype, got {t.dtype}")
+        raise UserTypeError(f"{name} must have an integer dtype, got {t.dtype}")
     if t.shape != (B,):
-        raise ValueError(f"{name} must have shape [{B}], got {list(t.shape)}")
+        raise UserError(f"{name} must have shape [{B}], got {list(t.shape)}")
     if t.device != device or t.dtype != torch.int64:
         t = t.to(device=device, dtype=torch.int64)
     if check_values and B and not bool(((t >= 0) & (t < upper)).all()):
-        raise ValueError(
+        raise UserError(
             f"{name} must lie in [0, {upper}) (view index n * M + m), "
             f"got values in [{int(t.min())}, {int(t.max())}]"
         )
@@ -547,13 +548,13 @@ def _check_reward_maps(
     maps: object, B: int, N: int, M: int, device: torch.device, *, check_values: bool = True
 ) -> Tensor:
     if not isinstance(maps, Tensor):
-        raise TypeError(f"reward_maps must be a torch.Tensor, got {type(maps).__name__}")
+        raise UserTypeError(f"reward_maps must be a torch.Tensor, got {type(maps).__name__}")
     if maps.dtype != torch.float32:
-        raise TypeError(f"reward_maps must be float32, got {maps.dtype}")
+        raise UserTypeError(f"reward_maps must be float32, got {maps.dtype}")
     if maps.shape != (B, N, M):
-        raise ValueError(f"reward_maps must have shape [{B}, {N}, {M}], got {list(maps.shape)}")
+        raise UserError(f"reward_maps must have shape [{B}, {N}, {M}], got {list(maps.shape)}")
     if maps.device != device:
-        raise ValueError(f"reward_maps must be on {device} (the grids' device), got {maps.device}")
+        raise UserError(f"reward_maps must be on {device} (the grids' device), got {maps.device}")
     if check_values and not bool(torch.isfinite(maps).all()):
-        raise ValueError("reward_maps contains NaN or infinite values")
+        raise UserError("reward_maps contains NaN or infinite values")
     return maps.detach().reshape(B, N * M)

@@ -20,6 +20,7 @@ from torch import Tensor, nn
 
 from pyskick.envs.lookaround import LookAroundEnv, StartZeroing
 from pyskick.envs.lookaround import paste as paste_slots
+from pyskick.errors import UserError, UserTypeError
 from pyskick.models import CompletionPolicy, ModelConfig
 from pyskick.models.act import ActionMode, select_actions
 from pyskick.models.packed import PackedCompletionPolicy
@@ -52,7 +53,7 @@ def make_env(
         start_zeroing=start_zeroing,
     )
     if env.n_actions != config.n_actions:
-        raise ValueError(
+        raise UserError(
             f"the model scores {config.n_actions} actions but the environment has {env.n_actions}"
         )
     return env
@@ -149,7 +150,7 @@ def collect_rollout(
     """
     core = _unwrapped(policy)
     if not isinstance(core, CompletionPolicy | PackedCompletionPolicy):
-        raise TypeError(f"policy must be a CompletionPolicy, got {type(core).__name__}")
+        raise UserTypeError(f"policy must be a CompletionPolicy, got {type(core).__name__}")
     T = env.T
     B = grids.shape[0]
     M = grids.shape[2]
@@ -310,7 +311,7 @@ def reconstruction_error(decoded: Tensor, target: Tensor) -> Tensor:
     """
     extra = decoded.dim() - target.dim()
     if extra < 0 or decoded.shape[extra:] != target.shape:
-        raise ValueError(
+        raise ValueError(  # a bug: the caller passes the model's output and its own target
             f"decoded {list(decoded.shape)} does not end with target's shape {list(target.shape)}"
         )
     # The target broadcast over the glimpses (a view); torch leaves Function.apply unannotated.
@@ -371,16 +372,16 @@ def _check_demonstrations(
 ) -> tuple[Tensor, Tensor]:
     """Validate a sidekick's ``(actions, mask)`` and move them to ``device``."""
     if not (isinstance(demonstrations, tuple) and len(demonstrations) == 2):
-        raise TypeError("demonstrations must be a tuple (actions [T-1, B], mask [T-1, B])")
+        raise UserTypeError("demonstrations must be a tuple (actions [T-1, B], mask [T-1, B])")
     demo_actions, demo_mask = demonstrations
     for name, tensor, dtype in (
         ("actions", demo_actions, torch.int64),
         ("mask", demo_mask, torch.bool),
     ):
         if not isinstance(tensor, Tensor) or tensor.dtype != dtype:
-            raise TypeError(f"demonstration {name} must be a {dtype} tensor")
+            raise UserTypeError(f"demonstration {name} must be a {dtype} tensor")
         if tuple(tensor.shape) != (T - 1, B):
-            raise ValueError(
+            raise UserError(
                 f"demonstration {name} must have shape [{T - 1}, {B}], got {list(tensor.shape)}"
             )
     if demo_actions.device != device:

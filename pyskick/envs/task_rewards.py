@@ -28,6 +28,7 @@ from torch import Tensor
 
 from pyskick.envs.lookaround import LookAroundEnv, Observation
 from pyskick.envs.views import check_mean_given
+from pyskick.errors import UserError
 
 if TYPE_CHECKING:
     from pyskick.models import CompletionPolicy
@@ -87,7 +88,7 @@ class ReconstructionReward:
 
     def __init__(self, policy: CompletionPolicy, mode: ReconstructionMode = "final") -> None:
         if mode not in RECONSTRUCTION_MODES:
-            raise ValueError(
+            raise UserError(
                 f"reward_mode must be one of {', '.join(RECONSTRUCTION_MODES)}, got {mode!r}"
             )
         self.policy = policy.eval()
@@ -106,18 +107,18 @@ class ReconstructionReward:
         cfg = self.policy.config
         expected = cfg.grid_shape
         if tuple(shape[1:]) != expected:
-            raise ValueError(
+            raise UserError(
                 f"the reward model reconstructs [N, M, C, H, W] = {list(expected)} but the "
                 f"environment's viewgrids are {list(shape[1:])}"
             )
         if mean_subtracted and not cfg.mean_subtract:
-            raise ValueError(
+            raise UserError(
                 "the reward model was trained without mean subtraction but the environment "
                 "subtracts a channel mean: pass channel_mean=[0.0, ...]"
             )
         check_mean_given(cfg.mean_subtract, mean_subtracted)
         if bool(cfg.known_azimuth) != bool(known_azimuth):
-            raise ValueError(
+            raise UserError(
                 f"the reward model has known_azimuth={cfg.known_azimuth} but the environment "
                 f"has known_azimuth={known_azimuth}"
             )
@@ -200,7 +201,7 @@ class CoverageReward:
             or not coverage.is_floating_point()
             or not bool(torch.isfinite(coverage).all())
         ):
-            raise ValueError(
+            raise UserError(
                 f"coverage must be a finite float [n, V, V] tensor, got {coverage.dtype} "
                 f"{list(coverage.shape)}"
             )
@@ -213,7 +214,7 @@ class CoverageReward:
         """Refuse grids ``[n, N, M, ...]`` that the matrices do not describe."""
         n, N, M = shape[:3]
         if tuple(self.coverage.shape) != (n, N * M, N * M):
-            raise ValueError(
+            raise UserError(
                 f"coverage must be [{n}, {N * M}, {N * M}] for these grids, got "
                 f"{list(self.coverage.shape)}"
             )

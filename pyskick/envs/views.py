@@ -13,17 +13,19 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor
 
+from pyskick.errors import UserError
+
 
 def parse_channel_mean(channel_mean: Sequence[float] | Tensor) -> Tensor:
     """Validate a per-channel mean on the 0–255 scale as a ``[C]`` float32 CPU tensor."""
     mean = torch.as_tensor(channel_mean, dtype=torch.float32).detach().cpu()
     if mean.dim() != 1 or mean.numel() == 0:
-        raise ValueError(
+        raise UserError(
             f"channel_mean must be a non-empty sequence, one value per channel, "
             f"got shape {list(mean.shape)}"
         )
     if not bool(((mean >= 0) & (mean <= 255)).all()):
-        raise ValueError(f"channel_mean must lie in [0, 255], got {mean.tolist()}")
+        raise UserError(f"channel_mean must lie in [0, 255], got {mean.tolist()}")
     return mean
 
 
@@ -32,7 +34,7 @@ def channel_mean_for(mean: Tensor | None, channels: int, device: torch.device | 
     if mean is None:
         return torch.zeros(channels, dtype=torch.float32, device=device)
     if mean.numel() != channels:
-        raise ValueError(
+        raise UserError(
             f"the grids have {channels} channels but channel_mean has {mean.numel()} values"
         )
     return mean.to(device)
@@ -72,7 +74,7 @@ def check_mean_given(model_subtracts: bool, mean_subtracted: bool) -> None:
         ValueError: the model subtracts a mean and none is given (one line: what to pass).
     """
     if model_subtracts and not mean_subtracted:
-        raise ValueError(
+        raise UserError(
             "the reward model was trained with mean subtraction but no channel mean is "
             "subtracted from the views: pass the channel_mean of its training data (e.g. the "
             "dataset's spec.channel_mean)"

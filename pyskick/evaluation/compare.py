@@ -35,6 +35,7 @@ from typing import Any, Literal
 import torch
 from torch import Tensor
 
+from pyskick.errors import UserError, UserTypeError
 from pyskick.evaluation.power import seeds_for_power
 from pyskick.evaluation.tdist import t_quantile, t_two_sided_p
 
@@ -75,9 +76,9 @@ class PairedStat:
 def _check_differences(values: Tensor | Sequence[float], what: str) -> Tensor:
     tensor = torch.as_tensor(values, dtype=torch.float64).flatten().cpu()
     if tensor.numel() == 0:
-        raise ValueError(f"no {what} to compare")
+        raise UserError(f"no {what} to compare")
     if not bool(torch.isfinite(tensor).all()):
-        raise ValueError(f"{what} contain NaN or infinite values")
+        raise UserError(f"{what} contain NaN or infinite values")
     return tensor
 
 
@@ -112,9 +113,9 @@ def sign_flip_p(
     """
     d = _check_differences(differences, "differences")
     if isinstance(n_permutations, bool) or not isinstance(n_permutations, int):
-        raise TypeError(f"n_permutations must be an int, got {n_permutations!r}")
+        raise UserTypeError(f"n_permutations must be an int, got {n_permutations!r}")
     if n_permutations < 1:
-        raise ValueError(f"n_permutations must be positive, got {n_permutations}")
+        raise UserError(f"n_permutations must be positive, got {n_permutations}")
     n = d.numel()
     observed = abs(float(d.sum()))
     # Sums under sign flips equal to the observed one up to rounding count as "as extreme".
@@ -156,7 +157,7 @@ def paired_samples(
     a = _check_differences(reference, "reference errors")
     b = _check_differences(candidate, "candidate errors")
     if a.shape != b.shape:
-        raise ValueError(
+        raise UserError(
             f"paired errors need the same samples: {a.numel()} reference and {b.numel()} "
             "candidate values"
         )
@@ -316,13 +317,13 @@ def compare_errors(
     a = a[None] if a.dim() == 1 else a
     b = b[None] if b.dim() == 1 else b
     if a.dim() != 2 or b.dim() != 2:
-        raise ValueError("errors must be [n] or [seeds, n]")
+        raise UserError("errors must be [n] or [seeds, n]")
     if a.shape[1] != b.shape[1]:
-        raise ValueError(
+        raise UserError(
             f"paired errors need the same test samples: {a.shape[1]} and {b.shape[1]} samples"
         )
     if a.shape[0] != b.shape[0] and 1 not in (a.shape[0], b.shape[0]):
-        raise ValueError(
+        raise UserError(
             f"seeds do not pair: {a.shape[0]} and {b.shape[0]} runs (use the same seeds)"
         )
     K = max(a.shape[0], b.shape[0])
@@ -334,7 +335,7 @@ def compare_errors(
     a, b = a.expand(K, -1), b.expand(K, -1)
     for name, x in (("reference", a), ("candidate", b)):
         if x.numel() == 0 or not bool(torch.isfinite(x).all()):
-            raise ValueError(f"{name} errors are empty or not finite")
+            raise UserError(f"{name} errors are empty or not finite")
     seed_diffs = ((a - b).mean(1) * 1000.0).tolist()
     within = paired_samples(a.mean(0), b.mean(0), n_permutations=n_permutations, seed=seed)
     n = a.shape[1]

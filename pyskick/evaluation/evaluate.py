@@ -37,6 +37,7 @@ from pyskick.actors import Actor, make_actor
 from pyskick.actors.base import forced_demonstrations
 from pyskick.distributed import resolve_device
 from pyskick.envs.rollout import collect_rollout, make_env
+from pyskick.errors import UserError, UserTypeError
 from pyskick.evaluation.stats import ErrorSummary, improvement_pct, summarize
 from pyskick.metrics import DEFAULT_METRIC, Metric, get_metric
 from pyskick.models import CompletionPolicy, ModelConfig
@@ -152,7 +153,7 @@ def resolve_eval_batch_size(
     if batch_size == "auto":
         return auto_eval_batch_size(config, device)
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-        raise ValueError(f"batch_size must be a positive int or 'auto', got {batch_size!r}")
+        raise UserError(f"batch_size must be a positive int or 'auto', got {batch_size!r}")
     return batch_size
 
 
@@ -209,9 +210,11 @@ def evaluate_policy(
         ValueError, TypeError: bad grids, metric, actor or sizes.
     """
     if isinstance(T, bool) or not isinstance(T, int) or T < 1:
-        raise ValueError(f"T must be a positive int, got {T!r}")
+        raise UserError(f"T must be a positive int, got {T!r}")
     if not isinstance(actor, Actor | str):
-        raise TypeError(f"actor must be an Actor or a registered name, got {type(actor).__name__}")
+        raise UserTypeError(
+            f"actor must be an Actor or a registered name, got {type(actor).__name__}"
+        )
     metric = get_metric(metric)
     cfg = policy.config
     cfg.check_grids(grids, empty_ok=False)
@@ -223,7 +226,7 @@ def evaluate_policy(
     if sample_indices is None:
         sample_indices = torch.arange(grids.shape[0])
     elif tuple(sample_indices.shape) != (grids.shape[0],) or sample_indices.dtype != torch.int64:
-        raise ValueError(
+        raise UserError(
             f"sample_indices must be int64 of shape [{grids.shape[0]}] (one per viewgrid), got "
             f"{sample_indices.dtype} {list(sample_indices.shape)}"
         )
@@ -339,11 +342,13 @@ def evaluate(
         TypeError: an actor or a baseline of another type.
     """
     if actor is not None and not isinstance(actor, Actor | str):
-        raise TypeError(f"actor must be an Actor or a registered name, got {type(actor).__name__}")
+        raise UserTypeError(
+            f"actor must be an Actor or a registered name, got {type(actor).__name__}"
+        )
     if baseline is not None and (
         isinstance(baseline, bool) or not isinstance(baseline, EvalResult | int | float)
     ):
-        raise TypeError(
+        raise UserTypeError(
             "baseline must be the one-view model's EvalResult (or its mean error, a number), "
             f"got {type(baseline).__name__} {baseline!r:.60}: evaluate the one-view run first "
             "and pass its result"

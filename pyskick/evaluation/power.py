@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+from pyskick.errors import UserError
 from pyskick.evaluation.tdist import t_quantile
 
 DEFAULT_POWER = 0.9
@@ -41,11 +42,11 @@ def paired_t_power(effect: float, sd: float, seeds: int, alpha: float = DEFAULT_
         ValueError: ``seeds < 2``, ``sd <= 0``, ``alpha`` outside (0, 1) or a non-finite value.
     """
     if seeds < 2:
-        raise ValueError(f"a paired t test needs at least 2 seeds, got {seeds}")
+        raise UserError(f"a paired t test needs at least 2 seeds, got {seeds}")
     if not (math.isfinite(effect) and math.isfinite(sd) and sd > 0):
-        raise ValueError(f"need a finite effect and a positive sd, got {effect}, {sd}")
+        raise UserError(f"need a finite effect and a positive sd, got {effect}, {sd}")
     if not 0.0 < alpha < 1.0:
-        raise ValueError(f"alpha must be in (0, 1), got {alpha}")
+        raise UserError(f"alpha must be in (0, 1), got {alpha}")
     df = seeds - 1
     critical = t_quantile(1.0 - alpha / 2.0, df)
     shift = abs(effect) * math.sqrt(seeds) / sd
@@ -80,9 +81,9 @@ def seeds_for_power(
     more than ``max_seeds`` would be needed. ``sd == 0`` needs 2.
     """
     if not 0.0 < power < 1.0:
-        raise ValueError(f"power must be in (0, 1), got {power}")
+        raise UserError(f"power must be in (0, 1), got {power}")
     if not math.isfinite(effect) or not math.isfinite(sd) or sd < 0:
-        raise ValueError(f"need a finite effect and sd >= 0, got {effect}, {sd}")
+        raise UserError(f"need a finite effect and sd >= 0, got {effect}, {sd}")
     if effect == 0.0:
         return None
     if sd == 0.0:
@@ -138,16 +139,16 @@ def joint_power(
     import torch
 
     if not pilot or len({len(part) for part in pilot}) != 1 or len(pilot[0]) < 2:
-        raise ValueError("a power plan needs every part's gaps on the same >= 2 pilot seeds")
+        raise UserError("a power plan needs every part's gaps on the same >= 2 pilot seeds")
     if seeds < 2:
-        raise ValueError(f"a paired t test needs at least 2 seeds, got {seeds}")
+        raise UserError(f"a paired t test needs at least 2 seeds, got {seeds}")
     if not 0.0 < alpha < 1.0:
-        raise ValueError(f"alpha must be in (0, 1), got {alpha}")
+        raise UserError(f"alpha must be in (0, 1), got {alpha}")
     if simulations < 1:
-        raise ValueError(f"need at least one simulation, got {simulations}")
+        raise UserError(f"need at least one simulation, got {simulations}")
     gaps = torch.tensor(pilot, dtype=torch.float64).T  # [pilot seeds, parts]
     if not bool(torch.isfinite(gaps).all()):
-        raise ValueError("a pilot gap is not finite")
+        raise UserError("a pilot gap is not finite")
     mean = gaps.mean(0)
     cov = torch.atleast_2d(torch.cov(gaps.T))
     # A square root of the covariance that exists when it is singular (a part without spread,
@@ -176,9 +177,9 @@ def seeds_for_joint_power(
     """The fewest seeds (at least 2) whose :func:`joint_power` reaches ``power``; None when
     ``max_seeds`` do not (no gap in the claimed direction, or too small a one)."""
     if not 0.0 < power < 1.0:
-        raise ValueError(f"power must be in (0, 1), got {power}")
+        raise UserError(f"power must be in (0, 1), got {power}")
     if max_seeds < 2:
-        raise ValueError(f"max_seeds must be at least 2, got {max_seeds}")
+        raise UserError(f"max_seeds must be at least 2, got {max_seeds}")
 
     def enough(n: int) -> bool:
         return joint_power(pilot, n, alpha=alpha) >= power

@@ -228,9 +228,10 @@ def paper_claims(table: Mapping[str, Any]) -> list[Claim]:
     the intervals are across test samples only, and the evidence says so.
     """
     rows = {row["method"]: row for row in table["rows"]}
+    split = table.get("settings", {}).get("eval_split", "test")
     claims = []
     if LTLA in rows and _is_reference(rows, RANDOM):
-        parts = [_gap_part(rows["ltla"], RANDOM, metric) for metric in METRICS]
+        parts = [_gap_part(rows["ltla"], RANDOM, metric, split) for metric in METRICS]
         ratio = rows["ltla"]["policy_gain_ratio"][GAIN_RATIO_METRIC]
         note = (
             f"ltla's policy gain ratio on {GAIN_RATIO_METRIC} is {_ratio_text(ratio)} "
@@ -241,7 +242,7 @@ def paper_claims(table: Mapping[str, Any]) -> list[Claim]:
     if _is_reference(rows, LTLA):
         # Each sidekick on its own: one sidekick's open claim must not hide the other's result.
         for name in sidekicks:
-            parts = [_gap_part(rows[name], "ltla", metric) for metric in METRICS]
+            parts = [_gap_part(rows[name], "ltla", metric, split) for metric in METRICS]
             claims.append(_claim(f"{name} beats ltla", parts))
         for name in sidekicks:
             part = _speed_part(rows[name], rows["ltla"])
@@ -277,11 +278,11 @@ def _ratio_text(ratio: float | None) -> str:
     return "undefined (rnd-actions did not beat one-view)" if ratio is None else f"{ratio:.2f}"
 
 
-def _gap_part(row: Mapping[str, Any], reference: str, metric: str) -> tuple[str, str]:
+def _gap_part(row: Mapping[str, Any], reference: str, metric: str, split: str) -> tuple[str, str]:
     entry = row["paired"][reference][metric]
     lo, hi = entry["ci95_x1000"]
     verdict = verdict_of(lo, hi)
-    where = "across seeds" if entry["kind"] == "seeds" else "across test samples, one seed"
+    where = "across seeds" if entry["kind"] == "seeds" else f"across {split} samples, one seed"
     interval = "" if lo is None else f", 95% CI [{lo:+.2f}, {hi:+.2f}]"
     needed = needs_text(seeds_needed(entry)) if verdict == NOT_RESOLVED else ""
     return verdict, (

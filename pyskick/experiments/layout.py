@@ -5,8 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from pyskick.experiments.selection import ONE_VIEW
+from pyskick.run_dir import REPRODUCE_RECORD
 
-SETTINGS_FILE = "reproduce.json"
+SETTINGS_FILE = REPRODUCE_RECORD
 """The recorded settings a rerun must agree with."""
 TIMINGS_FILE = "timings.jsonl"
 """Wall seconds of every stage run, one JSON record per line."""

@@ -23,6 +23,7 @@ from typing import Any
 from pyskick._io import check_writable_folder, read_json_object
 from pyskick.errors import UserError
 from pyskick.experiments.claims import row_role
+from pyskick.experiments.layout import SETTINGS_FILE
 from pyskick.experiments.power_plan import (
     PowerPlan,
     folder_plan,
@@ -34,7 +35,6 @@ from pyskick.experiments.power_plan import (
 from pyskick.experiments.selection import ONE_VIEW
 from pyskick.experiments.table import build_table, write_table
 
-SETTINGS_FILE = "reproduce.json"
 TABLE_FILE = "table.json"
 # Recorded settings that may differ between pooled folders: where the dataset file lives (its
 # content is compared) and the options a sidekick resolved (compared through the others).

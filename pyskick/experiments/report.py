@@ -31,6 +31,7 @@ from pyskick.experiments.table import (
     STDERR_NOTE,
     learning_lines,
     metric_cells,
+    on_split,
     paired_lines,
     ratio_cell,
     seed_runs,
@@ -183,6 +184,8 @@ def _cached_figures(
         payload: dict[str, Any] = {"files": [p.name for p in paths]}
         result: list[Path] | str = paths
     except ValueError as exc:
+        if isinstance(exc, TypeError):  # a UserTypeError: a wrong type passed on is a bug
+            raise
         payload = {"files": [], "reason": str(exc)}
         result = str(exc)
     write_json(record, {"checkpoint_sha256": digest, **payload})
@@ -199,6 +202,7 @@ def _html(
 ) -> str:
     esc = html.escape
     settings = table["settings"]
+    split = settings.get("eval_split", "test")
     parts = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8"><title>pyskick reproduce: Table 1</title>',
@@ -209,8 +213,8 @@ def _html(
         ".fail{color:#a00}.open{color:#850}</style></head><body>",
         "<h1>Table 1 reproduction</h1>",
         *_settings_html(settings),
-        f"<h2>Reconstruction error ×1000 on the {esc(settings.get('eval_split', 'test'))} split "
-        f"(lower is better)</h2><p>{esc(STDERR_NOTE)} Gain "
+        f"<h2>Reconstruction error ×1000 on the {esc(split)} split "
+        f"(lower is better)</h2><p>{esc(on_split(STDERR_NOTE, split))} Gain "
         f"ratio: % better than one-view ÷ rnd-actions' ({esc(PAPER_GAIN_RATIOS)}).</p>",
         "<table><tr>" + "".join(f"<th>{esc(cell)}</th>" for cell in table_header()) + "</tr>",
     ]
@@ -221,7 +225,7 @@ def _html(
         cells.append(ratio_cell(row.get("policy_gain_ratio")))
         parts.append("<tr>" + "".join(f"<td>{esc(c)}</td>" for c in cells) + "</tr>")
     parts.append("</table>")
-    parts += _html_table("Paired gaps", PAIRED_NOTE, paired_lines(table))
+    parts += _html_table("Paired gaps", on_split(PAIRED_NOTE, split), paired_lines(table))
     if table.get("claims"):
         plan = table.get("plan") or {}
         planned = (
@@ -252,7 +256,7 @@ def _html(
         "is above zero, is <b>contradicted</b> when it is below, and is <b>not resolved</b> "
         "when it contains zero (with the seeds the observed spread would need for 90% power). "
         "With several seeds the interval is across seeds (training noise included); with one "
-        "seed it is across test samples only.</p><ul>"
+        f"seed it is across {esc(split)} samples only.</p><ul>"
     )
     for check in checks:
         cls = ' class="fail"' if check.verdict == CONTRADICTED else ""

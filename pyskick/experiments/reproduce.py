@@ -469,15 +469,36 @@ def _step(label: str, worked: bool) -> str:
     return label if worked else f"{label} (done before)"
 
 
+def check_reproduce_out(out_dir: Path) -> None:
+    """Refuse an ``out_dir`` that is not a folder, or that holds a training run or an export
+    without being a reproduce folder (their files would mix).
+
+    Raises:
+        ValueError: one line naming the folder and what it holds.
+    """
+    from pyskick.checkpoint import is_export
+    from pyskick.run_dir import RunDir
+
+    if out_dir.exists() and not out_dir.is_dir():
+        raise UserError(f"--out {out_dir} exists and is not a folder")
+    if (out_dir / SETTINGS_FILE).is_file():
+        return
+    if is_export(out_dir) or RunDir(out_dir).holds_run():  # an export records a config too
+        kind = "an export" if is_export(out_dir) else "a training run"
+        raise UserError(
+            f"--out {out_dir} holds {kind}, not a reproduce folder; choose another --out"
+        )
+
+
 def check_settings(out_dir: Path, settings: dict[str, Any]) -> None:
     """Refuse settings that would mix inconsistent results into ``out_dir``.
 
     Raises:
-        ValueError: ``out_dir`` is not a folder, its ``reproduce.json`` is unreadable, or a
-            recorded setting differs (fewer epochs than recorded included).
+        ValueError: ``out_dir`` is not a folder, holds a training run or an export, its
+            ``reproduce.json`` is unreadable, or a recorded setting differs (fewer epochs than
+            recorded included).
     """
-    if out_dir.exists() and not out_dir.is_dir():
-        raise UserError(f"--out {out_dir} exists and is not a folder")
+    check_reproduce_out(out_dir)
     record = out_dir / SETTINGS_FILE
     if not record.is_file():
         return

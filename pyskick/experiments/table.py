@@ -66,6 +66,11 @@ PAIRED_NOTE = (
 )
 
 
+def on_split(note: str, split: str) -> str:
+    """``note`` for a table evaluated on ``split`` (``"test"`` or ``"val"``): its samples."""
+    return note.replace("test samples", f"{split} samples")
+
+
 LEARNING_NOTE = (
     "Learning speed from the validation curves: the mean validation error over the epochs "
     "(area under the curve ÷ epochs; lower = faster convergence), its paired gap to ltla across "
@@ -208,8 +213,8 @@ def build_table(
         row["learning"] = learning.get(row["method"])
     table: dict[str, Any] = {
         "unit": "final-step reconstruction MSE x1000 (lower is better)",
-        "stderr": STDERR_NOTE,
-        "paired_note": PAIRED_NOTE,
+        "stderr": on_split(STDERR_NOTE, settings.get("eval_split", "test")),
+        "paired_note": on_split(PAIRED_NOTE, settings.get("eval_split", "test")),
         "settings": dict(settings),
         # "." is out_dir itself, so that a folder's table moves with it.
         "seed_runs": [["." if folder == out_dir else str(folder), k] for folder, k in runs],
@@ -315,12 +320,13 @@ def format_table(table: Mapping[str, Any]) -> str:
     n_test = table["settings"]["n_test"]
     split = table["settings"].get("eval_split", "test")
     text = (
-        "\n".join(lines) + f"\n\n{n_test} {split} viewgrids. {STDERR_NOTE} Gain ratio: % "
+        "\n".join(lines) + f"\n\n{n_test} {split} viewgrids. {on_split(STDERR_NOTE, split)} "
+        "Gain ratio: % "
         f"better than one-view ÷ rnd-actions' ({PAPER_GAIN_RATIOS})."
     )
     paired = paired_lines(table)
     if paired:
-        text += "\n\n" + "\n".join(paired) + f"\n\n{PAIRED_NOTE}"
+        text += "\n\n" + "\n".join(paired) + f"\n\n{on_split(PAIRED_NOTE, split)}"
     learning = learning_lines(table)
     if learning:
         text += "\n\n" + "\n".join(learning) + f"\n\n{LEARNING_NOTE}"

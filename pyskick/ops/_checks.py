@@ -11,6 +11,8 @@ from collections.abc import Sequence
 
 import torch
 
+from pyskick.errors import UserError, UserTypeError
+
 # Every element count and byte offset must stay far from int64 overflow in the kernels.
 MAX_NUMEL = 2**62
 
@@ -36,14 +38,14 @@ def check_tensor(
         ``detach`` is False (an input the op differentiates).
     """
     if not isinstance(t, torch.Tensor):
-        raise TypeError(f"{op}: {name} must be a torch.Tensor, got {type(t).__name__}")
+        raise UserTypeError(f"{op}: {name} must be a torch.Tensor, got {type(t).__name__}")
     if t.dtype not in dtypes:
         allowed = " or ".join(str(d) for d in dtypes)
-        raise TypeError(f"{op}: {name} must have dtype {allowed}, got {describe(t)}")
+        raise UserTypeError(f"{op}: {name} must have dtype {allowed}, got {describe(t)}")
     if ndim is not None and t.dim() != ndim:
-        raise ValueError(f"{op}: {name} must have {ndim} dimensions, got {describe(t)}")
+        raise UserError(f"{op}: {name} must have {ndim} dimensions, got {describe(t)}")
     if t.numel() > MAX_NUMEL:
-        raise ValueError(f"{op}: {name} has too many elements ({t.numel()})")
+        raise UserError(f"{op}: {name} has too many elements ({t.numel()})")
     # Inputs the op does not differentiate are read as plain data.
     return (t.detach() if detach else t).contiguous()
 
@@ -51,9 +53,9 @@ def check_tensor(
 def check_int(name: str, value: object, *, op: str, minimum: int = 0) -> int:
     """Check that ``value`` is an integer (not a bool) of at least ``minimum``."""
     if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{op}: {name} must be an int, got {type(value).__name__} {value!r}")
+        raise UserTypeError(f"{op}: {name} must be an int, got {type(value).__name__} {value!r}")
     if value < minimum:
-        raise ValueError(f"{op}: {name} must be >= {minimum}, got {value}")
+        raise UserError(f"{op}: {name} must be >= {minimum}, got {value}")
     return value
 
 
@@ -61,7 +63,7 @@ def check_bool(name: str, value: object, *, op: str) -> bool:
     """Check that a flag is a bool: a string such as ``"no"`` is truthy, and a backend that
     converts it and one that does not would disagree."""
     if not isinstance(value, bool):
-        raise TypeError(f"{op}: {name} must be a bool, got {type(value).__name__} {value!r}")
+        raise UserTypeError(f"{op}: {name} must be a bool, got {type(value).__name__} {value!r}")
     return value
 
 
@@ -71,7 +73,7 @@ def check_same_device(op: str, **tensors: torch.Tensor) -> torch.device:
     first = next(iter(devices.values()))
     if any(d != first for d in devices.values()):
         listing = ", ".join(f"{n} on {d}" for n, d in devices.items())
-        raise ValueError(f"{op}: all tensors must be on one device, got {listing}")
+        raise UserError(f"{op}: all tensors must be on one device, got {listing}")
     return first
 
 
@@ -100,13 +102,13 @@ def check_not_differentiated(op: str, **tensors: torch.Tensor) -> None:
 def check_finite(name: str, t: torch.Tensor, *, op: str) -> None:
     """Reject NaN and infinite values (they would make the greedy choices meaningless)."""
     if t.numel() and not bool(torch.isfinite(t).all()):
-        raise ValueError(f"{op}: {name} contains NaN or infinite values")
+        raise UserError(f"{op}: {name} contains NaN or infinite values")
 
 
 def check_unit_range(name: str, t: torch.Tensor, *, op: str) -> None:
     """Reject values outside [0, 1] (NaN included)."""
     if t.numel() and not bool(((t >= 0) & (t <= 1)).all()):
-        raise ValueError(
+        raise UserError(
             f"{op}: {name} must lie in [0, 1] (as coverage_matrix returns), got "
             f"values in [{float(t.min())}, {float(t.max())}] or NaN"
         )
@@ -118,4 +120,4 @@ def check_index_range(name: str, t: torch.Tensor, upper: int, *, op: str) -> Non
         return
     lo, hi = int(t.min()), int(t.max())
     if lo < 0 or hi >= upper:
-        raise ValueError(f"{op}: {name} must lie in [0, {upper}), got values in [{lo}, {hi}]")
+        raise UserError(f"{op}: {name} must lie in [0, {upper}), got values in [{lo}, {hi}]")

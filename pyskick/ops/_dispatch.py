@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 import torch
 
+from pyskick.errors import UserError
 from pyskick.ops._native import has_cuda, native_module
 
 Backend = Literal["auto", "native", "reference"]
@@ -29,7 +30,7 @@ def use_native(op: str, backend: str, device: torch.device) -> bool:
         RuntimeError: ``backend="native"`` but no native kernel was built for ``device``.
     """
     if backend not in BACKENDS:
-        raise ValueError(f"{op}: backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
+        raise UserError(f"{op}: backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
     if backend == "reference":
         return False
     if device.type == "cpu":

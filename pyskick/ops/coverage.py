@@ -5,6 +5,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from pyskick.errors import UserError
 from pyskick.ops import _reference
 from pyskick.ops._checks import (
     MAX_NUMEL,
@@ -41,17 +42,17 @@ def coverage_matrix(recon: Tensor, grid: Tensor, *, backend: Backend = "auto") -
     grid = check_tensor("grid", grid, op=OP, dtypes=(torch.float32,), ndim=6)
     B, V, N, M = recon.shape[:4]
     if V != N * M:
-        raise ValueError(
+        raise UserError(
             f"{OP}: recon must be [B, V, N, M, C, H, W] with V = N*M = {N * M} start views, "
             f"got V={V} (shape {tuple(recon.shape)})"
         )
     if grid.shape != recon.shape[:1] + recon.shape[2:]:
-        raise ValueError(
+        raise UserError(
             f"{OP}: grid must have shape {(B, *recon.shape[2:])} to match recon, "
             f"got {tuple(grid.shape)}"
         )
     if B * V * V > MAX_NUMEL:
-        raise ValueError(f"{OP}: output of {B}x{V}x{V} elements is too large")
+        raise UserError(f"{OP}: output of {B}x{V}x{V} elements is too large")
     device = check_same_device(OP, recon=recon, grid=grid)
     use_native(OP, backend, device)  # an unknown or unavailable backend fails here, by name
     return torch.ops.pyskick.coverage_matrix(recon, grid, backend)

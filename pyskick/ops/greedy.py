@@ -5,6 +5,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from pyskick.errors import UserError, UserTypeError
 from pyskick.ops import _reference
 from pyskick.ops._checks import (
     check_bool,
@@ -67,22 +68,22 @@ def greedy_coverage(
     N = check_int("n_elevations", n_elevations, op=OP, minimum=1)
     M = check_int("n_azimuths", n_azimuths, op=OP, minimum=1)
     if not (isinstance(action_grid, tuple | list) and len(action_grid) == 2):
-        raise TypeError(f"{OP}: action_grid must be a pair (dN, dM), got {action_grid!r}")
+        raise UserTypeError(f"{OP}: action_grid must be a pair (dN, dM), got {action_grid!r}")
     wrap_azimuth = check_bool("wrap_azimuth", wrap_azimuth, op=OP)
     wrap_elevation = check_bool("wrap_elevation", wrap_elevation, op=OP)
     check_values = check_bool("check_values", check_values, op=OP)
     dN = check_int("action_grid[0]", action_grid[0], op=OP, minimum=1)
     dM = check_int("action_grid[1]", action_grid[1], op=OP, minimum=1)
     if dN % 2 == 0 or dM % 2 == 0:
-        raise ValueError(f"{OP}: action_grid must be odd in both axes, got {tuple(action_grid)}")
+        raise UserError(f"{OP}: action_grid must be odd in both axes, got {tuple(action_grid)}")
     B, V = coverage.shape[:2]
     if coverage.shape != (B, N * M, N * M):
-        raise ValueError(
+        raise UserError(
             f"{OP}: coverage must have shape [B, {N * M}, {N * M}] for a {N}x{M} grid, "
             f"got {tuple(coverage.shape)}"
         )
     if starts.shape[0] != B:
-        raise ValueError(f"{OP}: starts must have shape [{B}, S], got {tuple(starts.shape)}")
+        raise UserError(f"{OP}: starts must have shape [{B}, S], got {tuple(starts.shape)}")
     device = check_same_device(OP, coverage=coverage, starts=starts)
     # Resolve the backend before reading values: a device without kernels (e.g. "meta") must
     # get the backend error, not a failure to read its data.

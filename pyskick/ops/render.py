@@ -7,6 +7,7 @@ import math
 import torch
 from torch import Tensor
 
+from pyskick.errors import UserError, UserTypeError
 from pyskick.ops import _reference
 from pyskick.ops._checks import check_finite, check_int, check_tensor
 from pyskick.ops._dispatch import Backend, launch, use_native
@@ -23,12 +24,12 @@ MAX_RENDER_SIZE = 4096
 def _check_float(name: str, value: object, lo: float, hi: float, *, open_lo: bool = False) -> float:
     """Check a finite real number in ``[lo, hi]`` (``(lo, hi)`` when ``open_lo``)."""
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise TypeError(f"{OP}: {name} must be a number, got {type(value).__name__} {value!r}")
+        raise UserTypeError(f"{OP}: {name} must be a number, got {type(value).__name__} {value!r}")
     x = float(value)
     below = x <= lo if open_lo else x < lo
     if not math.isfinite(x) or below or x > hi:
         bounds = f"({lo}, {hi}]" if open_lo else f"[{lo}, {hi}]"
-        raise ValueError(f"{OP}: {name} must be finite and in {bounds}, got {value!r}")
+        raise UserError(f"{OP}: {name} must be finite and in {bounds}, got {value!r}")
     return x
 
 
@@ -111,22 +112,22 @@ def render_mesh_views(
         lights = DEFAULT_LIGHTS
     lights = check_tensor("lights", lights, op=OP, dtypes=(torch.float32,), ndim=2)
     if vertices.shape[1] != 3:
-        raise ValueError(f"{OP}: vertices must have shape [P, 3], got {tuple(vertices.shape)}")
+        raise UserError(f"{OP}: vertices must have shape [P, 3], got {tuple(vertices.shape)}")
     if faces.shape[1] != 3:
-        raise ValueError(f"{OP}: faces must have shape [F, 3], got {tuple(faces.shape)}")
+        raise UserError(f"{OP}: faces must have shape [F, 3], got {tuple(faces.shape)}")
     if lights.shape[1] != 4:
-        raise ValueError(
+        raise UserError(
             f"{OP}: lights must have shape [L, 4] (dx, dy, dz, intensity), got "
             f"{tuple(lights.shape)}"
         )
     image_size = check_int("image_size", image_size, op=OP, minimum=1)
     supersample = check_int("supersample", supersample, op=OP, minimum=1)
     if image_size > MAX_IMAGE_SIZE:
-        raise ValueError(f"{OP}: image_size must be <= {MAX_IMAGE_SIZE}, got {image_size}")
+        raise UserError(f"{OP}: image_size must be <= {MAX_IMAGE_SIZE}, got {image_size}")
     if supersample > MAX_SUPERSAMPLE:
-        raise ValueError(f"{OP}: supersample must be <= {MAX_SUPERSAMPLE}, got {supersample}")
+        raise UserError(f"{OP}: supersample must be <= {MAX_SUPERSAMPLE}, got {supersample}")
     if image_size * supersample > MAX_RENDER_SIZE:
-        raise ValueError(
+        raise UserError(
             f"{OP}: image_size * supersample must be <= {MAX_RENDER_SIZE}, got "
             f"{image_size} * {supersample}"
         )
@@ -154,14 +155,14 @@ def render_mesh_views(
     if faces.numel():
         lo, hi = int(faces.min()), int(faces.max())
         if lo < 0 or hi >= P:
-            raise ValueError(
+            raise UserError(
                 f"{OP}: faces must index vertices in [0, {P}), got indices in [{lo}, {hi}]"
             )
     if lights.numel():
         if bool((lights[:, :3].square().sum(1) == 0).any()):
-            raise ValueError(f"{OP}: every light needs a non-zero direction (dx, dy, dz)")
+            raise UserError(f"{OP}: every light needs a non-zero direction (dx, dy, dz)")
         if bool((lights[:, 3] < 0).any()):
-            raise ValueError(f"{OP}: light intensities must be >= 0")
+            raise UserError(f"{OP}: light intensities must be >= 0")
 
     N, M = elevations_deg.shape[0], azimuths_deg.shape[0]
     if not use_native(OP, backend, torch.device("cpu")):

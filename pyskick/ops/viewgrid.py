@@ -7,6 +7,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from pyskick.errors import UserError
 from pyskick.ops import _reference
 from pyskick.ops._checks import check_bool, check_same_device, check_tensor
 from pyskick.ops._dispatch import Backend, launch, use_native
@@ -49,7 +50,7 @@ def rotate_viewgrid(
     )
     B = grid.shape[0]
     if azimuth_shift.shape[0] != B:
-        raise ValueError(
+        raise UserError(
             f"{OP}: azimuth_shift must have shape [{B}] to match grid, "
             f"got {tuple(azimuth_shift.shape)}"
         )
@@ -59,7 +60,7 @@ def rotate_viewgrid(
             "elevation_shift", elevation_shift, op=OP, dtypes=(torch.int64,), ndim=1
         )
         if elevation_shift.shape[0] != B:
-            raise ValueError(
+            raise UserError(
                 f"{OP}: elevation_shift must have shape [{B}] to match grid, "
                 f"got {tuple(elevation_shift.shape)}"
             )

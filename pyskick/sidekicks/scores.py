@@ -418,12 +418,19 @@ def load_scores_file(
 
     Raises:
         FileNotFoundError: no such file.
-        ValueError: the sidekick has no scores, the file lacks ``split``, or its scores were
-            computed for other viewgrids, model or options.
+        ValueError: the sidekick has no scores, the file lacks ``split``, holds another
+            sidekick's scores, or its scores were computed for other viewgrids, model or
+            options.
     """
     key = score_key(sidekick, grids, T)
     meta = read_score_meta(path)
     stored = meta["splits"].get(split)
+    other = meta["key"] != options_key(sidekick, T) and meta["sidekick"] != sidekick.name
+    if stored is not None and stored != key and other:
+        raise UserError(
+            f"{path} holds scores of sidekick {meta['sidekick']!r}, not {sidekick.name!r}; "
+            f"score with it (pyskick score --sidekick {sidekick.name}) or leave --scores out"
+        )
     if stored is not None and stored != key:
         raise UserError(
             f"stale scores in {path} (split {split!r}): {_stale_reason(meta, sidekick, T)}; "

@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING
 import torch
 from torch import Tensor
 
+from pyskick.errors import UserError, UserTypeError
+
 if TYPE_CHECKING:
     from pyskick.data.hdf5_read import ViewgridFile
     from pyskick.data.spec import GridSpec
@@ -44,24 +46,26 @@ class TrainData:
         for name in ("train", "val"):
             grids = getattr(self, name)
             if not isinstance(grids, Tensor):
-                raise TypeError(f"{name} grids must be a torch.Tensor, got {type(grids).__name__}")
+                raise UserTypeError(
+                    f"{name} grids must be a torch.Tensor, got {type(grids).__name__}"
+                )
             if grids.dtype != torch.uint8:
-                raise TypeError(f"{name} grids must be uint8, got {grids.dtype}")
+                raise UserTypeError(f"{name} grids must be uint8, got {grids.dtype}")
             if grids.dim() != 6 or grids.shape[0] == 0:
-                raise ValueError(
+                raise UserError(
                     f"{name} grids must be a non-empty [n, N, M, C, H, W] tensor, "
                     f"got shape {list(grids.shape)}"
                 )
             if grids.shape[4] != grids.shape[5]:
-                raise ValueError(f"{name} views must be square, got {list(grids.shape[4:])}")
+                raise UserError(f"{name} views must be square, got {list(grids.shape[4:])}")
         if self.train.shape[1:] != self.val.shape[1:]:
-            raise ValueError(
+            raise UserError(
                 f"train and val viewgrids differ in shape: {list(self.train.shape[1:])} vs "
                 f"{list(self.val.shape[1:])}"
             )
         mean = tuple(float(x) for x in self.channel_mean)
         if len(mean) != self.train.shape[3]:
-            raise ValueError(
+            raise UserError(
                 f"channel_mean has {len(mean)} values for {self.train.shape[3]} channels"
             )
         object.__setattr__(self, "channel_mean", mean)
@@ -74,9 +78,9 @@ class TrainData:
         from pyskick.data.spec import GridSpec
 
         if not isinstance(self.spec, GridSpec):
-            raise TypeError(f"spec must be a GridSpec or None, got {type(self.spec).__name__}")
+            raise UserTypeError(f"spec must be a GridSpec or None, got {type(self.spec).__name__}")
         if tuple(self.spec.view_shape) != tuple(self.train.shape[1:]):
-            raise ValueError(
+            raise UserError(
                 f"spec describes viewgrids {list(self.spec.view_shape)} but the grids are "
                 f"{list(self.train.shape[1:])}"
             )

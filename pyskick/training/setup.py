@@ -123,6 +123,8 @@ class TrainerSetup:
                 config = config.replace(reward_radius=sidekick.reward_radius)
         if is_main():
             self.run.check_free()
+        if not self.resume:
+            self.run.check_not_other_output()
         if not self.resume and self.run.latest.exists():
             raise UserError(
                 f"{self.run_dir} already holds a run; resume it or choose another folder"

@@ -40,7 +40,7 @@ from pyskick.checkpoint import save_checkpoint
 from pyskick.config import TrainConfig
 from pyskick.distributed import all_reduce_sum, is_main, settle_collectives
 from pyskick.envs.rollout import Rollout
-from pyskick.errors import UserError
+from pyskick.errors import UserError, UserTypeError
 from pyskick.evaluation.evaluate import evaluate_policy
 from pyskick.models.critics import ValueHead
 from pyskick.run_dir import RunDir
@@ -228,15 +228,15 @@ class Trainer(TrainerSetup):
         scores: str | os.PathLike[str] | None = None,
     ) -> None:
         if not isinstance(config, TrainConfig):
-            raise TypeError(f"config must be a TrainConfig, got {type(config).__name__}")
+            raise UserTypeError(f"config must be a TrainConfig, got {type(config).__name__}")
         if not isinstance(data, TrainData):
-            raise TypeError(f"data must be a TrainData, got {type(data).__name__}")
+            raise UserTypeError(f"data must be a TrainData, got {type(data).__name__}")
         if stage not in ("pretrain", "train"):
-            raise ValueError(f"stage must be 'pretrain' or 'train', got {stage!r}")
+            raise UserError(f"stage must be 'pretrain' or 'train', got {stage!r}")
         if actor is not None and not isinstance(actor, Actor):
-            raise TypeError(f"actor must be a pyskick.actors.Actor, got {type(actor).__name__}")
+            raise UserTypeError(f"actor must be a pyskick.actors.Actor, got {type(actor).__name__}")
         if sidekick is not None and not isinstance(sidekick, Sidekick):
-            raise TypeError(
+            raise UserTypeError(
                 f"sidekick must be a pyskick.sidekicks.Sidekick, got {type(sidekick).__name__}"
             )
         self.config = config

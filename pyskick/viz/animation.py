@@ -12,6 +12,7 @@ import numpy as np
 from torch import Tensor
 
 from pyskick._io import atomic_path
+from pyskick.errors import UserError, UserTypeError
 from pyskick.viz._mpl import pyplot
 from pyskick.viz.episodes import Episodes
 from pyskick.viz.layout import GridLayout, mosaic, to_uint8
@@ -42,15 +43,15 @@ def check_formats(formats: Sequence[str]) -> tuple[str, ...]:
         ImportError: ``mp4`` without ``imageio-ffmpeg`` (one line saying how to install it).
     """
     if isinstance(formats, str):
-        raise TypeError(
+        raise UserTypeError(
             f"animations must be a sequence of formats such as ('gif',), got {formats!r}"
         )
     formats = tuple(formats)
     for fmt in formats:
         if fmt not in FORMATS:
-            raise ValueError(f"animation format must be one of {', '.join(FORMATS)}, got {fmt!r}")
+            raise UserError(f"animation format must be one of {', '.join(FORMATS)}, got {fmt!r}")
     if len(set(formats)) != len(formats):
-        raise ValueError(f"animation formats repeat: {', '.join(formats)}")
+        raise UserError(f"animation formats repeat: {', '.join(formats)}")
     if "mp4" in formats:
         try:
             import imageio_ffmpeg  # noqa: F401
@@ -135,12 +136,12 @@ def write_animation(frames: Sequence[np.ndarray], out: Path, *, frame_ms: int = 
         ImportError: an MP4 without ``imageio-ffmpeg``.
     """
     if not frames:
-        raise ValueError("an animation needs at least one frame")
+        raise UserError("an animation needs at least one frame")
     if len({frame.shape for frame in frames}) != 1:
-        raise ValueError("animation frames differ in size")
+        raise UserError("animation frames differ in size")
     fmt = out.suffix.lower()[1:]
     if fmt not in FORMATS:
-        raise ValueError(f"animation path must end with .gif or .mp4, got {out}")
+        raise UserError(f"animation path must end with .gif or .mp4, got {out}")
     check_formats([fmt])
     writer = _write_gif if fmt == "gif" else _write_mp4
     return _atomic(out, lambda tmp: writer(frames, tmp, frame_ms))

@@ -12,6 +12,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from pyskick.errors import UserError, UserTypeError
 from pyskick.sidekicks.coverage import one_view_coverage
 from pyskick.sidekicks.reward import RewardSidekick
 from pyskick.viz._mpl import check_figure_path, pyplot, save_figure
@@ -27,24 +28,24 @@ ANNOTATE_MAX_VIEWS = 64
 
 def _check_grid(grid: object) -> Tensor:
     if not isinstance(grid, Tensor):
-        raise TypeError(f"grid must be a torch.Tensor, got {type(grid).__name__}")
+        raise UserTypeError(f"grid must be a torch.Tensor, got {type(grid).__name__}")
     if grid.dtype != torch.uint8:
-        raise TypeError(f"grid must be uint8 (raw 0-255 views), got {grid.dtype}")
+        raise UserTypeError(f"grid must be uint8 (raw 0-255 views), got {grid.dtype}")
     if grid.dim() != 5 or 0 in grid.shape or grid.shape[2] not in (1, 3):
-        raise ValueError(f"grid must have shape [N, M, C in (1, 3), H, W], got {list(grid.shape)}")
+        raise UserError(f"grid must have shape [N, M, C in (1, 3), H, W], got {list(grid.shape)}")
     return grid.detach().cpu()
 
 
 def _check_map(name: str, values: object, shape: tuple[int, ...]) -> np.ndarray:
     if not isinstance(values, Tensor) or not values.is_floating_point():
         got = values.dtype if isinstance(values, Tensor) else type(values).__name__
-        raise TypeError(f"{name} must be a floating-point tensor, got {got}")
+        raise UserTypeError(f"{name} must be a floating-point tensor, got {got}")
     if tuple(values.shape) != shape:
-        raise ValueError(
+        raise UserError(
             f"{name} must have shape {list(shape)} to match the grid, got {list(values.shape)}"
         )
     if not bool(torch.isfinite(values).all()):
-        raise ValueError(f"{name} contains NaN or infinite values")
+        raise UserError(f"{name} contains NaN or infinite values")
     return values.detach().cpu().double().numpy()
 
 
@@ -219,9 +220,9 @@ def draw_sidekick_maps(
         ImportError: matplotlib is missing.
     """
     if not isinstance(out_dir, str | os.PathLike):
-        raise TypeError(f"out_dir must be a path, got {type(out_dir).__name__}")
+        raise UserTypeError(f"out_dir must be a path, got {type(out_dir).__name__}")
     if len(names) != grids.shape[0]:
-        raise ValueError(f"names must have one entry per viewgrid ({grids.shape[0]})")
+        raise UserError(f"names must have one entry per viewgrid ({grids.shape[0]})")
     pyplot()
     peaks, radius = nms
     sidekick = RewardSidekick(one_view, channel_mean=tuple(channel_mean), k=peaks, radius=radius)

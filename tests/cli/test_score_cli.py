@@ -121,9 +121,20 @@ def test_stale_scores_are_refused_before_anything_is_written(
         "viewgrids (another data file or split); compute them again (pyskick score) or leave "
         "--scores out"
     ]
+    code, _, err = run([*train, "--sidekick", "demo"], capsys)
+    assert code == 2
+    assert err.strip().splitlines() == [
+        f"Error: {scores} holds scores of sidekick 'rew', not 'demo'; score with it (pyskick "
+        "score --sidekick demo) or leave --scores out"
+    ]
     code, _, err = run([*train, "--sidekick", "none"], capsys)
     assert code == 2
     assert "sidekick 'none' has no scores" in err
+    # Without --init, refused before a one-view model is pretrained for the run (cached).
+    no_init = [a for a in train if a not in ("--init", str(one))]
+    code, _, err = run([*no_init, "--sidekick", "none"], capsys)
+    assert code == 2
+    assert "Error: Invalid value for --scores: sidekick 'none' has no scores" in err
     assert not run_dir.exists()
     assert not (tmp_path / "cache").exists()
 

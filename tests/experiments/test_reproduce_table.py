@@ -205,7 +205,11 @@ def test_a_study_on_the_validation_split(scenes: Path, tmp_path: Path) -> None:
     ltla = result.table["rows"][1]
     assert ltla["n_test"] == val.shape[0]
     assert ltla["avg"]["mean_x1000"] == pytest.approx(direct.summary.mean_x1000, rel=1e-9)
-    assert "4 val viewgrids" in (out / "table.md").read_text()
+    text = (out / "table.md").read_text()
+    assert "4 val viewgrids" in text
+    assert "standard error across val samples" in text
+    assert "test samples" not in text
+    assert "across val samples" in result.table["stderr"]
     with pytest.raises(ValueError, match="holds results of eval_split 'val', not 'test'"):
         reproduce(scenes, out, methods=["ltla"], report=False, **FAST)
     with pytest.raises(ValueError, match="eval_split must be 'test' or 'val'"):

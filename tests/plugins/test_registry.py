@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from pyskick.plugins import DEFAULT_PLUGINS, make_plugin_host
-from pyskick.registry import DuplicateNameError, Registry, UnknownNameError
+from pyskick.registry import DuplicateNameError, Entry, Registry, UnknownNameError
 
 MakeDist = Callable[[str, str], Path]
 RunCli = Callable[..., subprocess.CompletedProcess[str]]
@@ -45,6 +45,24 @@ def test_builtins_register_through_the_hooks() -> None:
     entry = host.registries.dataset.get("synthetic-scenes")
     assert entry.plugin == "pyskick.builtins.datasets"
     assert entry.summary.startswith("Procedural 360")
+
+
+def test_a_summary_is_the_docstrings_first_paragraph_on_one_line() -> None:
+    def wrapped() -> None:
+        """A summary that is too long for one line of a docstring, so it goes on to a
+        second.
+
+        Details that are no part of it."""
+
+    def bare() -> None:
+        pass
+
+    assert Entry("sidekick", "w", wrapped, "p").summary == (
+        "A summary that is too long for one line of a docstring, so it goes on to a second."
+    )
+    assert Entry("sidekick", "b", bare, "p").summary == ""
+    bare.__doc__ = "A summary\n    that wraps.\n    \n    After a blank line of spaces."
+    assert Entry("sidekick", "b", bare, "p").summary == "A summary that wraps."
 
 
 def test_entry_point_plugin_is_discovered_with_provenance(make_dist: MakeDist) -> None:

@@ -24,9 +24,9 @@ import pytest
 import torch
 
 from pyskick._io import temporaries, temporary_path
-from pyskick.checkpoint import load_checkpoint
+from pyskick.checkpoint import EXPORT_MARKER, load_checkpoint
 from pyskick.data.builtin import make_builtin
-from pyskick.run_dir import RunDir, RunLockedError, trim_log
+from pyskick.run_dir import REPRODUCE_RECORD, RunDir, RunLockedError, trim_log
 from pyskick_cli.main import main
 
 FAST = ["--preset", "cpu-demo", "--device", "cpu"]
@@ -49,6 +49,8 @@ class World:
     empty: Path  # an empty folder
     afile: Path  # a plain file
     bad_toml: Path  # a config with an unknown key
+    table: Path  # a reproduce folder (its settings record)
+    export: Path  # an export folder (its marker)
 
     @property
     def new(self) -> Path:
@@ -87,6 +89,11 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
         (root / "empty").mkdir()
         (root / "afile.txt").write_text("not a folder\n")
         (root / "bad.toml").write_text("no_such_field = 1\n")
+        (root / "table").mkdir()
+        (root / "table" / REPRODUCE_RECORD).write_text("{}\n")
+        (root / "export").mkdir()
+        (root / "export" / EXPORT_MARKER).write_text("{}\n")
+        (root / "export" / "config.json").write_text("{}\n")  # as an export records it
         yield World(
             root=root,
             base=base,
@@ -100,6 +107,8 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
             empty=root / "empty",
             afile=root / "afile.txt",
             bad_toml=root / "bad.toml",
+            table=root / "table",
+            export=root / "export",
         )
 
 
@@ -123,6 +132,12 @@ def pretrain(w: World, *args: Any, out: Path | None = None) -> list[Any]:
 def resume_rew(w: World, *args: Any, run: Path | None = None) -> list[Any]:
     """A resume of the rew run (one more epoch), with ``args`` appended."""
     return [*rew_args(w.base, None, run or w.rew, epochs=2), "--resume", *args]
+
+
+def reproduce(w: World, out: Path) -> list[Any]:
+    """A one-seed ltla ``reproduce`` on base into ``out``."""
+    return ["reproduce", "--dataset", w.base, *FAST, *B8, "--methods", "ltla", "--seeds", "1",
+            "--epochs", "1", "--out", out]  # fmt: skip
 
 
 def score(w: World, out: Path) -> list[Any]:
@@ -242,6 +257,27 @@ CASES: dict[str, Case] = {
     "start over an existing run": (
         lambda w: train(w, out=w.rew),
         (lambda w: str(w.rew), "already holds a run"),
+    ),
+    # Another command's folder: the run's files would mix with its own.
+    "train into a reproduce folder": (
+        lambda w: train(w, out=w.table),
+        (lambda w: str(w.table), "is a reproduce folder", "not a run folder"),
+    ),
+    "pretrain into an export folder": (
+        lambda w: pretrain(w, out=w.export),
+        (lambda w: str(w.export), "is an export folder, not a run folder"),
+    ),
+    "reproduce into a run folder": (
+        lambda w: reproduce(w, w.rew),
+        (lambda w: str(w.rew), "holds a training run, not a reproduce folder"),
+    ),
+    "demo into a run folder": (
+        lambda w: ["demo", "--out", w.rew, "--num", "40", "--seeds", "1", "--epochs", "1"],
+        (lambda w: str(w.rew), "holds a training run, not a reproduce folder"),
+    ),
+    "reproduce into an export folder": (
+        lambda w: reproduce(w, w.export),
+        (lambda w: str(w.export), "holds an export, not a reproduce folder"),
     ),
     # The smaller items: an output that cannot be written is named before any work.
     "score --out under a file": (

@@ -130,6 +130,16 @@ def test_resume_refuses_a_changed_config(tmp_path, pretrained, tiny_config, tiny
     assert (tmp_path / "run" / "metrics.jsonl").read_text() == before
 
 
+def test_a_run_does_not_start_in_a_reproduce_or_export_folder(tmp_path, tiny_config, tiny_data):
+    for folder, marker, kind in [("table", "reproduce.json", "reproduce"),
+                                 ("export", "pyskick-export.json", "export")]:  # fmt: skip
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / marker).write_text("{}")
+        with pytest.raises(ValueError, match=f"is an? {kind} folder"):
+            Trainer(tiny_config, tmp_path / folder, tiny_data, stage="pretrain").fit()
+        assert sorted(p.name for p in (tmp_path / folder).iterdir()) == [marker]
+
+
 def test_bad_init_and_batch(tmp_path, pretrained, tiny_config, tiny_data):
     with pytest.raises(ValueError, match="another architecture"):
         train(tiny_config.replace(model="paper-sun360"), tmp_path / "x", tiny_data, init=pretrained)

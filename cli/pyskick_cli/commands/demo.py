@@ -134,7 +134,7 @@ def demo(
     )
     from pyskick.experiments.layout import SETTINGS_FILE
     from pyskick.experiments.power_plan import read_plan
-    from pyskick.experiments.reproduce import split_sidekick_options
+    from pyskick.experiments.reproduce import check_reproduce_out, split_sidekick_options
     from pyskick.plugins import get_registries
 
     started = time.perf_counter()
@@ -183,6 +183,7 @@ def demo(
                 f"power plan {plan} was made for other settings ({', '.join(different)}); a "
                 "plan judges only tables of its pilot's design"
             )
+    check_reproduce_out(out)  # before the data are generated into it
     if not data_path.exists():
         click.echo(f"demo: generating {num} synthetic scenes ({view_size}-pixel views)", err=True)
         out.mkdir(parents=True, exist_ok=True)

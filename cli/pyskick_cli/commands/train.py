@@ -287,6 +287,12 @@ def train(
             resume_dir=out_dir if resume else None, config_path=config_path,
         )  # fmt: skip
         config = config.replace(sidekick=chosen.name, sidekick_options=chosen.options)
+        if scores_file is not None and chosen.name == "none":  # before any one-view pretraining
+            raise click.BadParameter(
+                "sidekick 'none' has no scores; name the sidekick they are of (e.g. --sidekick "
+                "rew)",
+                param_hint="--scores",
+            )
         data = _load_data(source, config)
         if resume:
             init = _resumed_init(out_dir, init)
