@@ -34,10 +34,15 @@ from pyskick.errors import UserError
 _T = TypeVar("_T")
 
 
+def in_process_group() -> bool:
+    """True in a process that has joined a process group (under ``torchrun``)."""
+    return dist.is_available() and dist.is_initialized()
+
+
 def rank() -> int:
     """This process's global rank: the process group's once it is initialised, else
     torchrun's ``RANK`` (0 in a plain process)."""
-    if dist.is_available() and dist.is_initialized():
+    if in_process_group():
         return dist.get_rank()
     return int(os.environ.get("RANK", "0"))
 
@@ -55,7 +60,7 @@ def is_main() -> bool:
 
 def world() -> tuple[int, int]:
     """``(rank, world_size)`` of the initialised process group; ``(0, 1)`` outside one."""
-    if dist.is_available() and dist.is_initialized():
+    if in_process_group():
         return dist.get_rank(), dist.get_world_size()
     return 0, 1
 
@@ -171,13 +176,8 @@ def settle_collectives() -> None:
     a 2-rank CPU training hung so at exit in 3-6 of 20 tries (the torch 2.13 CPU wheel). The
     barrier's wait releases the GIL, and the workers finish first.
     """
-    if dist.is_available() and dist.is_initialized():
+    if in_process_group():
         dist.barrier()
-
-
-def in_process_group() -> bool:
-    """True in a process that has joined a process group (under ``torchrun``)."""
-    return dist.is_available() and dist.is_initialized()
 
 
 def end_process(code: int) -> NoReturn:
@@ -207,7 +207,7 @@ def end_process(code: int) -> NoReturn:
 def destroy_distributed() -> None:
     """Leave and destroy the default process group, if there is one (idempotent); registered
     to run at exit by :func:`init_distributed` when it made the group."""
-    if dist.is_available() and dist.is_initialized():
+    if in_process_group():
         dist.destroy_process_group()
 
 

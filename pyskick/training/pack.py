@@ -79,6 +79,17 @@ class PackMember:
     loggers: Sequence[str] | None = None
 
 
+_SAME_CONFIG = (
+    "batch_size", "lr", "weight_decay", "frozen_batchnorm", "memorize", "start_zeroing",
+    "save_every", "precision", "channels_last", "compile", "cuda_graph", "decode_once",
+    "cudnn_benchmark", "data_on_device", "deterministic",
+)  # fmt: skip
+"""Settings the runs of a pack must share that their configurations give as they are:
+compared before any run is set up (seeded, the autotuner turned on), so that a refused pack
+changes nothing in the process either. A pretraining pack leaves out the
+:data:`~pyskick.config.TRAIN_ONLY_FIELDS` (a resumed pretraining keeps the recorded ones)."""
+
+
 def pack_key(member: PackMember, *, done: int, stage: Stage = "train") -> tuple[Any, ...]:
     """What runs must share to be packed together, as far as it is known before they are set
     up (:class:`PackTrainer` checks all of it again): the stage, the architecture, T, the
@@ -96,10 +107,8 @@ def pack_key(member: PackMember, *, done: int, stage: Stage = "train") -> tuple[
         radius = sidekick.reward_radius
     learned_critic = critic != "average"
     return (
-        stage, c.model, c.T, c.batch_size, c.lr, c.weight_decay, member.init is not None,
-        c.fix_decode, c.frozen_batchnorm, c.memorize, radius, c.start_zeroing, c.device,
-        c.data_on_device, c.epochs, c.save_every, c.precision, c.channels_last, c.decode_once,
-        c.cudnn_benchmark, c.compile, c.cuda_graph, c.deterministic, critic,
+        stage, c.model, c.T, member.init is not None, c.fix_decode, radius, c.device, c.epochs,
+        *(getattr(c, name) for name in _SAME_CONFIG), critic,
         c.critic_gate if learned_critic else None,
         c.critic_residual if learned_critic else None, done,
     )  # fmt: skip
@@ -489,16 +498,6 @@ class PackBatch(NamedTuple):
 
 
 # ---------------------------------------------------------------------------- trainer
-_SAME_CONFIG = (
-    "batch_size", "lr", "weight_decay", "frozen_batchnorm", "memorize", "start_zeroing",
-    "save_every", "precision", "channels_last", "compile", "cuda_graph", "decode_once",
-    "cudnn_benchmark", "data_on_device", "deterministic",
-)  # fmt: skip
-"""Settings the runs of a pack must share that their configurations give as they are:
-compared before any run is set up (seeded, the autotuner turned on), so that a refused pack
-changes nothing in the process either. A pretraining pack leaves out the
-:data:`~pyskick.config.TRAIN_ONLY_FIELDS` (a resumed pretraining keeps the recorded ones)."""
-
 _SAME = (
     ("stage", lambda t: t.stage),
     ("the model (architecture and data shape)", lambda t: t.model_config),
