@@ -9,8 +9,10 @@ errors hides real gaps. Two levels of noise are measured:
 
 - **samples** (within one pair of runs): per-test-sample differences ``d_i = a_i - b_i``; their
   mean, standard error ``sd(d) / sqrt(n)``, 95 % Student-t interval (``n - 1`` degrees of
-  freedom) and a two-sided sign-flip permutation p-value (exact for ``n <= 16``, else
-  ``n_permutations`` random flips, seeded: the p-value is reproducible);
+  freedom) and the t test's p-value, the interval's dual (``p < 0.05`` exactly when the interval
+  excludes zero), and beside them a two-sided sign-flip permutation p-value that assumes no
+  normality (exact for ``n <= 16``, else ``n_permutations`` random flips, seeded: the p-value is
+  reproducible), shown for contrast and never used for a verdict;
 - **seeds** (across training runs): run k of every method uses seed k (same data order and
   start views), so the seed is the unit of replication of training noise: each seed's paired
   mean difference ``D_k``, their mean, standard error ``sd(D) / sqrt(K)``, 95 % t-interval
@@ -56,8 +58,10 @@ class PairedStat:
         diff_x1000: mean difference ×1000 (positive: the candidate is better).
         se_x1000: its standard error ×1000.
         ci95_x1000: the 95 % Student-t interval ×1000, ``(lo, hi)``.
-        p: two-sided p-value of "no difference".
+        p: two-sided p-value of "no difference", Student's t test (the interval's dual).
         n: number of differences (samples or seeds).
+        sign_flip_p: the sign-flip permutation p-value of the same differences (within a run
+            only; None across seeds), for contrast.
     """
 
     diff_x1000: float
@@ -65,6 +69,7 @@ class PairedStat:
     ci95_x1000: tuple[float, float]
     p: float
     n: int
+    sign_flip_p: float | None = None
 
     @property
     def excludes_zero(self) -> bool:
@@ -87,6 +92,17 @@ def _t_interval(mean: float, se: float, n: int) -> tuple[float, float]:
         return (math.nan, math.nan)
     half = t_quantile(0.5 + CONFIDENCE / 2, n - 1) * se
     return (mean - half, mean + half)
+
+
+def _t_p(mean: float, se: float, n: int) -> float:
+    """Two-sided p of Student's t test of ``mean == 0`` (``n - 1`` degrees of freedom): NaN
+    for one value; with no spread, 1 for a zero mean and 0 otherwise (as the zero-width
+    interval says)."""
+    if n < 2:
+        return math.nan
+    if se == 0.0:
+        return 1.0 if mean == 0.0 else 0.0
+    return t_two_sided_p(mean / se, n - 1)
 
 
 def sign_flip_p(
@@ -143,7 +159,8 @@ def paired_samples(
     seed: int = 0,
 ) -> PairedStat:
     """Within one pair of runs: statistics of the per-sample differences ``reference -
-    candidate`` (errors, unscaled; reported ×1000), p-value by sign flips.
+    candidate`` (errors, unscaled; reported ×1000): the t interval and its test's p-value, and
+    the sign-flip p-value beside them.
 
     Args:
         reference: ``[n]`` per-sample errors of the reference method (A).
@@ -165,8 +182,8 @@ def paired_samples(
     n = d.numel()
     mean = float(d.mean())
     se = float(d.std(unbiased=True)) / math.sqrt(n) if n > 1 else math.nan
-    p = sign_flip_p(d, n_permutations=n_permutations, seed=seed)
-    return PairedStat(mean, se, _t_interval(mean, se, n), p, n)
+    flips = sign_flip_p(d, n_permutations=n_permutations, seed=seed)
+    return PairedStat(mean, se, _t_interval(mean, se, n), _t_p(mean, se, n), n, flips)
 
 
 def paired_seeds(seed_differences_x1000: Tensor | Sequence[float]) -> PairedStat:
@@ -184,8 +201,7 @@ def paired_seeds(seed_differences_x1000: Tensor | Sequence[float]) -> PairedStat
     if K < 2:
         return PairedStat(mean, math.nan, (math.nan, math.nan), math.nan, K)
     se = float(d.std(unbiased=True)) / math.sqrt(K)
-    p = (1.0 if mean == 0.0 else 0.0) if se == 0.0 else t_two_sided_p(mean / se, K - 1)
-    return PairedStat(mean, se, _t_interval(mean, se, K), p, K)
+    return PairedStat(mean, se, _t_interval(mean, se, K), _t_p(mean, se, K), K)
 
 
 @dataclass(frozen=True)
@@ -201,7 +217,8 @@ class Comparison:
         diff_x1000: mean over seeds of the paired mean differences, ×1000.
         se_x1000: standard error of ``kind``.
         ci95_x1000: 95 % t-interval of ``kind``.
-        p: two-sided p-value of ``kind`` (t test across seeds, sign flips across samples).
+        p: two-sided p-value of ``kind``, Student's t test (the interval's dual: below 0.05
+            exactly when the interval excludes zero).
         n_seeds: paired training runs (seed k of A with seed k of B).
         n_samples: test samples per run.
         kind: ``"seeds"`` or ``"samples"``.
@@ -212,6 +229,8 @@ class Comparison:
         seed_diffs_x1000: each seed's paired mean difference.
         single_run: ``"reference"`` or ``"candidate"`` when that side is one run paired with
             every seed of the other (its own training noise is then not measured), else None.
+        samples_sign_flip_p: the sign-flip permutation p-value of the seed-averaged
+            per-sample differences (no normality assumed; for contrast, never a verdict).
     """
 
     metric: str
@@ -226,6 +245,7 @@ class Comparison:
     unpaired_se_x1000: float
     seed_diffs_x1000: tuple[float, ...]
     single_run: str | None = None
+    samples_sign_flip_p: float | None = None
 
     @property
     def excludes_zero(self) -> bool:
@@ -361,6 +381,7 @@ def compare_errors(
         unpaired_se_x1000=unpaired,
         seed_diffs_x1000=tuple(seed_diffs),
         single_run=single,
+        samples_sign_flip_p=within.sign_flip_p,
     )
 
 

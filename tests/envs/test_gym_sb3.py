@@ -83,3 +83,5 @@ def test_ppo_beats_random_motions_on_held_out_viewgrids(
     assert stat.n == len(pairs) == 12 * 18
     assert stat.diff_x1000 > 0, stat
     assert stat.p < 0.05, stat
+    assert stat.sign_flip_p is not None
+    assert stat.sign_flip_p < 0.05, stat

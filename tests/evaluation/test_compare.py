@@ -15,7 +15,7 @@ import statistics
 
 import pytest
 import torch
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pyskick.evaluation.compare import (
@@ -188,8 +188,43 @@ def test_paired_samples_hand_computed() -> None:
     half = 4.302652730 * se
     assert stat.ci95_x1000[0] == pytest.approx(4 / 3 - half)
     assert stat.ci95_x1000[1] == pytest.approx(4 / 3 + half)
-    assert stat.p == pytest.approx(brute_force_p([1.0, 3.0, 0.0]))
+    t = (4 / 3) / se
+    assert stat.p == pytest.approx(1 - t / math.sqrt(t * t + 2))  # df = 2 closed form
+    assert stat.sign_flip_p == pytest.approx(brute_force_p([1.0, 3.0, 0.0]))
     assert not stat.excludes_zero
+
+
+def test_the_headline_p_is_the_interval_s_dual_and_the_sign_flip_p_stands_beside_it() -> None:
+    # Heavy-tailed differences ×1000 whose sign-flip p (6 of 256 sign patterns as extreme) is
+    # below 0.05 while the t interval contains zero: the headline p must agree with the
+    # interval (it was the sign-flip p, which contradicted it).
+    d = [19.0, 0.2, 0.3, 0.01, 5.0, 38.0, 0.5, -0.04]
+    stat = paired_samples([x / 1000 for x in d], [0.0] * 8)
+    assert stat.sign_flip_p == pytest.approx(6 / 256)
+    assert not stat.excludes_zero
+    assert stat.p > 0.05
+    mean = sum(d) / 8
+    se = math.sqrt(sum((x - mean) ** 2 for x in d) / 7 / 8)
+    assert stat.p == pytest.approx(t_two_sided_p(mean / se, 7))
+    result = compare_errors(torch.tensor([x / 1000 for x in d]), torch.zeros(8), metric="avg")
+    assert result.p == pytest.approx(stat.p)
+    assert result.samples_sign_flip_p == pytest.approx(6 / 256)
+    assert result.claim_verdict == "not resolved"
+    assert result.to_dict()["samples_sign_flip_p"] == pytest.approx(6 / 256)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.floats(-50, 50, allow_nan=False, allow_subnormal=False), min_size=2, max_size=40),
+    st.floats(-20, 20, allow_nan=False),
+)
+def test_p_below_005_exactly_when_the_interval_excludes_zero(values: list, shift: float) -> None:
+    d = [v + shift for v in values]
+    for stat in (paired_samples([x / 1000 for x in d], [0.0] * len(d)), paired_seeds(d)):
+        lo, hi = stat.ci95_x1000
+        if math.isnan(stat.p) or min(abs(lo), abs(hi)) < 1e-9 * (1 + abs(stat.diff_x1000)):
+            continue  # an end of the interval at zero up to rounding: either answer is right
+        assert (stat.p < 0.05) == stat.excludes_zero, (stat, d)
 
 
 def test_paired_samples_needs_the_same_samples() -> None:

@@ -38,7 +38,8 @@ def compare(reference: str, candidate: str, metric: str, as_json: bool) -> None:
 
     The gap is A's error minus B's, ×1000: positive means B is better. With two or more
     seeds the standard error, 95% interval and p-value are across seeds (training noise);
-    with one seed they are across test samples only, and the output says so.
+    with one seed they are across test samples only, and the output says so. The p-value is
+    the t test's, the interval's dual; a sign-flip p across samples is shown beside it.
     """
     from pyskick.evaluation.compare import compare_errors
     from pyskick.experiments.error_sets import MetricUnavailable, load_errors, paired_sets
@@ -89,6 +90,7 @@ def compare(reference: str, candidate: str, metric: str, as_json: bool) -> None:
             f"{name}: gap {result.diff_x1000:+.3f}, SE {result.se_x1000:.3f} across "
             f"{result.kind}, 95% CI [{lo:.3f}, {hi:.3f}], p = {result.p:.3g} "
             f"({seeds}, {result.n_samples} samples; paired SE across samples "
-            f"{result.samples_se_x1000:.3f}, unpaired {result.unpaired_se_x1000:.3f})"
+            f"{result.samples_se_x1000:.3f}, unpaired {result.unpaired_se_x1000:.3f}; "
+            f"sign-flip p across samples {result.samples_sign_flip_p:.3g})"
         )
         click.echo(f"  {result.verdict('A', 'B')}")
