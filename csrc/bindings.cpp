@@ -3,7 +3,9 @@
 // Kernels are torch-free: tensors arrive as raw addresses (Tensor.data_ptr()) with their sizes,
 // and CUDA kernels also get the caller's stream (torch.cuda.current_stream().cuda_stream). The
 // Python wrappers in pyskick/ops validate dtype, device, shape, contiguity and index ranges
-// first; the checks here are a last guard (sizes, null pointers) behind them.
+// first; the checks here are a last guard (sizes, null pointers) behind them. Checks of the values
+// only a kernel reads (NaN scores, out-of-range coverage) raise pyskick._C.InputError instead
+// (common/checks.h), which pyskick.ops reports as the caller's error.
 //
 // One section per op: check_<op>(), the last-guard checks that both of its entry points run,
 // then one def_op() call that binds `<op>_cpu(args...)` and, in a CUDA build,
@@ -178,11 +180,11 @@ void bind_greedy_coverage(py::module_& m) {
                                                 ptr<int64_t>(views), B, S, steps, N, M, dN, dM,
                                                 wrap_azimuth, wrap_elevation);
         }
-        PYSKICK_CHECK(status != pyskick::GreedyStatus::kStartOutOfRange,
-                      "greedy_coverage: starts must lie in [0, ", N * M, ")");
-        PYSKICK_CHECK(status != pyskick::GreedyStatus::kCoverageOutOfRange,
-                      "greedy_coverage: coverage must lie in [0, 1] (as coverage_matrix ",
-                      "returns), got values outside it or NaN");
+        PYSKICK_CHECK_INPUT(status != pyskick::GreedyStatus::kStartOutOfRange,
+                            "greedy_coverage: starts must lie in [0, ", N * M, ")");
+        PYSKICK_CHECK_INPUT(status != pyskick::GreedyStatus::kCoverageOutOfRange,
+                            "greedy_coverage: coverage must lie in [0, 1] (as coverage_matrix ",
+                            "returns), got values outside it or NaN");
       },
       PYSKICK_IF_CUDA([](uintptr_t coverage, uintptr_t starts, uintptr_t actions,
                          uintptr_t views, int64_t B, int64_t S, int64_t steps, int64_t N,
@@ -221,7 +223,7 @@ void bind_nms_rewards(py::module_& m) {
           finite = pyskick::nms_rewards_cpu(ptr<const float>(scores), ptr<float>(out), B, N, M, k,
                                             radius);
         }
-        PYSKICK_CHECK(finite, "nms_rewards: scores contains NaN or infinite values");
+        PYSKICK_CHECK_INPUT(finite, "nms_rewards: scores contains NaN or infinite values");
       },
       PYSKICK_IF_CUDA([](uintptr_t scores, uintptr_t out, int64_t B, int64_t N, int64_t M,
                          int64_t k, int64_t radius, uintptr_t stream) {
@@ -314,6 +316,8 @@ py::dict build_info() {
 
 PYBIND11_MODULE(_C, m) {
   m.doc() = "pyskick native kernels (torch-free C++/CUDA; see pyskick.ops for the API)";
+  // A failed check of the caller's values (PYSKICK_CHECK_INPUT); the last guard's stay ValueError.
+  py::register_exception<pyskick::InputError>(m, "InputError", PyExc_ValueError);
 
   m.def("build_info", &build_info, "How the module was built: compiler, OpenMP, CUDA.");
   m.def("has_cuda", []() {

@@ -4,6 +4,9 @@
 # this file declares the module's functions with their argument names and return types.
 from typing import Any
 
+class InputError(ValueError):
+    """A kernel's check of the caller's values failed; pyskick.ops raises it as UserError."""
+
 def build_info() -> dict[str, Any]: ...
 def has_cuda() -> bool: ...
 def get_num_threads() -> int: ...

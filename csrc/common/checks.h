@@ -1,5 +1,13 @@
-// Argument checks shared by the kernels. Failed checks throw std::invalid_argument, which pybind11
-// turns into a Python ValueError: bad input never aborts the process.
+// Argument checks shared by the kernels: bad input never aborts the process.
+//
+// Two kinds, so that Python can tell the caller's mistake from pyskick's:
+// - PYSKICK_CHECK_INPUT: the values a caller gave (NaN scores, a start out of range, a grid too
+//   large for a CUDA kernel). Throws pyskick::InputError, which pybind11 raises as
+//   pyskick._C.InputError (a ValueError) and pyskick.ops' launch re-raises as
+//   pyskick.errors.UserError, like the wrappers' own checks.
+// - PYSKICK_CHECK: the bindings' last guard behind the wrappers (sizes, null pointers), which only
+//   a raw call to pyskick._C or a bug in a wrapper can trip. Throws std::invalid_argument: a plain
+//   ValueError.
 #pragma once
 
 #include <cstdint>
@@ -46,6 +54,12 @@ std::string concat(const Args&... args) {
   return out;
 }
 
+// A check of the caller's values failed (PYSKICK_CHECK_INPUT).
+class InputError : public std::invalid_argument {
+ public:
+  using std::invalid_argument::invalid_argument;
+};
+
 // Non-negative modulo: wrap(-1, 8) == 7.
 inline std::int64_t wrap_index(std::int64_t i, std::int64_t n) {
   const std::int64_t r = i % n;
@@ -61,4 +75,9 @@ inline std::int64_t clip_index(std::int64_t i, std::int64_t n) {
 #define PYSKICK_CHECK(cond, ...)                                                 \
   do {                                                                           \
     if (!(cond)) throw std::invalid_argument(::pyskick::concat(__VA_ARGS__));    \
+  } while (0)
+
+#define PYSKICK_CHECK_INPUT(cond, ...)                                           \
+  do {                                                                           \
+    if (!(cond)) throw ::pyskick::InputError(::pyskick::concat(__VA_ARGS__));    \
   } while (0)

@@ -115,9 +115,9 @@ void greedy_coverage_cuda(const float* coverage, const std::int64_t* starts,
   const std::int64_t trajectories = B * S;
   if (trajectories == 0) return;
   std::int64_t threads = kSharedBudget / (V * kBytesPerView);
-  PYSKICK_CHECK(threads >= 1, "greedy_coverage: the CUDA kernel supports at most ",
-                kSharedBudget / kBytesPerView, " views per grid, got V=", V,
-                "; use the CPU backend for larger grids");
+  PYSKICK_CHECK_INPUT(threads >= 1, "greedy_coverage: the CUDA kernel supports at most ",
+                      kSharedBudget / kBytesPerView, " views per grid, got V=", V,
+                      "; use the CPU backend for larger grids");
   threads = threads > 64 ? 64 : threads;
   const std::size_t shared = static_cast<std::size_t>(threads * V * kBytesPerView);
   greedy_coverage_kernel<<<ceil_div(trajectories, threads), static_cast<unsigned int>(threads),

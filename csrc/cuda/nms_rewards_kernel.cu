@@ -53,8 +53,9 @@ void nms_rewards_cuda(const float* scores, float* out, std::int64_t B, std::int6
   if (B * V == 0) return;
   radius = radius < (N > M ? N : M) ? radius : (N > M ? N : M);  // no overflow of pn + radius
   std::int64_t threads = kSharedBudget / V;
-  PYSKICK_CHECK(threads >= 1, "nms_rewards: the CUDA kernel supports at most ", kSharedBudget,
-                " views per grid, got V=", V, "; use the CPU backend for larger grids");
+  PYSKICK_CHECK_INPUT(threads >= 1, "nms_rewards: the CUDA kernel supports at most ",
+                      kSharedBudget, " views per grid, got V=", V,
+                      "; use the CPU backend for larger grids");
   threads = threads > 128 ? 128 : threads;
   nms_rewards_kernel<<<ceil_div(B, threads), static_cast<unsigned int>(threads),
                        static_cast<std::size_t>(threads * V), as_stream(stream)>>>(

@@ -68,10 +68,21 @@ def launch(op: str, device: torch.device, *args: Any) -> Any:
         op: the op's name, the prefix of its entry points in :mod:`pyskick._C`.
         device: the device of the tensors whose addresses are in ``args``.
         *args: the entry point's arguments (``Tensor.data_ptr()`` addresses and sizes).
+
+    Raises:
+        UserError: a kernel's check of the caller's values failed (``pyskick._C.InputError``:
+            NaN scores, out-of-range coverage, a grid too large for a CUDA kernel). A failed
+            last-guard check of the binding (sizes, null pointers: a wrapper's bug) stays a
+            plain ``ValueError``.
     """
     lib = native_module()
-    if device.type == "cuda":
-        with torch.cuda.device(device):
-            stream = torch.cuda.current_stream(device).cuda_stream
-            return getattr(lib, f"{op}_cuda")(*args, int(stream))
-    return getattr(lib, f"{op}_cpu")(*args)
+    # A module built before InputError existed has none to catch (an empty tuple catches nothing).
+    input_error = getattr(lib, "InputError", ())
+    try:
+        if device.type == "cuda":
+            with torch.cuda.device(device):
+                stream = torch.cuda.current_stream(device).cuda_stream
+                return getattr(lib, f"{op}_cuda")(*args, int(stream))
+        return getattr(lib, f"{op}_cpu")(*args)
+    except input_error as exc:
+        raise UserError(str(exc)) from None

@@ -7,6 +7,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pyskick.errors import UserError
 from pyskick.ops import coverage_matrix
 
 # Grids of the datasets (SUN360 4x8 RGB, ModelNet 5x9 grey) and small or degenerate ones.
@@ -234,8 +235,9 @@ def test_bad_tensors(backend: str, device: str, recon, grid, error: type, match:
     def make(spec: tuple) -> torch.Tensor:
         return torch.zeros(spec[0], dtype=spec[1], device=device)
 
-    with pytest.raises(error, match=f"coverage_matrix: {match}"):
+    with pytest.raises(error, match=f"coverage_matrix: {match}") as raised:
         coverage_matrix(make(recon), make(grid), backend=backend)
+    assert isinstance(raised.value, UserError), type(raised.value)  # the caller's error
 
 
 def test_non_tensor_arguments() -> None:

@@ -7,6 +7,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pyskick.errors import UserError
 from pyskick.ops import greedy_coverage
 
 # Grids of the datasets (SUN360 4x8, ModelNet 5x9) and small or degenerate ones.
@@ -397,8 +398,25 @@ def good_arguments(device: str = "cpu") -> dict:
     ],
 )
 def test_bad_arguments(backend: str, change: dict, error: type, match: str) -> None:
-    with pytest.raises(error, match=f"greedy_coverage: {match}"):
+    with pytest.raises(error, match=f"greedy_coverage: {match}") as raised:
         greedy_coverage(**{**good_arguments(), **change}, backend=backend)
+    assert isinstance(raised.value, UserError), type(raised.value)  # the caller's error
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_a_grid_too_large_for_the_cuda_kernel_is_the_caller_s_error() -> None:
+    # 2 x 2731 views exceed the kernel's 48 KiB of shared memory (9 bytes per view).
+    V = 2 * 2731
+    arguments = {
+        "coverage": torch.zeros(1, V, V, device="cuda"),
+        "starts": torch.zeros(1, 1, dtype=torch.int64, device="cuda"),
+        "steps": 1,
+        "n_elevations": 2,
+        "n_azimuths": 2731,
+    }
+    with pytest.raises(UserError, match="greedy_coverage: the CUDA kernel supports at most 5461"):
+        greedy_coverage(**arguments, backend="native")
 
 
 def test_bad_backend() -> None:

@@ -41,8 +41,8 @@ def native_signatures(module: ModuleType) -> dict[str, Signature]:
     found = {}
     for name in dir(module):
         function = getattr(module, name)
-        if name.startswith("_") or not callable(function):
-            continue
+        if name.startswith("_") or not callable(function) or isinstance(function, type):
+            continue  # private names, data, and the exception class InputError
         line = (function.__doc__ or "").splitlines()[0]
         assert line.startswith(f"{name}("), f"{name}: no pybind11 signature in {line!r}"
         definition = ast.parse(f"def {line}: ...").body[0]

@@ -7,6 +7,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pyskick.errors import UserError
 from pyskick.ops import nms_rewards
 
 # Grids of the datasets (SUN360 4x8, ModelNet 5x9) and small or degenerate ones.
@@ -257,8 +258,17 @@ def nan_at_one_cell() -> torch.Tensor:
     ],
 )
 def test_bad_arguments(backend: str, scores, k, radius, error: type, match: str) -> None:
-    with pytest.raises(error, match=f"nms_rewards: {match}"):
+    with pytest.raises(error, match=f"nms_rewards: {match}") as raised:
         nms_rewards(scores, k, radius, backend=backend)
+    assert isinstance(raised.value, UserError), type(raised.value)  # the caller's error
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_a_grid_too_large_for_the_cuda_kernel_is_the_caller_s_error() -> None:
+    # 256 x 256 views exceed the kernel's 48 KiB of shared memory (one byte per view).
+    with pytest.raises(UserError, match="nms_rewards: the CUDA kernel supports at most 49152"):
+        nms_rewards(torch.rand(1, 256, 256, device="cuda"), 2, 1, backend="native")
 
 
 def test_bad_backend() -> None:

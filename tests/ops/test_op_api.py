@@ -126,8 +126,35 @@ def test_native_bindings_reject_bad_arguments(index: int) -> None:
         pytest.fail("pyskick._C is missing: run `make setup`")
     native = importlib.import_module("pyskick._C")
     name, args, match = binding_calls()[index]
-    with pytest.raises(ValueError, match=match):
+    with pytest.raises(ValueError, match=match) as raised:
         getattr(native, name)(*args)
+    # A last guard is tripped by a wrapper's bug, not by the caller's values: not InputError.
+    assert not isinstance(raised.value, native.InputError)
+
+
+def test_a_kernel_s_check_of_the_caller_s_values_raises_input_error() -> None:
+    """Checks only a kernel can make (it reads the values) raise pyskick._C.InputError, a
+    ValueError that pyskick.ops re-raises as UserError (the wrappers' tests check that)."""
+    if not ops.has_native():
+        pytest.fail("pyskick._C is missing: run `make setup`")
+    native = importlib.import_module("pyskick._C")
+    assert issubclass(native.InputError, ValueError)
+    scores = torch.rand(1, 2, 3)
+    scores[0, 1, 2] = float("nan")
+    out = torch.empty_like(scores)
+    with pytest.raises(native.InputError, match="nms_rewards: scores contains NaN"):
+        native.nms_rewards_cpu(scores.data_ptr(), out.data_ptr(), 1, 2, 3, 1, 0)
+    coverage = torch.full((1, 2, 2), 2.0)  # outside [0, 1]
+    starts = torch.zeros(1, 1, dtype=torch.int64)
+    actions = torch.zeros(1, 1, 1, dtype=torch.int64)
+    views = torch.zeros(1, 1, 2, dtype=torch.int64)
+    pointers = (coverage.data_ptr(), starts.data_ptr(), actions.data_ptr(), views.data_ptr())
+    with pytest.raises(native.InputError, match=r"coverage must lie in \[0, 1\]"):
+        native.greedy_coverage_cpu(*pointers, 1, 1, 1, 1, 2, 1, 1, True, False)
+    starts.fill_(5)  # outside [0, 2)
+    coverage.fill_(0.5)
+    with pytest.raises(native.InputError, match=r"starts must lie in \[0, 2\)"):
+        native.greedy_coverage_cpu(*pointers, 1, 1, 1, 1, 2, 1, 1, True, False)
 
 
 @pytest.mark.parametrize(

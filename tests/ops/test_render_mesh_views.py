@@ -11,6 +11,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pyskick.errors import UserError
 from pyskick.ops import _reference as reference
 from pyskick.ops import has_native, render_mesh_views
 
@@ -331,8 +332,9 @@ def valid() -> dict[str, object]:
     ],
 )
 def test_bad_input_is_rejected(change: dict[str, object], error: type, match: str) -> None:
-    with pytest.raises(error, match=match):
+    with pytest.raises(error, match=match) as raised:
         render_mesh_views(**{**valid(), **change})  # type: ignore[arg-type]
+    assert isinstance(raised.value, UserError), type(raised.value)  # the caller's error
 
 
 def test_reference_twin_is_the_same_function() -> None:

@@ -7,6 +7,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pyskick.errors import UserError
 from pyskick.ops import rotate_viewgrid
 
 # Grids of the datasets (SUN360 4x8 RGB, ModelNet 5x9 grey) and small odd ones, tiny views.
@@ -245,8 +246,9 @@ def test_bad_tensors(
         return torch.zeros(shape, dtype=dtype, device=device)
 
     elev = None if elevation is None else make(elevation)
-    with pytest.raises(error, match=rf"rotate_viewgrid: {match}\b"):
+    with pytest.raises(error, match=rf"rotate_viewgrid: {match}\b") as raised:
         rotate_viewgrid(make(grid), make(azimuth), elev, backend=backend)
+    assert isinstance(raised.value, UserError), type(raised.value)  # the caller's error
 
 
 @pytest.mark.parametrize(

@@ -52,6 +52,13 @@ CASES = {
         "try:\n    C.nms_rewards_cuda(0, 0, 1, 1, 1, 1, 1, 0)\n"
         "except ValueError as exc:\n    print('ValueError:', str(exc)[:60])\n"
     ),
+    # A check of the caller's values in a CUDA launch (PYSKICK_CHECK_INPUT: the grid is too
+    # large for the kernel's shared memory), raised as pyskick._C.InputError -> UserError.
+    "a CUDA kernel's InputError": (
+        "import torch\nfrom pyskick.errors import UserError\nfrom pyskick.ops import nms_rewards\n"
+        "try:\n    nms_rewards(torch.rand(1, 256, 256, device='cuda'), 2, 1, backend='native')\n"
+        "except UserError as exc:\n    print('UserError:', str(exc)[:60])\n"
+    ),
 }
 
 
