@@ -297,9 +297,10 @@ class CompletionPolicy(FreezableSenseAndFuse):
             # torch.compile does not trace nn.LSTM (a graph break; inductor cannot lower
             # oneDNN's LSTM): the same cell written out, which it fuses.
             return lstm_cell(self.aggregate, fused, state)
-        # nn.LSTM wants [seq=1, B, F] and a [layers=1, B, H] state.
+        # nn.LSTM wants [seq=1, B, F] and a [layers=1, B, H] state. squeeze(0), not [0]: the
+        # same values, and its backward is a view where an index's fills zeros and copies.
         _, (h, c) = self.aggregate(fused.unsqueeze(0), (state[0][None], state[1][None]))
-        return h[0], c[0]
+        return h.squeeze(0), c.squeeze(0)
 
     def act_logits(
         self,
