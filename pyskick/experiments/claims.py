@@ -19,6 +19,7 @@ from typing import Any
 
 from pyskick.evaluation.compare import paired_seeds
 from pyskick.evaluation.power import MAX_PLANNED_SEEDS, seeds_for_power
+from pyskick.experiments.layout import eval_split_of
 from pyskick.methods import ONE_VIEW
 from pyskick.metrics import METRICS
 
@@ -228,7 +229,7 @@ def paper_claims(table: Mapping[str, Any]) -> list[Claim]:
     the intervals are across test samples only, and the evidence says so.
     """
     rows = {row["method"]: row for row in table["rows"]}
-    split = table.get("settings", {}).get("eval_split", "test")
+    split = eval_split_of(table.get("settings", {}))
     claims = []
     if LTLA in rows and _is_reference(rows, RANDOM):
         parts = [_gap_part(rows["ltla"], RANDOM, metric, split) for metric in METRICS]

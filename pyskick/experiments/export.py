@@ -238,7 +238,7 @@ def run_evaluations(run: Path, checkpoint_sha256: str) -> list[dict[str, Any]]:
 
 def _reproduce_evaluations(run: Path, checkpoint_sha256: str) -> list[dict[str, Any]]:
     """Evaluations ``pyskick reproduce`` recorded of ``run`` (a run of its output folder)."""
-    from pyskick.experiments.layout import SETTINGS_FILE, eval_path
+    from pyskick.experiments.layout import SETTINGS_FILE, eval_path, eval_split_of
     from pyskick.experiments.selection import ONE_VIEW
 
     run = run.resolve()
@@ -253,7 +253,7 @@ def _reproduce_evaluations(run: Path, checkpoint_sha256: str) -> list[dict[str, 
         settings = json.loads((folder / SETTINGS_FILE).read_text())
     except (OSError, UnicodeDecodeError, json.JSONDecodeError):
         return []
-    split = str(settings.get("eval_split", "test")) if isinstance(settings, dict) else "test"
+    split = eval_split_of(settings)
     found = []
     for path in sorted((folder / "eval").glob(f"{method}-seed{k}-*.json")):
         try:

@@ -50,6 +50,7 @@ from pyskick.experiments.claims import (
     Claim,
     claim_seed_gaps,
 )
+from pyskick.experiments.layout import eval_split_of
 
 PLAN_FORMAT = "pyskick power plan"
 PLAN_VERSION = 1
@@ -124,7 +125,7 @@ def make_plan(table: Mapping[str, Any], folders: Sequence[str | Path]) -> PowerP
     """
     # Where the pilot's data lay says nothing about the design (and a plan travels).
     settings = {k: v for k, v in table["settings"].items() if k not in ("dataset", "pooled")}
-    split = settings.get("eval_split", "test")
+    split = eval_split_of(settings)
     if split != "val":
         raise UserError(
             f"plan: the pilot {', '.join(str(f) for f in folders)} was evaluated on the "

@@ -24,7 +24,7 @@ from pyskick.experiments.claims import (
     ordering_checks,
     verdict_text,
 )
-from pyskick.experiments.layout import run_dir
+from pyskick.experiments.layout import eval_split_of, run_dir
 from pyskick.experiments.table import (
     LEARNING_NOTE,
     PAIRED_NOTE,
@@ -202,7 +202,7 @@ def _html(
 ) -> str:
     esc = html.escape
     settings = table["settings"]
-    split = settings.get("eval_split", "test")
+    split = eval_split_of(settings)
     parts = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8"><title>pyskick reproduce: Table 1</title>',

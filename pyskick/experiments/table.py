@@ -47,7 +47,7 @@ from pyskick.experiments.claims import (
     row_role,
     verdict_text,
 )
-from pyskick.experiments.layout import eval_path, run_dir
+from pyskick.experiments.layout import eval_path, eval_split_of, run_dir
 from pyskick.experiments.power_plan import PowerPlan, apply_plan, plan_record
 from pyskick.methods import ONE_VIEW
 from pyskick.metrics import METRICS
@@ -213,8 +213,8 @@ def build_table(
         row["learning"] = learning.get(row["method"])
     table: dict[str, Any] = {
         "unit": "final-step reconstruction MSE x1000 (lower is better)",
-        "stderr": on_split(STDERR_NOTE, settings.get("eval_split", "test")),
-        "paired_note": on_split(PAIRED_NOTE, settings.get("eval_split", "test")),
+        "stderr": on_split(STDERR_NOTE, eval_split_of(settings)),
+        "paired_note": on_split(PAIRED_NOTE, eval_split_of(settings)),
         "settings": dict(settings),
         # "." is out_dir itself, so that a folder's table moves with it.
         "seed_runs": [["." if folder == out_dir else str(folder), k] for folder, k in runs],
@@ -318,7 +318,7 @@ def format_table(table: Mapping[str, Any]) -> str:
         cells.append(ratio_cell(row.get("policy_gain_ratio")))
         lines.append("| " + " | ".join(cells) + " |")
     n_test = table["settings"]["n_test"]
-    split = table["settings"].get("eval_split", "test")
+    split = eval_split_of(table["settings"])
     text = (
         "\n".join(lines) + f"\n\n{n_test} {split} viewgrids. {on_split(STDERR_NOTE, split)} "
         "Gain ratio: % "
