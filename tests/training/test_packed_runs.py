@@ -350,3 +350,80 @@ def test_a_pack_is_recovered_from_any_of_its_runs_records(tmp_path):
     assert pack_members(runs[1]) == [r.resolve() for r in runs]
     recover_recorded([runs[0]])
     assert [load_checkpoint(r / "latest.pt")["epoch"] for r in runs] == [1, 1]
+
+
+# ------------------------------------------------------------------ validating together
+
+
+@pytest.mark.parametrize(
+    "change",
+    [{}, {"val_metric": "adv", "eval_batch_size": 8}, {"eval_batch_size": 1}],
+    ids=["avg", "adv-chunked", "one-grid-chunks"],
+)
+def test_a_pack_validates_its_runs_together_as_each_alone(
+    tmp_path, pretrained, tiny_config, tiny_data, change
+):
+    """One packed pass gives each run the validation error its own gives (learned, random
+    and sidekick-trained runs; chunks of every size), to float32 rounding."""
+    config = tiny_config.replace(epochs=1, **change)
+    packed = PackTrainer(
+        _members(tmp_path, pretrained, config), tiny_data, validate_together=True
+    ).setup()
+    packed.train_epoch(0)
+    packed.write_runs()
+    assert packed.validates_together()
+    together = packed.validate_runs()
+    alone = [t.validate() for t in packed.trainers]
+    assert len(set(alone)) == len(alone)  # four different runs: the test can tell them apart
+    for a, b in zip(together, alone, strict=True):
+        assert a == pytest.approx(b, rel=1e-5)
+    assert packed.policy.training  # left in the mode it had
+
+
+def test_a_pack_validates_together_on_a_gpu_only_unless_asked_and_only_alike_runs(
+    tmp_path, pretrained, tiny_config, tiny_data
+):
+    config = tiny_config.replace(epochs=1)
+    default = PackTrainer(_members(tmp_path / "a", pretrained, config), tiny_data).setup()
+    assert not default.validates_together()  # the CPU: each alone, bit for bit as before
+    assert default.validate_runs() == [None] * 4
+    members = _members(tmp_path / "b", pretrained, config, ("ltla", "rnd"))
+    members[1] = PackMember(
+        members[1].config.replace(val_metric="adv"), members[1].out_dir, init=pretrained
+    )
+    mixed = PackTrainer(members, tiny_data, validate_together=True).setup()
+    assert not mixed.validates_together()  # validations that differ: each alone
+
+
+def test_a_pack_validated_together_trains_and_records_as_one_validated_alone(
+    tmp_path, pretrained, tiny_config, tiny_data
+):
+    config = tiny_config.replace(epochs=2)
+    kinds = ("ltla", "rnd", "rew")
+    together = train_pack(
+        _members(tmp_path / "a", pretrained, config, kinds), tiny_data, validate_together=True
+    )
+    alone = train_pack(
+        _members(tmp_path / "b", pretrained, config, kinds), tiny_data, validate_together=False
+    )
+    for x, y in zip(together, alone, strict=True):
+        for a, b in zip(x.history, y.history, strict=True):
+            assert a["train_error"] == b["train_error"]  # validation changes no training
+            assert a["val_error"] == pytest.approx(b["val_error"], rel=1e-5)
+        records = read_metrics(x.run_dir / "metrics.jsonl")
+        assert [r["val/rec_error"] for r in records] == [h["val_error"] for h in x.history]
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_on_a_gpu_a_pack_validates_together_as_each_alone(
+    tmp_path, pretrained, tiny_config, tiny_data
+):
+    config = tiny_config.replace(epochs=1, device="cuda")
+    packed = PackTrainer(_members(tmp_path, pretrained, config), tiny_data).setup()
+    assert packed.validates_together()
+    packed.train_epoch(0)
+    packed.write_runs()
+    together = packed.validate_runs()
+    for a, t in zip(together, packed.trainers, strict=True):
+        assert a == pytest.approx(t.validate(), rel=1e-4)  # TF32 convolutions: looser
