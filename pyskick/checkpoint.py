@@ -317,7 +317,11 @@ def restore_rng_state(state: dict[str, Any]) -> None:
     version, internal, gauss = state["python"]
     random.setstate((version, tuple(internal), gauss))
     if "cuda" in state and torch.cuda.is_available():
-        torch.cuda.set_rng_state_all(state["cuda"])
+        # One state per GPU visible when it was saved: a machine that shows fewer (a resume
+        # elsewhere, CUDA_VISIBLE_DEVICES) restores those it has; set_rng_state_all would
+        # index a device that does not exist.
+        for index, device_state in enumerate(state["cuda"][: torch.cuda.device_count()]):
+            torch.cuda.set_rng_state(device_state, index)
 
 
 def _python_state_to_plain(state: tuple[Any, ...]) -> list[Any]:

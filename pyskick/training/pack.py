@@ -95,13 +95,19 @@ changes nothing in the process either. A pretraining pack leaves out the
 :data:`~pyskick.config.TRAIN_ONLY_FIELDS` (a resumed pretraining keeps the recorded ones)."""
 
 
+PACKABLE_CRITICS = ("critic", "asymm-critic")
+"""The learned critics a pack packs (pyskick's own, residual: ``critic_residual = true``);
+runs with another train alone."""
+
+
 def pack_key(member: PackMember, *, done: int, stage: Stage = "train") -> tuple[Any, ...]:
     """What runs must share to be packed together, as far as it is known before they are set
     up (:class:`PackTrainer` checks all of it again): the stage, the architecture, T, the
     batch, Adam's settings, the freezing, the environment's rules, the device and data
     placement, how the step runs (precision, layout, decoding, compiling, CUDA graph, autotuner,
     determinism), the epochs reached and to reach, and the critic (the average baseline for
-    runs that learn no actions)."""
+    runs that learn no actions). A run with a critic no pack takes (a plugin's, or a critic of
+    returns) gets a key of its own: it trains alone."""
     c = member.config
     actor = member.actor
     learned = actor.learned if actor is not None else c.actor == "learned"
@@ -111,6 +117,9 @@ def pack_key(member: PackMember, *, done: int, stage: Stage = "train") -> tuple[
     if sidekick is not None and sidekick.reward_radius is not None:
         radius = sidekick.reward_radius
     learned_critic = critic != "average"
+    if learned_critic and (critic not in PACKABLE_CRITICS or not c.critic_residual):
+        # A plugin's critic, or a critic of returns: PackTrainer refuses both; alone.
+        return ("alone", str(Path(member.out_dir).resolve()))
     return (
         stage, c.model, c.T, member.init is not None, c.fix_decode, radius, c.device, c.epochs,
         *(getattr(c, name) for name in _SAME_CONFIG), critic,

@@ -429,7 +429,10 @@ class Trainer(TrainerSetup):
             epoch: the epoch the sidekick's inputs are for.
             timer: receives the sidekick's and the environment's time.
         """
-        if not self.config.cuda_graph:
+        if not self.config.cuda_graph or not self.critic_calibrated:
+            # A critic of returns is calibrated at the first batch the policy acts in (every
+            # step demonstrated, as ours(demo)'s first epochs are, defers it) by a read of the
+            # device, which a capture refuses: the steps stay eager until then.
             return train_step(self, batch, epoch, timer)
         if self._step_graph is None:
             self._step_graph = StepGraph(

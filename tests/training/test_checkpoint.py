@@ -98,3 +98,34 @@ def test_load_run_reads_best_pt_and_checks_entries(tmp_path: Path) -> None:
     assert not rebuilt.training
     for name, value in policy.state_dict().items():
         assert torch.equal(rebuilt.state_dict()[name], value), name
+
+
+def test_rng_states_of_gpus_this_machine_lacks_are_left_out(monkeypatch):
+    """A checkpoint saved with more GPUs visible than the resuming machine shows restores the
+    GPUs it has (set_rng_state_all would index a missing device). The CPU stands in for the
+    CUDA calls here; the CUDA test below makes them."""
+    restored = []
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    monkeypatch.setattr(torch.cuda, "set_rng_state", lambda s, i: restored.append((i, s)))
+    state = {**_cpu_rng_state(), "cuda": [torch.tensor([1], dtype=torch.uint8),
+                                           torch.tensor([2], dtype=torch.uint8)]}  # fmt: skip
+    restore_rng_state(state)
+    assert [(i, int(s[0])) for i, s in restored] == [(0, 1)]
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_a_checkpoint_of_more_gpus_restores_on_this_one():
+    state = capture_rng_state()
+    first = state["cuda"][0].clone()
+    state["cuda"] = [*state["cuda"], *state["cuda"]]  # as if saved with twice the GPUs
+    torch.cuda.manual_seed_all(123)
+    restore_rng_state(state)
+    assert torch.equal(torch.cuda.get_rng_state(0), first)
+
+
+def _cpu_rng_state() -> dict:
+    state = capture_rng_state()
+    state.pop("cuda", None)
+    return state

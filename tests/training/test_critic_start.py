@@ -101,3 +101,65 @@ def test_without_a_learned_critic_nothing_is_calibrated(
     ).setup()
     assert trainer.critic is None
     assert trainer.critic_calibrated
+
+
+def _all_demonstrated_critic_of_returns(tmp_path, pretrained, tiny_config, **changes):
+    """A critic of returns whose first epoch is demonstrated at every step (ours(demo)'s
+    first ``hybrid_schedule`` epochs): its calibration waits for the second epoch."""
+    from pyskick.sidekicks.demo import DemoSidekick
+
+    config = tiny_config.replace(critic="critic", critic_residual=False, **changes)
+    sidekick = DemoSidekick(pretrained, channel_mean=(120.0,), hybrid_schedule=1)
+    return config, sidekick
+
+
+def test_a_step_graph_waits_for_a_critic_of_returns_to_be_calibrated(
+    tmp_path, pretrained, tiny_config, tiny_data, monkeypatch
+):
+    """Calibrating reads the device, which a CUDA-graph capture refuses: until the critic is
+    calibrated the steps run eagerly, not through the graph (routing checked on the CPU with a
+    recording stand-in for StepGraph; the CUDA test below runs the real one)."""
+    from pyskick.training import trainer as trainer_module
+
+    config, sidekick = _all_demonstrated_critic_of_returns(tmp_path, pretrained, tiny_config)
+    trainer = Trainer(
+        config, tmp_path / "t", tiny_data, stage="train", init=pretrained, sidekick=sidekick
+    ).setup()
+    graphed = []
+
+    class Recording:
+        def __init__(self, step, device, generators=()):
+            self.step = step
+
+        def __call__(self, batch, key, *args):
+            graphed.append(trainer.critic_calibrated)
+            return self.step(batch, *args)
+
+    monkeypatch.setattr(trainer_module, "StepGraph", Recording)
+    trainer.config = trainer.config.replace(cuda_graph=True)  # refused on the CPU at setup
+    for batch in trainer.batches(0):  # every step demonstrated: nothing to calibrate from
+        trainer.train_step(batch, 0)
+    assert not trainer.critic_calibrated
+    assert graphed == []  # eager: a capture would have read the device
+    trainer.sidekick.on_epoch_end(0)  # the schedule moves on: the policy acts at some steps
+    batches = trainer.batches(1)
+    trainer.train_step(next(batches), 1)  # the policy acts: calibrated, eagerly
+    assert trainer.critic_calibrated
+    assert graphed == []
+    trainer.train_step(next(batches), 1)
+    assert graphed == [True]  # then through the graph
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_a_critic_of_returns_trains_as_a_cuda_graph_after_demonstrated_epochs(
+    tmp_path, pretrained, tiny_config, tiny_data
+):
+    config, sidekick = _all_demonstrated_critic_of_returns(
+        tmp_path, pretrained, tiny_config, epochs=2, device="cuda", cuda_graph=True
+    )
+    result = Trainer(
+        config, tmp_path / "t", tiny_data, stage="train", init=pretrained, sidekick=sidekick
+    ).fit()
+    assert result.epochs == 2
+    assert torch.isfinite(torch.tensor([h["val_error"] for h in result.history])).all()

@@ -427,3 +427,23 @@ def test_on_a_gpu_a_pack_validates_together_as_each_alone(
     together = packed.validate_runs()
     for a, t in zip(together, packed.trainers, strict=True):
         assert a == pytest.approx(t.validate(), rel=1e-4)  # TF32 convolutions: looser
+
+
+def test_runs_with_a_critic_no_pack_takes_are_keyed_to_train_alone(tmp_path, tiny_config):
+    """reproduce groups runs by pack_key: a critic of returns or a plugin's critic, which
+    PackTrainer refuses, must get a key of its own, not a pack that aborts the table."""
+    from pyskick.training.pack import pack_key
+
+    def key(seed: int, **changes):
+        config = tiny_config.replace(seed=seed, **changes)
+        return pack_key(PackMember(config, tmp_path / f"{seed}-{changes}"), done=0)
+
+    residual = {"critic": "critic"}
+    assert key(1, **residual) == key(2, **residual)  # packable: one pack for the seeds
+    for changes in (
+        {"critic": "critic", "critic_residual": False},
+        {"critic": "asymm-critic", "critic_residual": False},
+        {"critic": "my-plugin-critic"},
+    ):
+        assert key(1, **changes) != key(2, **changes), changes
+        assert key(1, **changes)[0] == "alone"
