@@ -167,49 +167,6 @@ def evaluation_starts(n_elevations: int, n_azimuths: int, metric: str | Metric) 
     return torch.tensor(views, dtype=torch.int64)
 
 
-def draw_random_motions(
-    mode: str, n_actions: int, n: int, S: int, T: int, seed: int
-) -> Tensor | None:
-    """``[n, S, T-1]`` uniform motions of a ``"random"``-mode actor (None for other modes, or
-    T = 1), drawn up front from a CPU generator seeded with ``seed``, one row per episode, so
-    that they (and the result) depend on neither the batch size nor the device."""
-    if mode != "random" or T < 2:
-        return None
-    generator = torch.Generator().manual_seed(seed)
-    return torch.randint(n_actions, (n, S, T - 1), generator=generator)
-
-
-def chunk_demonstrations(
-    actor: Actor,
-    indices: Tensor,
-    chunk_starts: Tensor,
-    random_motions: Tensor | None,
-    lo: int,
-    T: int,
-) -> tuple[Tensor, Tensor] | None:
-    """The motions forced on a chunk's episodes, as demonstrations (``[T-1, k * S]`` actions
-    and mask), or None to draw them by the actor's mode.
-
-    Args:
-        actor: the prepared actor.
-        indices: ``[k]`` positions of the chunk's viewgrids in what the actor was prepared on.
-        chunk_starts: ``[k * S]`` every start of each viewgrid, viewgrid by viewgrid.
-        random_motions: :func:`draw_random_motions` of the whole evaluation, or None.
-        lo: the chunk's first viewgrid in the evaluation.
-        T: glimpses per episode.
-    """
-    if T < 2:
-        return None
-    k = indices.shape[0]
-    S = chunk_starts.shape[0] // max(k, 1)
-    # Every start of sample lo + i is an episode of that sample.
-    demos = forced_demonstrations(actor, indices.repeat_interleave(S), chunk_starts)
-    if demos is None and random_motions is not None:
-        motions = random_motions[lo : lo + k].reshape(k * S, T - 1).T.to(chunk_starts.device)
-        demos = (motions, torch.ones_like(motions, dtype=torch.bool))
-    return demos
-
-
 @torch.no_grad()
 def evaluate_policy(
     policy: CompletionPolicy,
@@ -277,7 +234,14 @@ def evaluate_policy(
     S = starts.numel()
     env = make_env(cfg, T, channel_mean)
     mode = actor.mode(training=False)
-    random_motions = draw_random_motions(mode, env.n_actions, grids.shape[0], S, T, seed)
+    random_motions = None
+    if mode == "random" and T > 1:
+        # Drawn up front, one row per episode, so the motions (and the result) do not depend
+        # on batch_size or the device.
+        generator = torch.Generator().manual_seed(seed)
+        random_motions = torch.randint(
+            env.n_actions, (grids.shape[0], S, T - 1), generator=generator
+        )
     chunk = max(1, batch_size // S)
     was_training = policy.training
     policy.eval()
@@ -294,9 +258,14 @@ def evaluate_policy(
                     part = part.to(device)
                 k = part.shape[0]
                 chunk_starts = device_starts.repeat(k)
-                demos = chunk_demonstrations(
-                    actor, device_indices[lo : lo + k], chunk_starts, random_motions, lo, T
-                )
+                demos = None
+                if T > 1:
+                    # Every start of sample lo + i is an episode of that sample.
+                    indices = device_indices[lo : lo + k].repeat_interleave(S)
+                    demos = forced_demonstrations(actor, indices, chunk_starts)
+                if demos is None and random_motions is not None:
+                    motions = random_motions[lo : lo + k].reshape(k * S, T - 1).T.to(device)
+                    demos = (motions, torch.ones_like(motions, dtype=torch.bool))
                 rollout = collect_rollout(
                     policy,
                     env,

@@ -40,11 +40,6 @@ from pyskick.config import TRAIN_ONLY_FIELDS, TrainConfig
 from pyskick.distributed import resolve_device
 from pyskick.envs.rollout import Rollout, collect_rollout, make_env
 from pyskick.errors import UserError
-from pyskick.evaluation.packed import (
-    can_evaluate_packed,
-    evaluate_pack,
-    interleave_demonstrations,
-)
 from pyskick.models.act import select_actions
 from pyskick.models.critics import FullObservabilityCritic, PartialObservabilityCritic
 from pyskick.models.memory_format import use_channels_last
@@ -134,19 +129,15 @@ def train_pack(
     *,
     stage: Stage = "train",
     resume: bool = False,
-    validate_together: bool | None = None,
 ) -> list[TrainResult]:
     """Train ``members`` together as one pack (see the module docstring); one
-    :class:`~pyskick.training.TrainResult` per run, in order. ``validate_together`` as in
-    :class:`PackTrainer`.
+    :class:`~pyskick.training.TrainResult` per run, in order.
 
     Raises:
         ValueError: runs that cannot share a pack (one line naming the setting and the
             runs), or any refusal of a run alone.
     """
-    return PackTrainer(
-        members, data, stage=stage, resume=resume, validate_together=validate_together
-    ).fit()
+    return PackTrainer(members, data, stage=stage, resume=resume).fit()
 
 
 # ------------------------------------------------------------------------- commits
@@ -550,13 +541,6 @@ class PackTrainer:
         data: their (shared) viewgrids.
         stage: ``"pretrain"`` or ``"train"``.
         resume: continue every run from its ``latest.pt``.
-        validate_together: validate the runs in one packed pass after each epoch
-            (:func:`~pyskick.evaluation.packed.evaluate_pack`: the same errors as each run's
-            own validation, to float rounding) instead of one after the other; None (the
-            default) does so on a GPU, where a run's validation alone is bound by its kernel
-            launches, and not on the CPU, where it is compute-bound and the errors then stay
-            bit for bit those of the runs alone. Runs whose validations differ (metric,
-            batch size) or whose actor samples at test time validate alone either way.
     """
 
     def __init__(
@@ -566,11 +550,9 @@ class PackTrainer:
         *,
         stage: Stage = "train",
         resume: bool = False,
-        validate_together: bool | None = None,
     ) -> None:
         if not members:
             raise ValueError("a pack needs at least one run")
-        self.validate_together = validate_together
         paths = [Path(m.out_dir).resolve() for m in members]
         if len(set(paths)) < len(paths):
             raise UserError("the runs of a pack need distinct folders")
@@ -792,10 +774,9 @@ class PackTrainer:
             for epoch in range(self.start_epoch, self.epochs):
                 per_run = self.train_epoch(epoch)
                 self.write_runs()
-                vals = self.validate_runs()
                 improved = [
-                    t.end_epoch(epoch, m, logger, val=val)
-                    for t, m, logger, val in zip(self.trainers, per_run, loggers, vals, strict=True)
+                    t.end_epoch(epoch, m, logger)
+                    for t, m, logger in zip(self.trainers, per_run, loggers, strict=True)
                 ]
                 self._checkpoint(epoch, improved)
                 epochs.advance(metrics=_mean(epoch_summary(m) for m in per_run))
@@ -816,44 +797,6 @@ class PackTrainer:
                 trainer._best_state = copy.deepcopy(trainer.state_dict(epoch))
         if writes:
             commit(writes)
-
-    def validates_together(self) -> bool:
-        """Whether :meth:`validate_runs` validates the runs in one packed pass (see
-        ``validate_together``)."""
-        trainers = self.trainers
-        wanted = self.validate_together
-        if wanted is None:
-            wanted = self.device.type == "cuda"
-        return (
-            wanted
-            and trainers[0].data.val.shape[0] > 0
-            and len({(t.config.val_metric, t.config.eval_batch_size) for t in trainers}) == 1
-            and can_evaluate_packed([t.val_actor for t in trainers])
-        )
-
-    def validate_runs(self) -> list[float | None]:
-        """Every run's validation error from one packed pass over the validation set
-        (:func:`~pyskick.evaluation.packed.evaluate_pack`, on the packed weights), or None
-        for each where the runs validate alone (:meth:`validates_together`)."""
-        if not self.validates_together():
-            return [None] * self.runs
-        first = self.trainers[0]
-        grids = first.val_grids.resident if first.val_grids.on_device else first.data.val
-        assert grids is not None
-        with progress.quiet():  # on the epoch's line, not one of its own
-            per_sample = evaluate_pack(
-                self.policy,
-                first.model_config,
-                grids,
-                actors=[t.val_actor for t in self.trainers],
-                seeds=[t.config.seed for t in self.trainers],
-                channel_mean=first.data.channel_mean,
-                T=self.T,
-                metric=first.config.val_metric,
-                batch_size=first.config.eval_batch_size,
-            )
-        # As Trainer.validate: the float64 sum over the samples, divided by their count.
-        return [float(errors.sum() / errors.numel()) for errors in per_sample]
 
     def write_runs(self) -> None:
         """Hand the pack's state back to the R trainers (weights, BatchNorm statistics,
@@ -932,7 +875,14 @@ class PackTrainer:
             )
             stacked = torch.stack([zeros if m is None else m for m in maps], dim=1)
             reward_maps = stacked.reshape(B * self.runs, *stacked.shape[2:])
-        return reward_maps, interleave_demonstrations(demos, self.T, B, self.device)
+        demonstrations = None
+        if any(d is not None for d in demos):
+            steps = self.T - 1
+            none = torch.zeros(steps, B, dtype=torch.int64, device=self.device)
+            actions = torch.stack([none if d is None else d[0] for d in demos], dim=2)
+            masks = torch.stack([none.bool() if d is None else d[1] for d in demos], dim=2)
+            demonstrations = (actions.reshape(steps, -1), masks.reshape(steps, -1))
+        return reward_maps, demonstrations
 
     def _choose(self) -> Callable[[Tensor], Tensor]:
         """Each run's actions from its own mode and generator."""

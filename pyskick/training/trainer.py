@@ -367,20 +367,11 @@ class Trainer(TrainerSetup):
                     self._best_state = copy.deepcopy(self.state_dict(epoch))
                 epochs.advance(metrics=epoch_summary(metrics))
 
-    def end_epoch(
-        self,
-        epoch: int,
-        metrics: dict[str, float],
-        logger: Dispatcher,
-        *,
-        val: float | None = None,
-    ) -> bool:
-        """After ``epoch``'s training: validate (unless ``val``, the validation error, is
-        given: a pack's, validated together), keep the history, advance the sidekick's
+    def end_epoch(self, epoch: int, metrics: dict[str, float], logger: Dispatcher) -> bool:
+        """After ``epoch``'s training: validate, keep the history, advance the sidekick's
         schedules and log ``metrics`` (completed with the validation's); whether validation
         improved."""
-        if val is None:
-            val = self.validate()
+        val = self.validate()
         metrics["val/rec_error"] = val
         improved = val < self.best_val
         if improved:

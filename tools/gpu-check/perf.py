@@ -45,8 +45,6 @@ failing part never loses the others, and the JSON is rewritten after every part)
   (waited for, queued, host time, device time and kernels per call from torch.profiler), for
   the op and its copy baseline; ``rotate_viewgrid``'s host time layer by layer, and a cProfile
   of its wrapper appended to ``--profile-out``.
-- ``valpack``: a pack's validation, its runs alone one after the other against together in
-  one packed pass (``PackTrainer.validate_runs``): seconds and the errors' agreement.
 - ``compile``: torch.compile of the policy, compile seconds and steady step time.
 - ``nccl``: a one-rank process group: all_reduce of a CPU tensor under "nccl" (what
   pyskick.distributed does) and under "cpu:gloo,cuda:nccl".
@@ -765,68 +763,6 @@ def part_compiled(args, device, ctx) -> dict[str, Any]:
     return out
 
 
-def part_valpack(args, device, ctx) -> dict[str, Any]:
-    """A pack's validation after an epoch: every run validated alone (``Trainer.validate``, one
-    after the other, what a pack did before) against the runs validated together in one packed
-    pass (``PackTrainer.validate_runs``, the default on a GPU), paper-sun360, ``--n-val``
-    validation grids, packs of 5 and 15 ltla/rnd-actions runs; seconds and the largest relative
-    difference of the errors. The H100 epochs of 2026-11-27 took 0.36-0.42 s per run's
-    validation, about a run's share of a packed training epoch."""
-    from pyskick.checkpoint import save_checkpoint
-    from pyskick.config import train_preset
-    from pyskick.models import CompletionPolicy
-    from pyskick.models import preset as preset_model
-    from pyskick.training.data import TrainData
-    from pyskick.training.pack import PackMember, PackTrainer
-
-    config = train_preset("paper-sun360").replace(
-        device=device.type, data_on_device="on" if device.type == "cuda" else "auto"
-    )
-    model = preset_model(config.model)
-    gen = torch.Generator().manual_seed(0)
-    shape = (model.n_elevations, model.n_azimuths, model.channels, model.view_size, model.view_size)
-    data = TrainData(torch.randint(0, 256, (config.batch_size * 2, *shape), generator=gen,
-                                   dtype=torch.uint8),
-                     smooth_grids(args.n_val, 5, device), SUN360_MEAN)  # fmt: skip
-    tmp = Path(tempfile.mkdtemp(prefix="valpack-", dir=args.work))
-    init = tmp / "one-view.pt"
-    torch.manual_seed(0)
-    save_checkpoint(init, {"model": CompletionPolicy(model).state_dict(),
-                           "model_config": model.to_dict()})  # fmt: skip
-    out: dict[str, Any] = {"n_val": args.n_val, "eval_batch_size": config.eval_batch_size}
-    RESULTS["valpack"] = out
-    for runs in (2,) if args.quick else (5, 15):
-        folder = Path(tempfile.mkdtemp(dir=tmp))
-        members = [
-            PackMember(config.replace(seed=config.seed + r,
-                                      actor="random" if r % 3 == 1 else "learned"),
-                       folder / f"run{r}", init=init)
-            for r in range(runs)
-        ]  # fmt: skip
-        pack = PackTrainer(members, data, validate_together=True).setup()
-        try:
-            pack.write_runs()
-            pack.validate_runs()  # warm-up (cuDNN, allocator)
-            sync(device)
-            t = now()
-            together = pack.validate_runs()
-            sync(device)
-            packed_s = now() - t
-            t = now()
-            alone = [trainer.validate() for trainer in pack.trainers]
-            sync(device)
-            alone_s = now() - t
-        finally:
-            pack._locks.close()
-        worst = max(abs(a - b) / abs(b) for a, b in zip(together, alone, strict=True))
-        out[str(runs)] = {"alone_s": round(alone_s, 4), "together_s": round(packed_s, 4),
-                          "speedup": round(alone_s / packed_s, 2),
-                          "max_rel_diff": float(f"{worst:.3g}")}  # fmt: skip
-        print(f"  valpack {runs}: {json.dumps(out[str(runs)])}", flush=True)
-        save_json(args)
-    return out
-
-
 def _bench_rows(args, device, label: str, *flags: str, compiled: bool = False
                 ) -> list[dict[str, Any]]:  # fmt: skip
     """The rows of one ``pyskick bench --training`` call (paper-sun360, a run alone and a pack
@@ -1177,7 +1113,6 @@ PARTS = {
     "cudnn": part_cudnn,
     "levers": part_levers,
     "compiled": part_compiled,
-    "valpack": part_valpack,
     "compile": part_compile,
     "nccl": part_nccl,
 }

@@ -20,7 +20,7 @@ mkdir -p "$OUT"
 DRY=${GPU_DRY:-0}
 PY=${PY:-python3}
 BUDGET_S=${BUDGET_S:-540}
-STEPS=${STEPS:-env,wheels,build,throwprobe,cudatests,memcheck,trainbench,levers,bench,opcost,replay,layout,decode,cudnn,valpack,table1,compiled,evalscore,profile,nccl,racecheck,initcheck,step,compile,epoch,concurrent,autocuda,fullsuite}
+STEPS=${STEPS:-env,wheels,build,throwprobe,cudatests,memcheck,trainbench,levers,bench,opcost,replay,layout,decode,cudnn,table1,compiled,evalscore,profile,nccl,racecheck,initcheck,step,compile,epoch,concurrent,autocuda,fullsuite}
 HERE=$(cd "$(dirname "$0")" && pwd)
 WORK=${WORK:-/tmp/pyskick-gpu-work}
 mkdir -p "$WORK"
@@ -268,9 +268,6 @@ step decode 180 perf decode
 # The replayed steps with cuDNN's algorithms picked by its heuristics and by its autotuner
 # (perf.py's cudnn part). Before table1, which turns the autotuner on when it paid.
 step cudnn 150 perf cudnn
-# A pack's validation, its runs alone against together in one packed pass (perf.py's valpack
-# part): validation alone took about a run's share of a packed epoch on the H100.
-step valpack 90 perf valpack
 
 # 5c. Table 1 at paper scale (issue "On the GPU", item 4): 6,000 synthetic scenes generated on
 #     the machine, then `reproduce` with packs (PRETRAIN one-view, EPOCHS policy epochs, SEEDS
