@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pyskick.errors import UserError
 from pyskick.hookspecs import Register, hookimpl
 from pyskick.sidekicks.defaults import HYBRID_OPTION
 
@@ -54,7 +55,7 @@ def demo_actions_actor(
     from pyskick.sidekicks.demo_actions import DemoActionsActor
 
     if one_view is None or spec is None:
-        raise ValueError(
+        raise UserError(
             "actor demo-actions needs the one-view run that scores coverage and the dataset's "
             "grid spec: train from a one-view model (init) on a dataset file, or evaluate such "
             "a run"

@@ -16,6 +16,7 @@ first folder's run (it is trained once per folder and no claim rests on it).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -45,7 +46,8 @@ def pool(
     folders: Sequence[str | Path], out: str | Path, plan: str | Path | None = None
 ) -> dict[str, Any]:
     """Build the table over the seeds of ``folders`` and write ``table.md``/``table.json``
-    into ``out`` (created; another pooled table there is replaced).
+    into ``out`` (created; a folder an earlier pool wrote is rewritten, any other non-empty
+    folder refused).
 
     Args:
         folders: reproduce folders, each with its ``reproduce.json`` and ``table.json``.
@@ -71,6 +73,12 @@ def pool(
     check_writable_folder(out)
     if (out / SETTINGS_FILE).exists():
         raise UserError(f"pool: --out {out} is a reproduce folder; choose a new folder")
+    if out.is_dir() and any(out.iterdir()) and not _is_pool_folder(out):
+        # Its plan.json (a plan the user made, say) would be replaced or removed, its files
+        # mixed with the table's: only an earlier pool's folder is rewritten.
+        raise UserError(
+            f"pool: --out {out} is not empty and holds no pooled table; choose a new folder"
+        )
     given = None if plan is None else read_plan(plan)
     judged_with = given if given is not None else shared_plan(paths)
     table = pooled_table(paths, plan=judged_with)
@@ -83,6 +91,17 @@ def pool(
     folder_plan(out, judged_with, drop=judged_with is None)
     write_table(out, table)
     return table
+
+
+def _is_pool_folder(folder: Path) -> bool:
+    """Whether ``folder`` holds a table :func:`pool` wrote (its settings name the pooled
+    folders)."""
+    try:
+        table = json.loads((folder / "table.json").read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return False
+    settings = table.get("settings") if isinstance(table, dict) else None
+    return isinstance(settings, dict) and "pooled" in settings
 
 
 def pooled_table(

@@ -156,6 +156,34 @@ def write_plan(plan: PowerPlan, path: str | Path) -> PowerPlan:
     return replace(plan, digest=_digest(path))
 
 
+def check_plan_out(out: str | Path, folders: Sequence[str | Path]) -> None:
+    """Refuse a plan file ``out`` that would replace something other than a plan, or a file
+    inside one of the pilot ``folders`` (a folder's own plan copy, its record, its table).
+
+    Raises:
+        UserError: one line naming ``out`` and why; nothing is written.
+    """
+    out = Path(out)
+    target = out.resolve()
+    for folder in folders:
+        if target.is_relative_to(Path(folder).resolve()):
+            raise UserError(
+                f"plan: --out {out} is inside the pilot folder {folder}; write the plan outside it"
+            )
+    if out.is_dir():
+        raise UserError(f"plan: --out {out} is a folder; give the plan file's path")
+    if out.exists():
+        try:
+            data = read_json_object(out, "power plan")
+        except UserError:
+            data = {}
+        if data.get("format") != PLAN_FORMAT:
+            raise UserError(
+                f"plan: --out {out} exists and is not a power plan, which alone it may replace; "
+                "choose another file"
+            )
+
+
 def read_plan(path: str | Path) -> PowerPlan:
     """A plan written by :func:`write_plan` (``pyskick plan``).
 

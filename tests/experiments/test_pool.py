@@ -118,3 +118,21 @@ def test_pool_refuses_before_writing(
     assert code == 2
     assert "is a reproduce folder" in err
     assert not out.exists()
+    # A folder pool did not make (here one holding the user's own plan.json) is not touched.
+    study = tmp_path / "study"
+    study.mkdir()
+    (study / "plan.json").write_text('{"mine": true}')
+    code, _, err = run(["pool", str(first), str(second), "--out", str(study)], capsys)
+    assert code == 2
+    assert "is not empty and holds no pooled table" in err
+    assert sorted(p.name for p in study.iterdir()) == ["plan.json"]
+    assert (study / "plan.json").read_text() == '{"mine": true}'
+
+
+def test_pool_rewrites_its_own_folder(two_folders: tuple[Path, Path], tmp_path: Path, capsys):
+    first, second = two_folders
+    out = tmp_path / "pooled"
+    for _ in range(2):
+        code, _, err = run(["pool", str(first), str(second), "--out", str(out)], capsys)
+        assert code == 0, err
+    assert json.loads((out / "table.json").read_text())["settings"]["pooled"]

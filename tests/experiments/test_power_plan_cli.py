@@ -50,6 +50,31 @@ def test_plan_prints_each_claims_power(pilot_plan, tmp_path: Path, cli_runner):
     assert f"plan: 4 pilot seeds on the val split; written to {again}" in err
 
 
+def test_plan_replaces_only_a_plan_and_nothing_in_a_pilot_folder(
+    pilot_plan, tmp_path: Path, cli_runner
+):
+    pilot, _ = pilot_plan
+    record = (pilot / "reproduce.json").read_bytes()
+    data = tmp_path / "scenes-copy.h5"
+    data.write_bytes(b"not a plan")
+    for out, message in (
+        (pilot / "reproduce.json", "is inside the pilot folder"),
+        (pilot / "plan.json", "is inside the pilot folder"),
+        (data, "exists and is not a power plan"),
+        (tmp_path, "is a directory"),  # click refuses it first
+    ):
+        code, _, err = cli_runner("plan", str(pilot), "--out", str(out))
+        assert code == 2, err
+        assert message in err
+    assert (pilot / "reproduce.json").read_bytes() == record
+    assert not (pilot / "plan.json").exists()
+    assert data.read_bytes() == b"not a plan"
+    again = tmp_path / "again.json"
+    for _ in range(2):  # a plan is replaced by the new one
+        code, _, err = cli_runner("plan", str(pilot), "--out", str(again))
+        assert code == 0, err
+
+
 def test_the_plan_holds_the_pilots_gaps_as_the_table_judges_them(pilot_plan):
     pilot, plan = pilot_plan
     written = json.loads(plan.read_text())

@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from pyskick import ops
+from pyskick.actors import make_actor
 from pyskick.envs import LookAroundEnv
 from pyskick.errors import UserError, UserTypeError
 from pyskick.metrics import get_metric
@@ -46,6 +47,16 @@ CASES: dict[str, tuple[Callable[[], Any], type[Exception], str]] = {
         lambda: LookAroundEnv(channel_mean=[300.0]),
         UserError,
         "channel_mean must lie in",
+    ),
+    "NaN scores, found by the native kernel": (
+        lambda: ops.nms_rewards(torch.full((1, 2, 3), float("nan")), 1, 1),
+        UserError,
+        "scores contains NaN",
+    ),
+    "demo-actions without a one-view run": (
+        lambda: make_actor("demo-actions", one_view=None, spec=None),
+        UserError,
+        "actor demo-actions needs the one-view run",
     ),
     "a wrong shape": (
         lambda: ops.rotate_viewgrid(torch.zeros(2, 3), torch.zeros(2, dtype=torch.long)),

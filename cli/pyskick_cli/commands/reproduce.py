@@ -154,7 +154,8 @@ def reproduce(
     "--out",
     type=click.Path(file_okay=False, path_type=Path),
     required=True,
-    help="Folder of the pooled table.md/table.json (created; a pooled table there is replaced).",
+    help="Folder of the pooled table.md/table.json (created; an earlier pool's folder is "
+    "rewritten, any other non-empty folder refused).",
 )
 @plan_option(
     help="A power plan (`pyskick plan`) to judge the claims with (default: the plan every "
@@ -181,7 +182,8 @@ def pool(folders: tuple[Path, ...], out: Path, plan: Path | None) -> None:
     "--out",
     type=click.Path(dir_okay=False, path_type=Path),
     required=True,
-    help="The plan file to write (JSON; an existing one is replaced).",
+    help="The plan file to write (JSON; an existing plan is replaced, any other file refused, "
+    "and so is a path inside a pilot folder).",
 )
 def plan(folders: tuple[Path, ...], out: Path) -> None:
     """Make a power plan from pilot FOLDERS: reproduce folders of one design run on the
@@ -192,9 +194,10 @@ def plan(folders: tuple[Path, ...], out: Path) -> None:
     """
     from pyskick._io import check_writable_folder
     from pyskick.experiments.pool import plan_from_folders
-    from pyskick.experiments.power_plan import plan_lines, write_plan
+    from pyskick.experiments.power_plan import check_plan_out, plan_lines, write_plan
 
     check_writable_folder(out.parent)
+    check_plan_out(out, folders)
     made = write_plan(plan_from_folders(folders), out)
     click.echo("\n".join(plan_lines(made)))
     pilot = made.pilot
