@@ -25,6 +25,10 @@ EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
 DEBUG_ENV = "PYSKICK_DEBUG"
 MAX_MESSAGE = 1000
 """The longest error line printed (a longer one is cut, its length named)."""
+DIVERGED = re.compile(
+    # torch.multinomial on action probabilities that are no longer finite: the weights are not
+    r"probability tensor contains either `inf`, `nan` or element < 0"
+)
 OUT_OF_MEMORY = re.compile(
     r"can't allocate memory"  # torch's CPU allocator
     r"|out of memory"  # CUDA, and torch.OutOfMemoryError
@@ -166,6 +170,11 @@ def main(argv: list[str] | None = None) -> None:
         # The machine or the installation (a full disk, a missing extra) vs pyskick's own bug.
         runtime = isinstance(exc, OSError | MemoryError | ImportError)
         kind = "runtime failure" if runtime else "internal error"
+        if DIVERGED.search(str(exc)) is not None:
+            kind = (
+                "the training diverged (its weights are no longer finite): try a lower --lr, "
+                "or a lower grad_clip in a --config file; runtime failure"
+            )
         if (
             isinstance(exc, MemoryError)
             or (isinstance(exc, OSError) and exc.errno == errno.ENOMEM)

@@ -38,7 +38,7 @@ from pyskick.training.compiled import CompiledNetwork, check_compile
 from pyskick.training.data import TrainData
 from pyskick.training.loggers import Dispatcher, make_loggers
 from pyskick.training.seeding import seed_everything
-from pyskick.training.state import restore_training
+from pyskick.training.state import check_same_scores, restore_training, sidekick_scores
 
 if TYPE_CHECKING:
     pass
@@ -89,6 +89,11 @@ class TrainerSetup:
         self._init_distributed()
         self._make_actor()
         self._build_models(checkpoint)
+        # What the sidekick's scores depend on, recorded at the start: a resume whose scores
+        # would differ (the one-view model trained further) is refused before any scoring.
+        self.scored_with = sidekick_scores(self.sidekick, self.T)
+        if checkpoint is not None:
+            check_same_scores(self.run_dir, checkpoint.get("sidekick_scores"), self.scored_with)
         self._prepare_sidekick()
         self._place_data()
         self.start_epoch = 0
@@ -191,6 +196,14 @@ class TrainerSetup:
         self._init_weights = init if checkpoint is None else None
         self.config = config
         self.epochs = config.pretrain_epochs if stage == "pretrain" else config.epochs
+        done = 0 if checkpoint is None else int(checkpoint["epoch"]) + 1
+        if self.epochs < done:
+            # Its checkpoints, log and best.pt are of more epochs than it would record.
+            field = "pretrain_epochs" if stage == "pretrain" else "epochs"
+            raise UserError(
+                f"cannot resume {self.run_dir} with {field} = {self.epochs}: it has trained "
+                f"{done} epochs (a resume extends a run; ask for at least {done})"
+            )
         self.T = config.T
         return checkpoint
 

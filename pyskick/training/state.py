@@ -8,6 +8,7 @@ sidekick schedules, RNGs, the epoch).
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 import torch
@@ -17,11 +18,11 @@ from pyskick.checkpoint import capture_rng_state, restore_rng_state
 from pyskick.distributed import collective_device
 from pyskick.errors import UserError
 from pyskick.models import CompletionPolicy, ModelConfig
+from pyskick.sidekicks.base import ScoredSidekick, Sidekick
 
 if TYPE_CHECKING:
     from pyskick.config import TrainConfig
     from pyskick.distributed import DistContext
-    from pyskick.sidekicks.base import Sidekick
     from pyskick.training.baselines import AverageBaseline, ControlVariate
 
 
@@ -53,6 +54,8 @@ class Checkpointed(Protocol):
     history: list[dict[str, float]]
     pack_record: dict[str, Any] | None
     """The pack this run is trained in (run folders, its index), or None alone."""
+    scored_with: dict[str, Any] | None
+    """What its sidekick's scores depend on (:func:`sidekick_scores`), or None."""
 
 
 def training_state(run: Checkpointed, epoch: int) -> dict[str, Any]:
@@ -62,8 +65,8 @@ def training_state(run: Checkpointed, epoch: int) -> dict[str, Any]:
     ``critic``, ``optimizer``, ``baseline``, ``control_variate``, ``critic_calibrated``,
     ``sidekick``,
     ``sidekick_name``, ``rng`` (``global``; ``actions``: one generator state per rank),
-    ``best_val``, ``history``, ``pack`` (None for a run trained alone); :func:`save_checkpoint`
-    adds ``format``.
+    ``best_val``, ``history``, ``pack`` (None for a run trained alone), ``sidekick_scores``
+    (:func:`sidekick_scores` at the run's start); :func:`save_checkpoint` adds ``format``.
 
     Under ``torchrun`` every rank must call it (the action generators are gathered).
     """
@@ -92,7 +95,40 @@ def training_state(run: Checkpointed, epoch: int) -> dict[str, Any]:
         "best_val": run.best_val,
         "history": list(run.history),
         "pack": run.pack_record,
+        "sidekick_scores": run.scored_with,
     }
+
+
+def sidekick_scores(sidekick: Sidekick, T: int) -> dict[str, Any] | None:
+    """What a scoring sidekick's scores depend on besides the viewgrids (its
+    :meth:`~pyskick.sidekicks.base.ScoredSidekick.score_options`: the one-view model's digest,
+    its parameters), as plain types; None for a sidekick without scores."""
+    if not isinstance(sidekick, ScoredSidekick):
+        return None
+    return dict(sidekick.score_options(T))
+
+
+def check_same_scores(run_dir: Path, recorded: Any, now: dict[str, Any] | None) -> None:
+    """Refuse to resume a run whose sidekick would score otherwise than when the run
+    started (``recorded``, its checkpoint's ``sidekick_scores``; None in checkpoints that
+    predate it): the rewards or demonstrations of the epochs to come would come from another
+    model, and the resume would not be exact.
+
+    Raises:
+        UserError: one line naming what changed.
+    """
+    if not isinstance(recorded, dict) or now is None:
+        return
+    changed = sorted(k for k in set(recorded) | set(now) if recorded.get(k) != now.get(k))
+    if not changed:
+        return
+    hint = ""
+    if "one_view_sha256" in changed:
+        hint = ": the one-view model that scores is not the file it was (trained further?)"
+    raise UserError(
+        f"cannot resume {run_dir}: its sidekick would score with other {', '.join(changed)} "
+        f"than when the run started{hint}"
+    )
 
 
 def restore_training(run: Checkpointed, state: dict[str, Any], grid_shape: tuple[int, ...]) -> None:

@@ -63,6 +63,7 @@ _SET_UP_ATTRIBUTES = frozenset(
         "T", "init", "sidekick", "device", "dist", "actor", "val_actor", "learn_actions",
         "model_config", "policy", "critic", "params", "optimizer", "baseline", "control_variate",
         "env", "action_generator", "start_epoch", "critic_calibrated", "best_val", "history",
+        "scored_with",
         "policy_ddp", "critic_ddp", "logger", "train_grids", "val_grids",
     }
 )  # fmt: skip

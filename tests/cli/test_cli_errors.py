@@ -11,6 +11,7 @@ from pathlib import Path
 
 import click
 import pytest
+import torch
 
 from pyskick.errors import UserError, UserFileNotFoundError, UserTypeError
 from pyskick_cli.main import cli, main
@@ -190,6 +191,21 @@ def test_out_of_memory_says_so_and_what_to_lower(
     assert code == 1
     (line,) = err.splitlines()
     assert "(out of memory: a smaller --batch-size" in line
+    assert "internal error" not in line
+
+
+def test_a_diverged_training_says_so_and_what_to_lower(
+    raising_command: Callable[[BaseException], None], capsys: pytest.CaptureFixture[str]
+) -> None:
+    # What torch.multinomial raises on the action probabilities of non-finite weights.
+    try:
+        torch.multinomial(torch.tensor([[float("nan"), 1.0]]), 1)
+    except RuntimeError as exc:
+        raising_command(exc)
+    code, _, err = run_main(["boom"], capsys)
+    assert code == 1
+    (line,) = err.splitlines()
+    assert "(the training diverged (its weights are no longer finite): try a lower --lr" in line
     assert "internal error" not in line
 
 

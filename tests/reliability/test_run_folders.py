@@ -288,6 +288,23 @@ CASES: dict[str, Case] = {
         lambda w: evaluate_save(w, w.afile / "e.npz"),
         ("--save", lambda w: str(w.afile), "not a folder"),
     ),
+    # An output that is one of the command's inputs, even with --overwrite.
+    "evaluate --save onto the checkpoint it evaluates": (
+        lambda w: [*evaluate_save(w, w.ov / "best.pt"), "--overwrite"],
+        ("--save", "is one of this command's inputs"),
+    ),
+    "evaluate --save onto its dataset": (
+        lambda w: [*evaluate_save(w, w.base), "--overwrite"],
+        ("--save", "is one of this command's inputs"),
+    ),
+    "score --out onto the dataset it scores": (
+        lambda w: [*score(w, w.base), "--overwrite"],
+        ("--out", "is one of this command's inputs"),
+    ),
+    "score --out onto the model that scores": (
+        lambda w: [*score(w, w.ov / "best.pt"), "--overwrite"],
+        ("--out", "is one of this command's inputs"),
+    ),
 }
 CUDA_CASES: dict[str, Case] = {
     "train --device cuda without a GPU": (

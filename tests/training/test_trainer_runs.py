@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import shutil
 
 import pytest
 import torch
 
 from pyskick.checkpoint import load_checkpoint
+from pyskick.errors import UserError
 from pyskick.training.data import TrainData
 from pyskick.training.loggers import read_metrics
 from pyskick.training.trainer import Trainer, pretrain, train
@@ -128,6 +130,22 @@ def test_resume_refuses_a_changed_config(tmp_path, pretrained, tiny_config, tiny
     with pytest.raises(ValueError, match="already holds a run; resume it"):
         train(tiny_config, tmp_path / "run", tiny_data, init=pretrained)
     assert (tmp_path / "run" / "metrics.jsonl").read_text() == before
+
+
+def test_a_resume_does_not_shorten_a_run(tmp_path, pretrained, tiny_config, tiny_data):
+    """A resume asking for fewer epochs than trained would record a config that its
+    checkpoints, log and best.pt contradict: refused before anything is written."""
+    run = tmp_path / "run"
+    train(tiny_config.replace(epochs=2), run, tiny_data, init=pretrained)
+    before = {p.name: p.read_bytes() for p in run.iterdir() if p.is_file()}
+    with pytest.raises(UserError, match=r"with epochs = 1: it has trained 2 epochs"):
+        train(tiny_config.replace(epochs=1), run, tiny_data, resume=True)
+    assert {p.name: p.read_bytes() for p in run.iterdir() if p.is_file()} == before
+    assert train(tiny_config.replace(epochs=2), run, tiny_data, resume=True).epochs == 2
+    pre = tmp_path / "pre-run"
+    pretrain(tiny_config.replace(pretrain_epochs=2), pre, tiny_data)
+    with pytest.raises(UserError, match=r"with pretrain_epochs = 1: it has trained 2"):
+        pretrain(tiny_config.replace(pretrain_epochs=1), pre, tiny_data, resume=True)
 
 
 def test_a_run_does_not_start_in_a_reproduce_or_export_folder(tmp_path, tiny_config, tiny_data):
@@ -315,3 +333,40 @@ def test_constructing_a_trainer_is_cheap_and_writes_nothing(
     trainer.fit()
     assert steps[-1] == "_open_run"
     assert load_checkpoint(tmp_path / "run" / "latest.pt")["epoch"] == 1
+
+
+def test_a_resume_whose_sidekick_would_score_otherwise_is_refused(tmp_path, tiny_config, tiny_data):
+    """A reward sidekick scores with the one-view model: trained further since the run
+    started, it would give other rewards to the epochs to come (no exact resume). Refused
+    before any scoring; unchanged, the resume goes on; a checkpoint that predates the record
+    resumes as before."""
+    from pyskick.checkpoint import save_checkpoint
+    from pyskick.sidekicks.reward import RewardSidekick
+
+    one_view = tmp_path / "one-view"
+    pretrain(tiny_config.replace(pretrain_epochs=1), one_view, tiny_data)
+
+    def sidekick():
+        return RewardSidekick(one_view, channel_mean=(120.0,))
+
+    run = tmp_path / "rew"
+    train(tiny_config.replace(epochs=1), run, tiny_data, init=one_view, sidekick=sidekick())
+    recorded = load_checkpoint(run / "latest.pt")["sidekick_scores"]
+    assert set(recorded) >= {"one_view_sha256", "k", "radius"}
+    train(tiny_config.replace(epochs=2), run, tiny_data, resume=True, sidekick=sidekick())
+    pretrain(tiny_config.replace(pretrain_epochs=2), one_view, tiny_data, resume=True)
+    # Its best.pt, what scores, now the second epoch's (whether or not validation improved).
+    shutil.copyfile(one_view / "latest.pt", one_view / "best.pt")
+    before = (run / "latest.pt").read_bytes()
+    with pytest.raises(UserError, match=r"score with other one_view_sha256 than when the run"):
+        train(tiny_config.replace(epochs=3), run, tiny_data, resume=True, sidekick=sidekick())
+    assert (run / "latest.pt").read_bytes() == before
+    state = load_checkpoint(run / "latest.pt")
+    del state["sidekick_scores"]  # as an older pyskick wrote it
+    save_checkpoint(run / "latest.pt", state)
+    assert (
+        train(
+            tiny_config.replace(epochs=3), run, tiny_data, resume=True, sidekick=sidekick()
+        ).epochs
+        == 3
+    )

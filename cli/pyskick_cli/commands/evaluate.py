@@ -82,10 +82,12 @@ def evaluate(
     from pyskick.evaluation import evaluate as run_evaluate
     from pyskick.experiments.error_sets import run_eval_file
 
-    # Where the results go must be writable before anything is computed.
+    dataset_path = run_dataset(run) if dataset is None else resolve_dataset_path(dataset)
+    # Where the results go must be writable, and none of what is read, before anything is
+    # computed.
     try:
         if save is not None:
-            check_outputs([save], overwrite=overwrite)
+            check_outputs([save], overwrite=overwrite, inputs=[run, one_view, dataset_path])
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--save") from None
     # A run folder records its evaluations; an export folder is shared as it is.
@@ -98,7 +100,7 @@ def evaluate(
                 f"{exc}; evaluate {run / 'best.pt'} to leave the run folder as it is",
                 param_hint="RUN",
             ) from None
-    source = ViewgridFile(run_dataset(run) if dataset is None else resolve_dataset_path(dataset))
+    source = ViewgridFile(dataset_path)
     if split not in source.splits:
         raise click.BadParameter(
             f"split {split!r} is not in {source.path} (splits: {', '.join(source.splits)})",

@@ -125,11 +125,11 @@ def score(
     from pyskick.training import TrainData, load_config
     from pyskick.training.one_view_cache import cache_folder, cached_one_view
 
+    path = resolve_dataset_path(dataset)
     try:  # missing folders are created when the file is written
-        check_outputs([out], overwrite=overwrite)
+        check_outputs([out], overwrite=overwrite, inputs=[path, model])
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--out") from None
-    path = resolve_dataset_path(dataset)
     source = ViewgridFile(path)
     names = _split_names(splits, source.splits)
     default = paper_preset(source.spec.preset)
