@@ -27,31 +27,23 @@ def overwrite_option(f: F) -> F:
     return click.option("--overwrite", is_flag=True, help=OVERWRITE_HELP)(f)
 
 
-def check_outputs(
-    paths: Iterable[Path], *, overwrite: bool, inputs: Iterable[Path | None] = ()
-) -> None:
-    """Refuse outputs that exist (without ``overwrite``), that cannot be written, or that
-    are one of the command's inputs (even with ``overwrite``).
+def check_outputs(paths: Iterable[Path], *, overwrite: bool) -> None:
+    """Refuse outputs that exist (without ``overwrite``) or that cannot be written.
 
     Args:
         paths: the files a command is about to write.
         overwrite: the user's ``--overwrite``.
-        inputs: what the command reads: files, and folders whose own files (a run's
-            checkpoints and records, not its subfolders) it reads; None entries are skipped.
 
     Raises:
-        UserError: (exit 2) one line naming the first file that exists or is a folder, is an
-            input, or lies under a folder that cannot be made or written (a file, a dangling
-            link, a read-only folder: see :func:`pyskick._io.check_writable_folder`).
+        UserError: (exit 2) one line naming the first file that exists or is a folder, or that
+            lies under a folder that cannot be made or written (a file, a dangling link, a
+            read-only folder: see :func:`pyskick._io.check_writable_folder`).
     """
     paths = [Path(path) for path in paths]
-    read = [Path(i) for i in inputs if i is not None]
     for path in paths:
         path = Path(path)
         if path.is_dir():
             raise UserError(f"{path} is a folder; the output must be a file")
-        if path.exists() and any(_is_input(path, source) for source in read):
-            raise UserError(f"{path} is one of this command's inputs; choose another file")
         if not overwrite and (path.exists() or path.is_symlink()):
             raise UserError(f"{path} already exists; pass --overwrite to replace it")
         try:
@@ -61,11 +53,29 @@ def check_outputs(
     declare_outputs(paths, new=not overwrite)
 
 
+RECORD_SUFFIXES = (".pt", ".json", ".jsonl", ".safetensors")
+"""The files of a run or export folder that commands read: checkpoints and records."""
+
+
+def check_not_inputs(paths: Iterable[Path], inputs: Iterable[Path | None]) -> None:
+    """Refuse an output that is one of the command's inputs, ``--overwrite`` or not: a file it
+    reads, or a checkpoint or record (:data:`RECORD_SUFFIXES`) directly inside a run or export
+    folder it reads. Other files in such a folder (an earlier ``--save`` there) may be
+    replaced.
+
+    Raises:
+        UserError: (exit 2) one line naming the output.
+    """
+    read = [Path(i) for i in inputs if i is not None]
+    for path in (Path(p) for p in paths):
+        if path.exists() and any(_is_input(path, source) for source in read):
+            raise UserError(f"{path} is one of this command's inputs; choose another file")
+
+
 def _is_input(path: Path, source: Path) -> bool:
-    """Whether the existing file ``path`` is ``source`` or one of the files directly inside the
-    folder ``source``."""
     if not source.exists():
         return False
     if source.is_dir():
-        return path.resolve().parent == source.resolve()
+        own = path.resolve().parent == source.resolve()
+        return own and path.suffix in RECORD_SUFFIXES
     return path.resolve() == source.resolve()

@@ -88,14 +88,20 @@ def pool(
             f"pool: power plan {plan} was made for other settings ({', '.join(different)})"
         )
     out.mkdir(parents=True, exist_ok=True)
-    folder_plan(out, judged_with, drop=judged_with is None)
+    # The table first: a pool stopped before its table.json leaves only what the next pool
+    # recognises as its own (see _is_pool_folder).
     write_table(out, table)
+    folder_plan(out, judged_with, drop=judged_with is None)
     return table
 
 
 def _is_pool_folder(folder: Path) -> bool:
     """Whether ``folder`` holds a table :func:`pool` wrote (its settings name the pooled
-    folders)."""
+    folders), or only what a pool stopped before its ``table.json`` leaves (``table.md``,
+    temporaries of the table's files)."""
+    names = [p.name for p in folder.iterdir()]
+    if all(n == "table.md" or n.startswith((".table.md.tmp-", ".table.json.tmp-")) for n in names):
+        return True
     try:
         table = json.loads((folder / "table.json").read_text())
     except (OSError, UnicodeDecodeError, json.JSONDecodeError):

@@ -199,10 +199,9 @@ class TrainerSetup:
         done = 0 if checkpoint is None else int(checkpoint["epoch"]) + 1
         if self.epochs < done:
             # Its checkpoints, log and best.pt are of more epochs than it would record.
-            field = "pretrain_epochs" if stage == "pretrain" else "epochs"
             raise UserError(
-                f"cannot resume {self.run_dir} with {field} = {self.epochs}: it has trained "
-                f"{done} epochs (a resume extends a run; ask for at least {done})"
+                f"cannot resume {self.run_dir} for {self.epochs} epochs: it has trained {done} "
+                f"(a resume extends a run; ask for at least {done})"
             )
         self.T = config.T
         return checkpoint

@@ -8,6 +8,7 @@ sidekick schedules, RNGs, the epoch).
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -105,7 +106,9 @@ def sidekick_scores(sidekick: Sidekick, T: int) -> dict[str, Any] | None:
     its parameters), as plain types; None for a sidekick without scores."""
     if not isinstance(sidekick, ScoredSidekick):
         return None
-    return dict(sidekick.score_options(T))
+    # Through JSON, as the score cache keys them: numpy numbers, enums and tuples become the
+    # plain floats, ints, strings and lists a weights-only checkpoint load accepts.
+    return dict(json.loads(json.dumps(sidekick.score_options(T))))
 
 
 def check_same_scores(run_dir: Path, recorded: Any, now: dict[str, Any] | None) -> None:
@@ -119,7 +122,12 @@ def check_same_scores(run_dir: Path, recorded: Any, now: dict[str, Any] | None) 
     """
     if not isinstance(recorded, dict) or now is None:
         return
-    changed = sorted(k for k in set(recorded) | set(now) if recorded.get(k) != now.get(k))
+    # Compared as JSON text, so that a NaN option equals itself.
+    changed = sorted(
+        k
+        for k in set(recorded) | set(now)
+        if json.dumps(recorded.get(k), sort_keys=True) != json.dumps(now.get(k), sort_keys=True)
+    )
     if not changed:
         return
     hint = ""

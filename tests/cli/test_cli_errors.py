@@ -228,3 +228,24 @@ def test_a_onednn_descriptor_error_is_not_called_out_of_memory(
     _, _, err = run_main(["boom"], capsys)
     assert "out of memory" not in err
     assert "(internal error; " in err
+
+
+def test_an_output_that_is_an_input_is_refused_but_not_an_earlier_output_beside_it(
+    tmp_path,
+) -> None:
+    from pyskick.errors import UserError
+    from pyskick_cli.outputs import check_not_inputs
+
+    run = tmp_path / "run"
+    run.mkdir()
+    for name in ("best.pt", "config.json", "metrics.jsonl", "errors.npz"):
+        (run / name).write_bytes(b"x")
+    data = tmp_path / "scenes.h5"
+    data.write_bytes(b"x")
+    for output in (run / "best.pt", run / "config.json", run / "metrics.jsonl", data):
+        with pytest.raises(UserError, match="is one of this command's inputs"):
+            check_not_inputs([output], [run, None, data])
+    check_not_inputs([run / "errors.npz"], [run, None, data])  # an earlier --save: replaceable
+    check_not_inputs([tmp_path / "new.npz"], [run, data])
+    with pytest.raises(UserError, match="is one of this command's inputs"):
+        check_not_inputs([run / "best.pt"], [run / "best.pt"])  # RUN given as a checkpoint

@@ -132,6 +132,8 @@ def test_pool_refuses_before_writing(
 def test_pool_rewrites_its_own_folder(two_folders: tuple[Path, Path], tmp_path: Path, capsys):
     first, second = two_folders
     out = tmp_path / "pooled"
+    out.mkdir()
+    (out / "table.md").write_text("| half |")  # a pool stopped before its table.json
     for _ in range(2):
         code, _, err = run(["pool", str(first), str(second), "--out", str(out)], capsys)
         assert code == 0, err

@@ -138,13 +138,13 @@ def test_a_resume_does_not_shorten_a_run(tmp_path, pretrained, tiny_config, tiny
     run = tmp_path / "run"
     train(tiny_config.replace(epochs=2), run, tiny_data, init=pretrained)
     before = {p.name: p.read_bytes() for p in run.iterdir() if p.is_file()}
-    with pytest.raises(UserError, match=r"with epochs = 1: it has trained 2 epochs"):
+    with pytest.raises(UserError, match=r"for 1 epochs: it has trained 2 \(a resume extends"):
         train(tiny_config.replace(epochs=1), run, tiny_data, resume=True)
     assert {p.name: p.read_bytes() for p in run.iterdir() if p.is_file()} == before
     assert train(tiny_config.replace(epochs=2), run, tiny_data, resume=True).epochs == 2
     pre = tmp_path / "pre-run"
     pretrain(tiny_config.replace(pretrain_epochs=2), pre, tiny_data)
-    with pytest.raises(UserError, match=r"with pretrain_epochs = 1: it has trained 2"):
+    with pytest.raises(UserError, match=r"for 1 epochs: it has trained 2"):
         pretrain(tiny_config.replace(pretrain_epochs=1), pre, tiny_data, resume=True)
 
 
@@ -370,3 +370,22 @@ def test_a_resume_whose_sidekick_would_score_otherwise_is_refused(tmp_path, tiny
         ).epochs
         == 3
     )
+
+
+def test_recorded_scores_are_plain_json_and_a_nan_option_equals_itself(tmp_path, pretrained):
+    """The record goes into checkpoints loaded weights-only: numpy numbers and tuples a
+    sidekick's options may hold become plain types; NaN options compare equal."""
+    import numpy as np
+
+    from pyskick.checkpoint import save_checkpoint
+    from pyskick.sidekicks.reward import RewardSidekick
+    from pyskick.training.state import check_same_scores, sidekick_scores
+
+    record = sidekick_scores(RewardSidekick(pretrained, channel_mean=np.array([120.0])), 3)
+    assert record is not None
+    assert type(record["channel_mean"][0]) is float
+    save_checkpoint(tmp_path / "c.pt", {"sidekick_scores": record})
+    assert load_checkpoint(tmp_path / "c.pt")["sidekick_scores"] == record
+    check_same_scores(tmp_path, {"x": float("nan")}, {"x": float("nan")})
+    with pytest.raises(UserError, match="other x than when"):
+        check_same_scores(tmp_path, {"x": 1.0}, {"x": 2.0})

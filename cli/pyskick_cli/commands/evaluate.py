@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Literal
 import click
 
 from pyskick.metrics import DEFAULT_METRIC, METRICS, metrics_help
-from pyskick_cli.outputs import check_outputs, overwrite_option
+from pyskick_cli.outputs import check_not_inputs, check_outputs, overwrite_option
 from pyskick_cli.shared_options import (
     DATASET_HELP,
     RUN_DATASET_HELP,
@@ -82,12 +82,17 @@ def evaluate(
     from pyskick.evaluation import evaluate as run_evaluate
     from pyskick.experiments.error_sets import run_eval_file
 
-    dataset_path = run_dataset(run) if dataset is None else resolve_dataset_path(dataset)
-    # Where the results go must be writable, and none of what is read, before anything is
-    # computed.
+    # Where the results go must be writable before anything is computed.
     try:
         if save is not None:
-            check_outputs([save], overwrite=overwrite, inputs=[run, one_view, dataset_path])
+            check_outputs([save], overwrite=overwrite)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--save") from None
+    # A registered name resolves to a file (a built-in made on first use): after that check.
+    dataset_path = run_dataset(run) if dataset is None else resolve_dataset_path(dataset)
+    try:
+        if save is not None:
+            check_not_inputs([save], [run, one_view, dataset_path])
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--save") from None
     # A run folder records its evaluations; an export folder is shared as it is.

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from pyskick_cli.outputs import check_outputs, overwrite_option
+from pyskick_cli.outputs import check_not_inputs, check_outputs, overwrite_option
 from pyskick_cli.shared_options import (
     config_option,
     dataset_option,
@@ -125,9 +125,13 @@ def score(
     from pyskick.training import TrainData, load_config
     from pyskick.training.one_view_cache import cache_folder, cached_one_view
 
-    path = resolve_dataset_path(dataset)
     try:  # missing folders are created when the file is written
-        check_outputs([out], overwrite=overwrite, inputs=[path, model])
+        check_outputs([out], overwrite=overwrite)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--out") from None
+    path = resolve_dataset_path(dataset)
+    try:
+        check_not_inputs([out], [path, model])
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--out") from None
     source = ViewgridFile(path)
