@@ -188,12 +188,6 @@ class TrainerSetup:
             else None
         )
         init = self._requested_init if checkpoint is None else checkpoint.get("init")
-        moved = checkpoint is not None and init is not None and not Path(init).exists()
-        if moved and self._requested_init is not None:
-            # The one-view folder moved since the run started: the one given stands in (a
-            # scoring sidekick's recorded scores refuse another model, see check_same_scores),
-            # and later checkpoints record where it is now.
-            init = self._requested_init
         if init is not None and checkpoint is None and stage != "train":
             raise ValueError("init is only for the train stage")
         # The one-view run this run started from, saved in checkpoints for evaluate().

@@ -367,35 +367,6 @@ def test_refused_resume_with_another_init_then_resume_matches_an_uninterrupted_r
     assert json.loads((cut / "dataset.json").read_text())["init"] == str(world.ov.resolve())
 
 
-def test_a_run_whose_one_view_folder_moved_resumes_from_it_and_from_no_other(
-    refuse: Any,
-    world: World,
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
-) -> None:
-    # A project folder moved: the rew run's recorded one-view path is gone. --init names its
-    # new place (the same model): the resume goes on and records it; another model there is
-    # refused by the scores the run recorded.
-    monkeypatch.setenv("PYSKICK_CACHE_DIR", str(world.root / "cache"))
-    before = tmp_path / "before"
-    shutil.copytree(world.ov, before)
-    run = tmp_path / "rew"
-    assert pyskick(rew_args(world.base, before, run, epochs=1)) == 0
-    after = tmp_path / "after"
-    before.rename(after)
-    capsys.readouterr()
-    refuse(
-        resume_rew(world, "--init", world.ov2, run=run),
-        2,
-        "score with other one_view_sha256",
-        watch=[run],
-    )
-    assert pyskick(resume_rew(world, "--init", after, run=run)) == 0
-    assert load_checkpoint(run / "latest.pt")["epoch"] == 1
-    assert json.loads((run / "dataset.json").read_text())["init"] == str(after.resolve())
-
-
 def test_score_creates_a_missing_output_folder(
     world: World, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

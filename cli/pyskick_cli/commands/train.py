@@ -95,8 +95,7 @@ def _load_data(source: ViewgridFile, config: TrainConfig) -> TrainData:
 
 def _resumed_init(out_dir: Path, given: Path | None) -> Path | None:
     """The one-view run a resumed run started from (its checkpoint's, else its record's);
-    another one given with --init is refused, unless the recorded one no longer exists (a
-    moved folder: the given one stands in)."""
+    another one given with --init is refused."""
     from pyskick.checkpoint import load_checkpoint
     from pyskick.run_dir import RunDir
 
@@ -107,10 +106,6 @@ def _resumed_init(out_dir: Path, given: Path | None) -> Path | None:
     else:
         recorded = recorded_init(out_dir)
     if given is not None and _checkpoint_of(given) != _checkpoint_of(recorded):
-        if recorded is not None and not recorded.exists():
-            # The one-view folder moved: the one given stands in. A scoring sidekick's recorded
-            # scores (sidekick_scores) refuse it unless it is the same model.
-            return given
         raise click.BadParameter(
             f"cannot resume: the run started from {recorded or 'no one-view model'}, not "
             f"{given}; leave --init out to continue it",
