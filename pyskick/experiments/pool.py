@@ -88,8 +88,8 @@ def pool(
             f"pool: power plan {plan} was made for other settings ({', '.join(different)})"
         )
     out.mkdir(parents=True, exist_ok=True)
-    # The table first: a pool stopped before its table.json leaves only what the next pool
-    # recognises as its own (see _is_pool_folder).
+    # The table first (its table.json before its table.md): a pool stopped before its
+    # table.json leaves only what the next pool recognises as its own (_is_pool_folder).
     write_table(out, table)
     folder_plan(out, judged_with, drop=judged_with is None)
     return table
@@ -97,10 +97,9 @@ def pool(
 
 def _is_pool_folder(folder: Path) -> bool:
     """Whether ``folder`` holds a table :func:`pool` wrote (its settings name the pooled
-    folders), or only what a pool stopped before its ``table.json`` leaves (``table.md``,
-    temporaries of the table's files)."""
-    names = [p.name for p in folder.iterdir()]
-    if all(n == "table.md" or n.startswith((".table.md.tmp-", ".table.json.tmp-")) for n in names):
+    folders), or only what a pool stopped before its ``table.json`` leaves (that file's
+    temporaries: the table's record is written first)."""
+    if all(p.name.startswith(".table.json.tmp-") for p in folder.iterdir()):
         return True
     try:
         table = json.loads((folder / "table.json").read_text())

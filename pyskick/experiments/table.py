@@ -443,7 +443,7 @@ def metric_cells(entry: Mapping[str, Any]) -> list[str]:
 
 
 def write_table(out_dir: Path, table: Mapping[str, Any]) -> tuple[Path, Path]:
-    """Write ``table.md`` and ``table.json`` atomically."""
-
-    md = write_text(out_dir / "table.md", format_table(table) + "\n")
-    return md, write_json(out_dir / "table.json", table)
+    """Write ``table.json``, then ``table.md``, each atomically (the record first: a folder
+    with a ``table.md`` always has the ``table.json`` it shows)."""
+    js = write_json(out_dir / "table.json", table)
+    return write_text(out_dir / "table.md", format_table(table) + "\n"), js

@@ -127,13 +127,18 @@ def test_pool_refuses_before_writing(
     assert "is not empty and holds no pooled table" in err
     assert sorted(p.name for p in study.iterdir()) == ["plan.json"]
     assert (study / "plan.json").read_text() == '{"mine": true}'
+    (study / "plan.json").unlink()
+    (study / "table.md").write_text("my notes")  # a user's table.md is no pool's either
+    code, _, err = run(["pool", str(first), str(second), "--out", str(study)], capsys)
+    assert code == 2
+    assert (study / "table.md").read_text() == "my notes"
 
 
 def test_pool_rewrites_its_own_folder(two_folders: tuple[Path, Path], tmp_path: Path, capsys):
     first, second = two_folders
     out = tmp_path / "pooled"
     out.mkdir()
-    (out / "table.md").write_text("| half |")  # a pool stopped before its table.json
+    (out / ".table.json.tmp-host-1-ab.json").write_text("{")  # a pool stopped in its first write
     for _ in range(2):
         code, _, err = run(["pool", str(first), str(second), "--out", str(out)], capsys)
         assert code == 0, err

@@ -293,6 +293,10 @@ CASES: dict[str, Case] = {
         lambda w: [*evaluate_save(w, w.ov / "best.pt"), "--overwrite"],
         ("--save", "is one of this command's inputs"),
     ),
+    "evaluate --save onto a record beside the checkpoint it evaluates": (
+        lambda w: [*evaluate_save(w, w.ov / "config.json"), "--overwrite"],
+        ("--save", "is one of this command's inputs"),
+    ),
     "evaluate --save onto its dataset": (
         lambda w: [*evaluate_save(w, w.base), "--overwrite"],
         ("--save", "is one of this command's inputs"),

@@ -92,7 +92,9 @@ def evaluate(
     dataset_path = run_dataset(run) if dataset is None else resolve_dataset_path(dataset)
     try:
         if save is not None:
-            check_not_inputs([save], [run, one_view, dataset_path])
+            # RUN given as a checkpoint: the records beside it are read too.
+            beside = run.parent if run.is_file() else None
+            check_not_inputs([save], [run, beside, one_view, dataset_path])
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--save") from None
     # A run folder records its evaluations; an export folder is shared as it is.
