@@ -27,6 +27,7 @@ tables of the pilot's settings (the seeds, the dataset's file and the evaluation
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import math
 from collections.abc import Mapping, Sequence
@@ -156,6 +157,10 @@ def write_plan(plan: PowerPlan, path: str | Path) -> PowerPlan:
     return replace(plan, digest=_digest(path))
 
 
+_PLAN_MAX_BYTES = 1 << 20
+"""Larger files are not power plans (check_plan_out does not read them)."""
+
+
 def check_plan_out(out: str | Path, folders: Sequence[str | Path]) -> None:
     """Refuse a plan file ``out`` that would replace something other than a plan, or a file
     inside one of the pilot ``folders`` (a folder's own plan copy, its record, its table).
@@ -173,10 +178,11 @@ def check_plan_out(out: str | Path, folders: Sequence[str | Path]) -> None:
     if out.is_dir():
         raise UserError(f"plan: --out {out} is a folder; give the plan file's path")
     if out.exists():
-        try:
-            data = read_json_object(out, "power plan")
-        except UserError:
-            data = {}
+        data: dict[str, Any] = {}
+        # A plan is a few kB: a large file (a dataset, say) is not read to find that out.
+        if out.stat().st_size <= _PLAN_MAX_BYTES:
+            with contextlib.suppress(UserError):  # not JSON, not an object: not a plan
+                data = read_json_object(out, "power plan")
         if data.get("format") != PLAN_FORMAT:
             raise UserError(
                 f"plan: --out {out} exists and is not a power plan, which alone it may replace; "
