@@ -237,16 +237,23 @@ class RunDir:
             )
 
     def record_dataset(
-        self, dataset: Dataset, *, init: str | os.PathLike[str] | None = None
+        self,
+        dataset: Dataset,
+        *,
+        init: str | os.PathLike[str] | None = None,
+        init_sha256: str | None = None,
     ) -> Path:
         """Write ``dataset.json``: the data file's resolved path and SHA-256, and the one-view
-        run the run started from. The caller holds the lock."""
+        run the run started from (where it is now) with its checkpoint's SHA-256 when the run
+        started. The caller holds the lock."""
         payload: dict[str, Any] = {
             "path": str(dataset_path(dataset).resolve()),
             "sha256": dataset_digest(dataset),
         }
         if init is not None:
             payload["init"] = str(Path(init).resolve())
+        if init_sha256 is not None:
+            payload["init_sha256"] = init_sha256
         return self.write_record(DATASET, payload)
 
     def record_start(
@@ -256,6 +263,7 @@ class RunDir:
         *,
         dataset: Dataset | None = None,
         init: str | os.PathLike[str] | None = None,
+        init_sha256: str | None = None,
         loggers: Sequence[str] | None = None,
         pack: Mapping[str, Any] | None = None,
         device: str | None = None,
@@ -276,7 +284,7 @@ class RunDir:
             record["device_used"] = device
         self.write_record(CONFIG, record)
         if dataset is not None:
-            self.record_dataset(dataset, init=init)
+            self.record_dataset(dataset, init=init, init_sha256=init_sha256)
 
     def check_resumable(self, stage: str) -> None:
         """Refuse ``--resume`` of a folder that holds no run of ``stage``.
@@ -555,9 +563,7 @@ def load_policy(
     policy = policy_from_state(state, device)
     stage = state.get("stage")
     config = TrainConfig.from_dict(state["config"]) if "config" in state else None
-    # Checkpoints of a train-stage run hold their one-view run; for one that does not, the
-    # dataset.json beside it (written when the run started) may.
-    init = state.get("init") or RunDir(path.parent).recorded_init()
+    init = _one_view_of(path, state)
     spec = state.get("spec")
     return SavedPolicy(
         policy,
@@ -568,6 +574,23 @@ def load_policy(
         None if spec is None else grid_spec_from_dict(spec),
         digest,
     )
+
+
+def _one_view_of(checkpoint: Path, state: Mapping[str, Any]) -> str | None:
+    """The one-view run of a checkpoint's run: the checkpoint's record; for one that holds
+    none, or whose one-view run is no longer there (a moved folder), the ``dataset.json``
+    beside it (rewritten by every resume) when it names the same model (the same
+    ``init_sha256``)."""
+    init = state.get("init")
+    if init and Path(init).exists():
+        return str(init)
+    record = RunDir(checkpoint.parent).dataset_record() or {}
+    if not init or (
+        state.get("init_sha256") is not None
+        and record.get("init_sha256") == state.get("init_sha256")
+    ):
+        return record.get("init") or init
+    return str(init) if init else None
 
 
 def grid_spec_from_dict(fields: Mapping[str, Any]) -> GridSpec:

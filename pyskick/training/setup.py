@@ -28,7 +28,7 @@ from pyskick.models import CompletionPolicy, ModelConfig, preset
 from pyskick.models.memory_format import use_channels_last
 from pyskick.overrides import overrides
 from pyskick.plugins import lookup
-from pyskick.run_dir import CONFIG, RunDir
+from pyskick.run_dir import CONFIG, RunDir, checkpoint_digest
 from pyskick.sidekicks.base import NoSidekick, Sidekick
 from pyskick.sidekicks.factory import RunSidekick, for_run
 from pyskick.sidekicks.scores import has_scores
@@ -38,7 +38,12 @@ from pyskick.training.compiled import CompiledNetwork, check_compile
 from pyskick.training.data import TrainData
 from pyskick.training.loggers import Dispatcher, make_loggers
 from pyskick.training.seeding import seed_everything
-from pyskick.training.state import check_same_scores, restore_training, sidekick_scores
+from pyskick.training.state import (
+    check_same_scores,
+    restore_training,
+    resumed_init,
+    sidekick_scores,
+)
 
 if TYPE_CHECKING:
     pass
@@ -187,11 +192,19 @@ class TrainerSetup:
             if stage == "train"
             else None
         )
-        init = self._requested_init if checkpoint is None else checkpoint.get("init")
+        init = self._requested_init
         if init is not None and checkpoint is None and stage != "train":
             raise ValueError("init is only for the train stage")
-        # The one-view run this run started from, saved in checkpoints for evaluate().
+        # The one-view run this run started from, saved in checkpoints for evaluate(), and its
+        # checkpoint's digest, which lets a resume find it at another place (a moved folder).
         self.init: str | None = str(Path(init).resolve()) if init is not None else None
+        self.init_sha256: str | None = None
+        if checkpoint is not None:
+            self.init, self.init_sha256 = resumed_init(
+                self.run_dir, checkpoint.get("init"), checkpoint.get("init_sha256"), init
+            )
+        elif init is not None:
+            self.init_sha256 = checkpoint_digest(init)
         # Weights to load: a new run's init (a resumed run restores its own).
         self._init_weights = init if checkpoint is None else None
         self.config = config

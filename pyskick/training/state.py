@@ -9,6 +9,7 @@ sidekick schedules, RNGs, the epoch).
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -33,7 +34,11 @@ class Checkpointed(Protocol):
     stage: str
     """``"pretrain"`` or ``"train"``."""
     init: str | None
-    """The one-view run the run started from (resolved path), or None."""
+    """The one-view run the run started from (resolved path; where it is now, after a
+    resume that found it moved), or None."""
+    init_sha256: str | None
+    """SHA-256 of that run's checkpoint when the run started (:func:`~pyskick.run_dir.
+    checkpoint_digest`), or None (no one-view run, or a run whose checkpoints predate it)."""
     config: TrainConfig
     model_config: ModelConfig
     policy: CompletionPolicy
@@ -62,9 +67,9 @@ class Checkpointed(Protocol):
 def training_state(run: Checkpointed, epoch: int) -> dict[str, Any]:
     """Everything a resumed run needs after ``epoch``, as plain types and tensors.
 
-    Keys: ``stage``, ``epoch``, ``init``, ``config``, ``model_config``, ``model``, ``frozen``,
-    ``critic``, ``optimizer``, ``baseline``, ``control_variate``, ``critic_calibrated``,
-    ``sidekick``,
+    Keys: ``stage``, ``epoch``, ``init``, ``init_sha256``, ``config``, ``model_config``,
+    ``model``, ``frozen``, ``critic``, ``optimizer``, ``baseline``, ``control_variate``,
+    ``critic_calibrated``, ``sidekick``,
     ``sidekick_name``, ``rng`` (``global``; ``actions``: one generator state per rank),
     ``best_val``, ``history``, ``pack`` (None for a run trained alone), ``sidekick_scores``
     (:func:`sidekick_scores` at the run's start); :func:`save_checkpoint` adds ``format``.
@@ -81,6 +86,7 @@ def training_state(run: Checkpointed, epoch: int) -> dict[str, Any]:
         "stage": run.stage,
         "epoch": epoch,
         "init": run.init,
+        "init_sha256": run.init_sha256,
         "config": run.config.to_dict(),
         "model_config": run.model_config.to_dict(),
         "model": run.policy.state_dict(),
@@ -137,6 +143,62 @@ def check_same_scores(run_dir: Path, recorded: Any, now: dict[str, Any] | None) 
         f"cannot resume {run_dir}: its sidekick would score with other {', '.join(changed)} "
         f"than when the run started{hint}"
     )
+
+
+def resumed_init(
+    run_dir: Path,
+    recorded: str | None,
+    recorded_sha256: str | None,
+    given: str | os.PathLike[str] | None,
+) -> tuple[str | None, str | None]:
+    """The one-view run a resumed run goes on with, and its recorded digest.
+
+    Without ``given``, the recorded one. A ``given`` one at the recorded place is that one; at
+    another place (a moved or copied project folder) it is taken only when it is the same
+    model: its checkpoint's SHA-256 equals the one recorded when the run started (or, for
+    checkpoints that predate that record, the digest of the recorded checkpoint, when it is
+    still there).
+
+    Args:
+        run_dir: the run being resumed (named in errors).
+        recorded: the one-view run its checkpoint (or, before its first checkpoint, its
+            ``dataset.json``) records, or None.
+        recorded_sha256: the digest recorded with it (``init_sha256``), or None.
+        given: the one-view run the resume names, or None.
+
+    Returns:
+        ``(init, init_sha256)``: the resolved path to record from now on (or None), and the
+        digest.
+
+    Raises:
+        UserError: ``given`` is another model, or no digest can tell (one line).
+    """
+    from pyskick.run_dir import checkpoint_digest, checkpoint_file
+
+    if given is None:
+        return recorded, recorded_sha256
+    if recorded is None:
+        raise UserError(
+            f"cannot resume: {run_dir} started from no one-view model, not {given}; leave "
+            "--init out to continue it"
+        )
+    if checkpoint_file(Path(given).resolve()) == checkpoint_file(Path(recorded).resolve()):
+        return str(Path(recorded).resolve()), recorded_sha256
+    expected = recorded_sha256
+    if expected is None and checkpoint_file(recorded).is_file():
+        expected = checkpoint_digest(recorded)
+    if expected is None:
+        raise UserError(
+            f"cannot resume: the run started from {recorded}, which is no longer there, and "
+            f"its checkpoints predate the digest that would show {given} is the same model; "
+            "put the one-view run back there to continue it"
+        )
+    if checkpoint_digest(given) != expected:
+        raise UserError(
+            f"cannot resume: the run started from {recorded}, not {given} (another model: "
+            "its checkpoint's SHA-256 differs); leave --init out to continue it"
+        )
+    return str(Path(given).resolve()), expected
 
 
 def restore_training(run: Checkpointed, state: dict[str, Any], grid_shape: tuple[int, ...]) -> None:

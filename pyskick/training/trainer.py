@@ -63,7 +63,7 @@ _SET_UP_ATTRIBUTES = frozenset(
         "T", "init", "sidekick", "device", "dist", "actor", "val_actor", "learn_actions",
         "model_config", "policy", "critic", "params", "optimizer", "baseline", "control_variate",
         "env", "action_generator", "start_epoch", "critic_calibrated", "best_val", "history",
-        "scored_with",
+        "scored_with", "init_sha256",
         "policy_ddp", "critic_ddp", "logger", "train_grids", "val_grids",
     }
 )  # fmt: skip
@@ -125,7 +125,9 @@ def train(
         data: training and validation viewgrids.
         init: a pretrained run folder (its ``best.pt``) or checkpoint to start from; its
             Sense and Fuse are frozen. None trains from scratch without freezing.
-        resume: continue from ``out_dir/latest.pt`` (``init`` is then not needed).
+        resume: continue from ``out_dir/latest.pt`` (``init`` is then not needed; given, it
+            must be the run's own one-view model, at its recorded place or, moved, the same
+            checkpoint bytes elsewhere).
         sidekick: reward or demonstration helper; None builds the registered
             ``config.sidekick`` with ``config.sidekick_options`` (see :class:`Trainer`).
         actor: what picks the motions; None builds the registered ``config.actor`` (see
@@ -184,7 +186,10 @@ class Trainer(TrainerSetup):
         out_dir: the run folder.
         data: training and validation viewgrids.
         stage: ``"pretrain"`` or ``"train"``.
-        init: checkpoint or run folder whose model weights start the run (train stage).
+        init: checkpoint or run folder whose model weights start the run (train stage). A
+            resumed run keeps its own: one given must be it, at its recorded place or at
+            another with the same checkpoint bytes (a moved folder: the run records the new
+            place); anything else is refused.
         resume: continue from ``out_dir/latest.pt``; a run killed before its first
             checkpoint (``config.json`` but no ``latest.pt``) starts again from scratch.
         sidekick: training helper (train stage). None builds the registered
@@ -329,6 +334,7 @@ class Trainer(TrainerSetup):
                 self.config.to_dict(),
                 dataset=self.data.file or self.data.source,
                 init=self.init,
+                init_sha256=self.init_sha256,
                 loggers=self.logger.names,
                 pack=self.pack_record,
                 device=str(self.device),

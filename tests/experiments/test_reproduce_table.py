@@ -132,6 +132,24 @@ def test_interrupted_run_resumes_and_more_epochs_extend(
         reproduce(scenes, out, methods=["ltla"], report=False, **settings)
 
 
+def test_a_moved_study_continues_and_records_where_its_one_view_run_is(
+    scenes: Path, tmp_path: Path
+) -> None:
+    # The study folder moved between two calls: the runs continue from the one-view run at
+    # its new place (the same checkpoint bytes), and record that place.
+    import shutil
+
+    settings = {**FAST, "epochs": 1}
+    reproduce(scenes, tmp_path / "a", methods=["ltla"], report=False, **settings)
+    shutil.move(tmp_path / "a", tmp_path / "b")
+    out = tmp_path / "b"
+    reproduce(scenes, out, methods=["ltla"], report=False, **{**settings, "epochs": 2})
+    run = out / "ltla" / "seed-0"
+    state = load_checkpoint(run / "latest.pt")
+    assert (state["epoch"], state["init"]) == (1, str((out / "one-view").resolve()))
+    assert json.loads((run / "dataset.json").read_text())["init"] == state["init"]
+
+
 @pytest.mark.parametrize(
     ("change", "message"),
     [

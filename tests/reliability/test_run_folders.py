@@ -26,7 +26,7 @@ import torch
 from pyskick._io import temporaries, temporary_path
 from pyskick.checkpoint import EXPORT_MARKER, load_checkpoint
 from pyskick.data.builtin import make_builtin
-from pyskick.run_dir import REPRODUCE_RECORD, RunDir, RunLockedError, trim_log
+from pyskick.run_dir import REPRODUCE_RECORD, RunDir, RunLockedError, load_policy, trim_log
 from pyskick_cli.main import main
 
 FAST = ["--preset", "cpu-demo", "--device", "cpu"]
@@ -369,6 +369,79 @@ def test_refused_resume_with_another_init_then_resume_matches_an_uninterrupted_r
             assert torch.equal(tensor, b["model"][key]), (name, key)
         assert a["sidekick"] == b["sidekick"]
     assert json.loads((cut / "dataset.json").read_text())["init"] == str(world.ov.resolve())
+
+
+@pytest.mark.parametrize("sidekick", ["rew", "none"])
+def test_a_run_whose_one_view_folder_moved_resumes_from_it_and_from_no_other(
+    refuse: Any,
+    world: World,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    sidekick: str,
+) -> None:
+    # A project folder moved: the run's recorded one-view path is gone. --init at its new
+    # place (the same checkpoint bytes) continues the run and records the new place; another
+    # model there, or a file that is no model, is refused, with or without a scoring sidekick
+    # (ltla's "none" has no scores to tell).
+    monkeypatch.setenv("PYSKICK_CACHE_DIR", str(world.root / "cache"))
+    before, after, run = tmp_path / "before", tmp_path / "after", tmp_path / "run"
+    shutil.copytree(world.ov, before)
+
+    def args(epochs: int, *more: Any) -> list[Any]:
+        base = rew_args(world.base, None, run, epochs=epochs)
+        base[base.index("rew")] = sidekick
+        return [*base, *more]
+
+    assert pyskick(args(1, "--init", before)) == 0
+    digest = hashlib.sha256((before / "best.pt").read_bytes()).hexdigest()
+    assert load_checkpoint(run / "latest.pt")["init_sha256"] == digest
+    assert json.loads((run / "dataset.json").read_text())["init_sha256"] == digest
+    before.rename(after)
+    capsys.readouterr()
+    for other in (world.ov2, world.afile):
+        refuse(args(2, "--resume", "--init", other), 2, "--init", str(other), watch=[run])
+    assert pyskick(args(2, "--resume", "--init", after)) == 0
+    state = load_checkpoint(run / "latest.pt")
+    assert (state["epoch"], state["init"], state["init_sha256"]) == (1, str(after), digest)
+    record = json.loads((run / "dataset.json").read_text())
+    assert (record["init"], record["init_sha256"]) == (str(after), digest)
+    assert load_policy(run).init == after  # whichever epoch best.pt holds
+
+
+def test_a_moved_one_view_run_is_refused_where_no_digest_can_tell(
+    refuse: Any,
+    world: World,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # Checkpoints that predate init_sha256: a copy of the one-view run is taken while the
+    # recorded one is still there to compare with; once it is gone nothing can tell.
+    monkeypatch.setenv("PYSKICK_CACHE_DIR", str(world.root / "cache"))
+    before, after, run = tmp_path / "before", tmp_path / "after", tmp_path / "run"
+    shutil.copytree(world.ov, before)
+    assert pyskick(rew_args(world.base, before, run, epochs=1)) == 0
+    state = load_checkpoint(run / "latest.pt")
+    del state["init_sha256"]
+    torch.save(state, run / "latest.pt")
+    record = json.loads((run / "dataset.json").read_text())
+    del record["init_sha256"]
+    (run / "dataset.json").write_text(json.dumps(record))
+    shutil.copytree(before, after)
+    copied = tmp_path / "copied"
+    shutil.copytree(run, copied)
+    assert pyskick(resume_rew(world, "--init", after, run=copied)) == 0
+    assert load_checkpoint(copied / "latest.pt")["init"] == str(after)
+    shutil.rmtree(before)
+    capsys.readouterr()
+    refuse(
+        resume_rew(world, "--init", after, run=run),
+        2,
+        "which is no longer there",
+        "put the one-view run back",
+        watch=[run],
+    )
 
 
 def test_score_creates_a_missing_output_folder(

@@ -12,6 +12,7 @@ import torch
 
 from pyskick.checkpoint import load_checkpoint, save_checkpoint
 from pyskick.data import GridSpec, write_viewgrids
+from pyskick.errors import UserError
 from pyskick.files import file_digest
 from pyskick.run_dir import RunDir, load_model_config, load_policy
 from pyskick.training import TrainData, pretrain, train
@@ -57,6 +58,7 @@ def test_runs_trained_from_python_record_their_data_file_and_one_view_run(
         "path": str(data_file.resolve()),
         "sha256": digest,
         "init": str(one.resolve()),
+        "init_sha256": file_digest(one / "best.pt"),
     }
     assert RunDir(ltla).recorded_config()["stage"] == "train"
 
@@ -74,6 +76,38 @@ def test_runs_trained_from_python_record_their_data_file_and_one_view_run(
         "learned",
         None,
     )
+
+
+def test_a_resume_from_python_takes_its_one_view_run_moved_and_refuses_another(
+    tmp_path: Path, data_file: Path, tiny_config
+) -> None:
+    # train(init=..., resume=True): the run's own one-view model at another place (the same
+    # bytes) is recorded from then on; another model is refused before anything changes.
+    config = tiny_config.replace(epochs=1, pretrain_epochs=1)
+    data = TrainData.from_file(data_file)
+    one = pretrain(config, tmp_path / "one", data).run_dir
+    other = pretrain(config.replace(seed=9), tmp_path / "other", data).run_dir
+    ltla = train(config, tmp_path / "ltla", data, init=one).run_dir
+    best = (ltla / "best.pt").read_bytes()
+    moved = tmp_path / "moved"
+    one.rename(moved)
+    before = {p.name: p.read_bytes() for p in ltla.iterdir() if p.is_file()}
+    with pytest.raises(UserError, match="another model"):
+        train(config.replace(epochs=2), ltla, data, init=other, resume=True)
+    assert {p.name: p.read_bytes() for p in ltla.iterdir() if p.is_file()} == before
+    # Before a resume, every record names the old place.
+    assert load_policy(ltla).init == one.resolve()
+    train(config.replace(epochs=2), ltla, data, init=moved, resume=True)
+    assert load_checkpoint(ltla / "latest.pt")["init"] == str(moved.resolve())
+    assert RunDir(ltla).recorded_init() == moved.resolve()
+    # A best.pt of before the move names the old place; dataset.json, of the same model, wins.
+    (ltla / "best.pt").write_bytes(best)
+    assert load_checkpoint(ltla / "best.pt")["init"] == str(one.resolve())
+    assert load_policy(ltla).init == moved.resolve()
+    # ... but not when it records another model than the checkpoint.
+    record = json.loads((ltla / "dataset.json").read_text())
+    (ltla / "dataset.json").write_text(json.dumps({**record, "init_sha256": "0" * 64}))
+    assert load_policy(ltla).init == one.resolve()
 
 
 def test_grids_built_in_memory_leave_no_dataset_record(

@@ -16,7 +16,6 @@ from pyskick_cli.shared_options import (
     decode_once_option,
     glimpses_option,
     parse_sidekick_options,
-    recorded_init,
     registered,
     resolve_dataset_path,
     resolve_loggers,
@@ -94,24 +93,21 @@ def _load_data(source: ViewgridFile, config: TrainConfig) -> TrainData:
 
 
 def _resumed_init(out_dir: Path, given: Path | None) -> Path | None:
-    """The one-view run a resumed run started from (its checkpoint's, else its record's);
-    another one given with --init is refused."""
+    """The one-view run a resumed run goes on with (its checkpoint's, else its record's); one
+    given with --init must be it, at its recorded place or, moved, the same checkpoint bytes
+    (:func:`~pyskick.training.state.resumed_init`)."""
     from pyskick.checkpoint import load_checkpoint
+    from pyskick.errors import UserError
     from pyskick.run_dir import RunDir
+    from pyskick.training.state import resumed_init
 
     run = RunDir(out_dir)
-    if run.has_checkpoint():
-        started = load_checkpoint(run.latest).get("init")
-        recorded = Path(started) if started else None
-    else:
-        recorded = recorded_init(out_dir)
-    if given is not None and _checkpoint_of(given) != _checkpoint_of(recorded):
-        raise click.BadParameter(
-            f"cannot resume: the run started from {recorded or 'no one-view model'}, not "
-            f"{given}; leave --init out to continue it",
-            param_hint="--init",
-        )
-    return recorded
+    record = load_checkpoint(run.latest) if run.has_checkpoint() else run.dataset_record() or {}
+    try:
+        init, _ = resumed_init(out_dir, record.get("init"), record.get("init_sha256"), given)
+    except UserError as exc:
+        raise click.BadParameter(str(exc), param_hint="--init") from None
+    return None if init is None else Path(init)
 
 
 def _check_names(critic: str | None, actor: str | None) -> None:
@@ -309,11 +305,3 @@ def train(
             loggers=loggers, scores=scores_file,
         )  # fmt: skip
         _report(trainer.fit())
-
-
-def _checkpoint_of(run: Path | None) -> Path | None:
-    """The checkpoint a run folder, export folder or checkpoint path names, resolved (for
-    comparisons)."""
-    from pyskick.run_dir import checkpoint_file
-
-    return None if run is None else checkpoint_file(Path(run).resolve())
