@@ -178,7 +178,8 @@ def pretrain(
     type=click.Path(exists=True, path_type=Path),
     default=None,
     help="A one-view run (folder, export folder or checkpoint) to start from; default: "
-    "pretrain one, or reuse the cached one for this dataset and config.",
+    "pretrain one, or reuse the cached one for this dataset and config. With --resume, only "
+    "the run's own, e.g. where its folder moved to (the same checkpoint bytes).",
 )
 @glimpses_option(type=click.IntRange(min=2))
 @critic_name_option(
