@@ -188,6 +188,14 @@ def test_score_defaults_to_the_cached_one_view_model(
     assert code == 0, err
     (cached,) = (tmp_path / "cache" / "one-view").glob("*/best.pt")
     assert read_score_meta(out)["options"]["one_view_sha256"] == checkpoint_digest(cached)
+    # What the command read is no output, --overwrite or not: the config file, and the cached
+    # one-view model's checkpoint and records.
+    before = {f: f.read_bytes() for f in tmp_path.rglob("*") if f.is_file()}
+    for target in (config, cached, cached.parent / "config.json"):
+        code, _, err = run([*args, "--out", str(target), "--overwrite"], capsys)
+        assert code == 2, err
+        assert f"{target} is one of this command's inputs" in err
+    assert {f: f.read_bytes() for f in tmp_path.rglob("*") if f.is_file()} == before
 
 
 def test_torchrun_shards_and_writes_the_same_file(

@@ -144,8 +144,8 @@ def score(w: World, out: Path) -> list[Any]:
     return ["score", "--sidekick", "rew", "--model", w.ov, "--dataset", w.base, "--out", out]
 
 
-def evaluate_save(w: World, save: Path) -> list[Any]:
-    return ["evaluate", w.ov / "best.pt", "--dataset", w.base, "--save", save]
+def evaluate_save(w: World, save: Path, *, run: Path | None = None) -> list[Any]:
+    return ["evaluate", run or w.ov / "best.pt", "--dataset", w.base, "--save", save]
 
 
 NO_CUDA = pytest.mark.skipif(torch.cuda.is_available(), reason="needs a machine without CUDA")
@@ -299,6 +299,10 @@ CASES: dict[str, Case] = {
     ),
     "evaluate --save onto its dataset": (
         lambda w: [*evaluate_save(w, w.base), "--overwrite"],
+        ("--save", "is one of this command's inputs"),
+    ),
+    "evaluate --save onto the one-view model of the run it evaluates": (
+        lambda w: [*evaluate_save(w, w.ov / "best.pt", run=w.rew), "--overwrite"],
         ("--save", "is one of this command's inputs"),
     ),
     "score --out onto the dataset it scores": (

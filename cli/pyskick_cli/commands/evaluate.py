@@ -19,6 +19,7 @@ from pyskick_cli.shared_options import (
     eval_batch_size_option,
     json_option,
     one_view_option,
+    recorded_init,
     resolve_dataset_path,
     run_dataset,
     split_option,
@@ -92,9 +93,11 @@ def evaluate(
     dataset_path = run_dataset(run) if dataset is None else resolve_dataset_path(dataset)
     try:
         if save is not None:
-            # RUN given as a checkpoint: the records beside it are read too.
+            # RUN given as a checkpoint: the records beside it are read too; and the one-view
+            # run it started from (the demo-actions actor acts with it).
             beside = run.parent if run.is_file() else None
-            check_not_inputs([save], [run, beside, one_view, dataset_path])
+            init = recorded_init(beside or run) if not is_export(run) else None
+            check_not_inputs([save], [run, beside, one_view, init, dataset_path])
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--save") from None
     # A run folder records its evaluations; an export folder is shared as it is.

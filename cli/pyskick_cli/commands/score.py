@@ -130,10 +130,6 @@ def score(
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--out") from None
     path = resolve_dataset_path(dataset)
-    try:
-        check_not_inputs([out], [path, model])
-    except ValueError as exc:
-        raise click.BadParameter(str(exc), param_hint="--out") from None
     source = ViewgridFile(path)
     names = _split_names(splits, source.splits)
     default = paper_preset(source.spec.preset)
@@ -145,6 +141,11 @@ def score(
         "sidekick_options": parse_sidekick_options(sidekick_option),
     }
     config = load_config(config_path, preset=preset, overrides=overrides, default_preset=default)
+    try:  # what is read: the data, the config file, the one-view model (given or cached)
+        cached = cache_folder(source, config) if model is None else None
+        check_not_inputs([out], [path, model, config_path, cached])
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--out") from None
     if sidekick is None and config.sidekick == "none":  # --sidekick is optional for --config
         raise click.BadParameter(
             "no sidekick named: give --sidekick NAME (or sidekick in --config)",
