@@ -252,6 +252,7 @@ class RunDir:
         }
         if init is not None:
             payload["init"] = str(Path(init).resolve())
+            payload["init_relative"] = relative_init(self.path, init)
         if init_sha256 is not None:
             payload["init_sha256"] = init_sha256
         return self.write_record(DATASET, payload)
@@ -479,6 +480,30 @@ def checkpoint_file(run_or_checkpoint: str | os.PathLike[str]) -> Path:
     return path / BEST if path.is_dir() else path
 
 
+def relative_init(run_dir: str | os.PathLike[str], init: str | os.PathLike[str]) -> str:
+    """Where the one-view run ``init`` is from the run folder ``run_dir`` (a relative path,
+    ``../one-view`` in a study), recorded as ``init_relative``: a project folder moved as a
+    whole keeps it."""
+    return os.path.relpath(Path(init).resolve(), Path(run_dir).resolve())
+
+
+def locate_init(run_dir: str | os.PathLike[str], record: Mapping[str, Any]) -> str | None:
+    """Where a run's one-view run is now, from a checkpoint or ``dataset.json`` (``record``):
+    its recorded ``init`` while that is there; when it is gone, the place at the recorded
+    ``init_relative`` from ``run_dir`` (the run and its one-view run moved together) if that
+    holds the same checkpoint bytes (``init_sha256``); else the recorded one (gone), or None
+    for a run without one."""
+    init = record.get("init")
+    if not init or Path(init).exists():
+        return None if not init else str(init)
+    relative, digest = record.get("init_relative"), record.get("init_sha256")
+    if isinstance(relative, str) and isinstance(digest, str):
+        moved = (Path(run_dir) / relative).resolve()
+        if checkpoint_file(moved).is_file() and checkpoint_digest(moved) == digest:
+            return str(moved)
+    return str(init)
+
+
 def checkpoint_digest(run_or_checkpoint: str | os.PathLike[str]) -> str:
     """SHA-256 of the checkpoint a run folder, export folder or checkpoint path names
     (:func:`checkpoint_file`): the model's identity in score cache keys and evaluation records.
@@ -577,20 +602,21 @@ def load_policy(
 
 
 def _one_view_of(checkpoint: Path, state: Mapping[str, Any]) -> str | None:
-    """The one-view run of a checkpoint's run: the checkpoint's record; for one that holds
-    none, or whose one-view run is no longer there (a moved folder), the ``dataset.json``
-    beside it (rewritten by every resume) when it names the same model (the same
-    ``init_sha256``)."""
-    init = state.get("init")
+    """The one-view run of a checkpoint's run, where it is now (:func:`locate_init`); for a
+    checkpoint that names none, or one no longer there (a ``best.pt`` of before a move), the
+    ``dataset.json`` beside it (rewritten by every resume) when it names the same model (the
+    same ``init_sha256``)."""
+    run = checkpoint.parent
+    init = locate_init(run, state)
     if init and Path(init).exists():
-        return str(init)
-    record = RunDir(checkpoint.parent).dataset_record() or {}
+        return init
+    record = RunDir(run).dataset_record() or {}
     if not init or (
         state.get("init_sha256") is not None
         and record.get("init_sha256") == state.get("init_sha256")
     ):
-        return record.get("init") or init
-    return str(init) if init else None
+        return locate_init(run, record) or init
+    return init
 
 
 def grid_spec_from_dict(fields: Mapping[str, Any]) -> GridSpec:

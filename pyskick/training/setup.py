@@ -199,14 +199,16 @@ class TrainerSetup:
         # checkpoint's digest, which lets a resume find it at another place (a moved folder).
         self.init: str | None = str(Path(init).resolve()) if init is not None else None
         self.init_sha256: str | None = None
+        record = self.run.dataset_record() if self.resume and checkpoint is None else None
         if checkpoint is not None:
-            self.init, self.init_sha256 = resumed_init(
-                self.run_dir, checkpoint.get("init"), checkpoint.get("init_sha256"), init
-            )
-        elif init is not None:
-            self.init_sha256 = checkpoint_digest(init)
+            self.init, self.init_sha256 = resumed_init(self.run_dir, checkpoint, init)
+        elif record is not None and stage == "train":
+            # Killed before its first checkpoint: it starts again from the one it recorded.
+            self.init, self.init_sha256 = resumed_init(self.run_dir, record, init)
+        if checkpoint is None and self.init is not None:
+            self.init_sha256 = checkpoint_digest(self.init)  # the bytes it starts from
         # Weights to load: a new run's init (a resumed run restores its own).
-        self._init_weights = init if checkpoint is None else None
+        self._init_weights = self.init if checkpoint is None else None
         self.config = config
         self.epochs = config.pretrain_epochs if stage == "pretrain" else config.epochs
         done = 0 if checkpoint is None else int(checkpoint["epoch"]) + 1

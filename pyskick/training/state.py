@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -20,6 +21,7 @@ from pyskick.checkpoint import capture_rng_state, restore_rng_state
 from pyskick.distributed import collective_device
 from pyskick.errors import UserError
 from pyskick.models import CompletionPolicy, ModelConfig
+from pyskick.run_dir import relative_init
 from pyskick.sidekicks.base import ScoredSidekick, Sidekick
 
 if TYPE_CHECKING:
@@ -33,6 +35,7 @@ class Checkpointed(Protocol):
 
     stage: str
     """``"pretrain"`` or ``"train"``."""
+    run_dir: Path
     init: str | None
     """The one-view run the run started from (resolved path; where it is now, after a
     resume that found it moved), or None."""
@@ -67,12 +70,12 @@ class Checkpointed(Protocol):
 def training_state(run: Checkpointed, epoch: int) -> dict[str, Any]:
     """Everything a resumed run needs after ``epoch``, as plain types and tensors.
 
-    Keys: ``stage``, ``epoch``, ``init``, ``init_sha256``, ``config``, ``model_config``,
-    ``model``, ``frozen``, ``critic``, ``optimizer``, ``baseline``, ``control_variate``,
-    ``critic_calibrated``, ``sidekick``,
-    ``sidekick_name``, ``rng`` (``global``; ``actions``: one generator state per rank),
-    ``best_val``, ``history``, ``pack`` (None for a run trained alone), ``sidekick_scores``
-    (:func:`sidekick_scores` at the run's start); :func:`save_checkpoint` adds ``format``.
+    Keys: ``stage``, ``epoch``, ``init``, ``init_sha256``, ``init_relative``, ``config``,
+    ``model_config``, ``model``, ``frozen``, ``critic``, ``optimizer``, ``baseline``,
+    ``control_variate``, ``critic_calibrated``, ``sidekick``, ``sidekick_name``, ``rng``
+    (``global``; ``actions``: one generator state per rank), ``best_val``, ``history``,
+    ``pack`` (None for a run trained alone), ``sidekick_scores`` (:func:`sidekick_scores` at
+    the run's start); :func:`save_checkpoint` adds ``format``.
 
     Under ``torchrun`` every rank must call it (the action generators are gathered).
     """
@@ -87,6 +90,7 @@ def training_state(run: Checkpointed, epoch: int) -> dict[str, Any]:
         "epoch": epoch,
         "init": run.init,
         "init_sha256": run.init_sha256,
+        "init_relative": None if run.init is None else relative_init(run.run_dir, run.init),
         "config": run.config.to_dict(),
         "model_config": run.model_config.to_dict(),
         "model": run.policy.state_dict(),
@@ -146,59 +150,109 @@ def check_same_scores(run_dir: Path, recorded: Any, now: dict[str, Any] | None) 
 
 
 def resumed_init(
-    run_dir: Path,
-    recorded: str | None,
-    recorded_sha256: str | None,
-    given: str | os.PathLike[str] | None,
+    run_dir: Path, recorded: Mapping[str, Any], given: str | os.PathLike[str] | None
 ) -> tuple[str | None, str | None]:
-    """The one-view run a resumed run goes on with, and its recorded digest.
+    """The one-view run a resumed run goes on with: the one it started from, wherever it is
+    now, and never another model.
 
-    Without ``given``, the recorded one. A ``given`` one at the recorded place is that one; at
-    another place (a moved or copied project folder) it is taken only when it is the same
-    model: its checkpoint's SHA-256 equals the one recorded when the run started (or, for
-    checkpoints that predate that record, the digest of the recorded checkpoint, when it is
-    still there).
+    The run's own is found at its recorded place or, that gone, at the same place relative to
+    the run folder (a project folder moved as a whole; :func:`~pyskick.run_dir.locate_init`).
+    A ``given`` one (``--init``, or the study's own in ``reproduce``) is taken at any place
+    when it is the same model: its checkpoint's SHA-256 equals ``init_sha256``. Where the
+    digest is recorded, the model at the recorded place must still have it (not trained
+    further since). For checkpoints that predate the digest, another place is taken when its
+    checkpoint equals the recorded one while that is still there, else when it holds the
+    run's frozen modules (Sense and Fuse, copied from the one-view model and never trained)
+    bit for bit.
 
     Args:
-        run_dir: the run being resumed (named in errors).
-        recorded: the one-view run its checkpoint (or, before its first checkpoint, its
-            ``dataset.json``) records, or None.
-        recorded_sha256: the digest recorded with it (``init_sha256``), or None.
+        run_dir: the run being resumed (named in errors; where relative places start).
+        recorded: its checkpoint or, before its first checkpoint, its ``dataset.json``: the
+            ``init``, ``init_sha256`` and ``init_relative`` keys (and a checkpoint's
+            ``model`` and ``frozen``).
         given: the one-view run the resume names, or None.
 
     Returns:
-        ``(init, init_sha256)``: the resolved path to record from now on (or None), and the
-        digest.
+        ``(init, init_sha256)``: the path to record from now on (resolved; the recorded one
+        when it is gone and nothing was given: a run whose one-view model is needed fails
+        where it is read, naming it) and the recorded digest.
 
     Raises:
-        UserError: ``given`` is another model, or no digest can tell (one line).
+        UserError: ``given`` is another model, or nothing can tell (one line).
+        UserFileNotFoundError: ``given`` holds no checkpoint.
     """
-    from pyskick.run_dir import checkpoint_digest, checkpoint_file
+    from pyskick.run_dir import checkpoint_digest, checkpoint_file, locate_init
 
-    if given is None:
-        return recorded, recorded_sha256
-    if recorded is None:
+    init, digest = recorded.get("init"), recorded.get("init_sha256")
+    if init is None:
+        if given is None:
+            return None, None
         raise UserError(
             f"cannot resume: {run_dir} started from no one-view model, not {given}; leave "
             "--init out to continue it"
         )
-    if checkpoint_file(Path(given).resolve()) == checkpoint_file(Path(recorded).resolve()):
-        return str(Path(recorded).resolve()), recorded_sha256
-    expected = recorded_sha256
-    if expected is None and checkpoint_file(recorded).is_file():
-        expected = checkpoint_digest(recorded)
-    if expected is None:
-        raise UserError(
-            f"cannot resume: the run started from {recorded}, which is no longer there, and "
-            f"its checkpoints predate the digest that would show {given} is the same model; "
-            "put the one-view run back there to continue it"
+    found = Path(locate_init(run_dir, recorded) or init)
+    place = found if given is None else Path(given)
+    if given is None and not checkpoint_file(place).is_file():
+        return str(init), digest
+    now = checkpoint_digest(place)
+    at_home = checkpoint_file(place.resolve()) == checkpoint_file(found.resolve())
+    if digest is not None and now != digest:
+        if at_home:
+            raise UserError(
+                f"cannot resume: the one-view run {place} is not the model {run_dir} started "
+                "from (its checkpoint changed since: trained further?)"
+            )
+        home = checkpoint_file(found)
+        hint = (
+            "leave --init out to continue it"
+            if home.is_file() and checkpoint_digest(home) == digest
+            else "give --init the one-view run it started from"
         )
-    if checkpoint_digest(given) != expected:
         raise UserError(
-            f"cannot resume: the run started from {recorded}, not {given} (another model: "
-            "its checkpoint's SHA-256 differs); leave --init out to continue it"
+            f"cannot resume: the run started from {init}, not {given} (another model: its "
+            f"checkpoint's SHA-256 differs); {hint}"
         )
-    return str(Path(given).resolve()), expected
+    if digest is None and not at_home and not _legacy_same_model(recorded, init, now, place):
+        there = checkpoint_file(init).is_file()
+        raise UserError(
+            f"cannot resume: the run started from {init}, and nothing shows that {given} is "
+            "the same model (its checkpoints predate the digest, and "
+            + (
+                "the bytes differ); leave --init out"
+                if there
+                else "the frozen weights differ); put that one-view run back there"
+            )
+            + " to continue it"
+        )
+    return str(place.resolve()), digest
+
+
+def _legacy_same_model(recorded: Mapping[str, Any], init: str, now: str, place: Path) -> bool:
+    """For checkpoints without ``init_sha256``: whether the checkpoint at ``place`` (digest
+    ``now``) is the one the run started from: the recorded checkpoint's bytes while it is
+    there, else the run's frozen modules' parameters (never trained: the one-view model's).
+    """
+    from pyskick.checkpoint import POLICY_KEYS, load_run
+    from pyskick.run_dir import checkpoint_digest, checkpoint_file
+
+    if checkpoint_file(init).is_file():
+        return checkpoint_digest(init) == now
+    frozen, model = recorded.get("frozen"), recorded.get("model")
+    if not frozen or not isinstance(model, Mapping):
+        return False
+    _, state = load_run(place, keys=POLICY_KEYS)
+    theirs = state["model"]
+    # Parameters only: the frozen Fuse's BatchNorm statistics move in batchnorm="train" mode.
+    names = [
+        k for k in model if k.split(".", 1)[0] in frozen and not k.endswith(_BATCHNORM_BUFFERS)
+    ]
+    return bool(names) and all(
+        k in theirs and torch.equal(model[k].cpu(), theirs[k].cpu()) for k in names
+    )
+
+
+_BATCHNORM_BUFFERS = ("running_mean", "running_var", "num_batches_tracked")
 
 
 def restore_training(run: Checkpointed, state: dict[str, Any], grid_shape: tuple[int, ...]) -> None:

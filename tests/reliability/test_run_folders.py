@@ -413,7 +413,7 @@ def test_a_run_whose_one_view_folder_moved_resumes_from_it_and_from_no_other(
     assert load_policy(run).init == after  # whichever epoch best.pt holds
 
 
-def test_a_moved_one_view_run_is_refused_where_no_digest_can_tell(
+def test_checkpoints_without_the_digest_take_a_moved_one_view_run_of_their_weights(
     refuse: Any,
     world: World,
     tmp_path: Path,
@@ -421,16 +421,17 @@ def test_a_moved_one_view_run_is_refused_where_no_digest_can_tell(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     # Checkpoints that predate init_sha256: a copy of the one-view run is taken while the
-    # recorded one is still there to compare with; once it is gone nothing can tell.
+    # recorded one is still there to compare bytes with; once it is gone, by the run's frozen
+    # Sense and Fuse, which another model does not have.
     monkeypatch.setenv("PYSKICK_CACHE_DIR", str(world.root / "cache"))
     before, after, run = tmp_path / "before", tmp_path / "after", tmp_path / "run"
     shutil.copytree(world.ov, before)
     assert pyskick(rew_args(world.base, before, run, epochs=1)) == 0
     state = load_checkpoint(run / "latest.pt")
-    del state["init_sha256"]
-    torch.save(state, run / "latest.pt")
     record = json.loads((run / "dataset.json").read_text())
-    del record["init_sha256"]
+    for key in ("init_sha256", "init_relative"):
+        del state[key], record[key]
+    torch.save(state, run / "latest.pt")
     (run / "dataset.json").write_text(json.dumps(record))
     shutil.copytree(before, after)
     copied = tmp_path / "copied"
@@ -440,12 +441,35 @@ def test_a_moved_one_view_run_is_refused_where_no_digest_can_tell(
     shutil.rmtree(before)
     capsys.readouterr()
     refuse(
-        resume_rew(world, "--init", after, run=run),
+        resume_rew(world, "--init", world.ov2, run=run),
         2,
-        "which is no longer there",
-        "put the one-view run back",
+        "nothing shows",
+        "frozen weights differ",
+        "put that one-view run back",
         watch=[run],
     )
+    assert pyskick(resume_rew(world, "--init", after, run=run)) == 0
+    assert load_checkpoint(run / "latest.pt")["init"] == str(after)
+
+
+def test_a_run_started_without_a_one_view_model_resumes_without_one(
+    world: World, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # train() from Python without init (nothing frozen): `train --resume` goes on as it
+    # started, without pretraining a cached one-view model for it.
+    from pyskick.config import train_preset
+    from pyskick.training import TrainData
+    from pyskick.training import train as train_run
+
+    monkeypatch.setenv("PYSKICK_CACHE_DIR", str(tmp_path / "cache"))
+    run = tmp_path / "run"
+    config = train_preset("cpu-demo").replace(device="cpu", batch_size=8, epochs=1)
+    train_run(config, run, TrainData.from_file(world.base))
+    args = ["train", "--dataset", world.base, *FAST, *B8, "--epochs", "2", "--resume"]
+    assert pyskick([*args, "--out", run]) == 0
+    state = load_checkpoint(run / "latest.pt")
+    assert (state["epoch"], state["init"], state["frozen"]) == (1, None, [])
+    assert not (tmp_path / "cache").exists()
 
 
 def test_score_creates_a_missing_output_folder(

@@ -59,6 +59,7 @@ def test_runs_trained_from_python_record_their_data_file_and_one_view_run(
         "sha256": digest,
         "init": str(one.resolve()),
         "init_sha256": file_digest(one / "best.pt"),
+        "init_relative": "../one",
     }
     assert RunDir(ltla).recorded_config()["stage"] == "train"
 
@@ -108,6 +109,98 @@ def test_a_resume_from_python_takes_its_one_view_run_moved_and_refuses_another(
     record = json.loads((ltla / "dataset.json").read_text())
     (ltla / "dataset.json").write_text(json.dumps({**record, "init_sha256": "0" * 64}))
     assert load_policy(ltla).init == one.resolve()
+
+
+def _files(run: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in run.iterdir() if p.is_file()}
+
+
+def test_a_project_moved_as_a_whole_finds_its_one_view_run(
+    tmp_path: Path, data_file: Path, tiny_config
+) -> None:
+    # The run and its one-view run moved together: found at the same relative place (the
+    # same bytes), by load_policy for a finished run and by a resume without init.
+    config = tiny_config.replace(epochs=1, pretrain_epochs=1)
+    data = TrainData.from_file(data_file)
+    one = pretrain(config, tmp_path / "a" / "one", data).run_dir
+    train(config, tmp_path / "a" / "ltla", data, init=one)
+    (tmp_path / "a").rename(tmp_path / "b")
+    ltla, moved = tmp_path / "b" / "ltla", (tmp_path / "b" / "one").resolve()
+    assert load_policy(ltla).init == moved
+    train(config.replace(epochs=2), ltla, data, resume=True)
+    assert load_checkpoint(ltla / "latest.pt")["init"] == str(moved)
+    assert RunDir(ltla).recorded_init() == moved
+
+
+def test_a_one_view_model_changed_since_the_run_started_is_refused(
+    tmp_path: Path, data_file: Path, tiny_config
+) -> None:
+    # Another model in the one-view run's place (e.g. pretrained further): the run would go
+    # on recording a model it did not start from. Refused, init given or not, for ltla too.
+    config = tiny_config.replace(epochs=1, pretrain_epochs=1)
+    data = TrainData.from_file(data_file)
+    one = pretrain(config, tmp_path / "one", data).run_dir
+    other = pretrain(config.replace(seed=9), tmp_path / "other", data).run_dir
+    ltla = train(config, tmp_path / "ltla", data, init=one).run_dir
+    shutil.copyfile(other / "best.pt", one / "best.pt")
+    before = _files(ltla)
+    for init in (None, one):
+        with pytest.raises(UserError, match=r"not the model .* started from .*changed since"):
+            train(config.replace(epochs=2), ltla, data, init=init, resume=True)
+    assert _files(ltla) == before
+
+
+def test_a_run_killed_before_its_first_checkpoint_starts_again_from_its_own_one_view_run(
+    tmp_path: Path, data_file: Path, tiny_config
+) -> None:
+    # config.json and dataset.json, no checkpoint: the run starts again from the one-view run
+    # it recorded, and refuses another.
+    config = tiny_config.replace(epochs=1, pretrain_epochs=1)
+    data = TrainData.from_file(data_file)
+    one = pretrain(config, tmp_path / "one", data).run_dir
+    other = pretrain(config.replace(seed=9), tmp_path / "other", data).run_dir
+    ltla = train(config, tmp_path / "ltla", data, init=one).run_dir
+    for name in ("latest.pt", "best.pt", "metrics.jsonl"):
+        (ltla / name).unlink()
+    with pytest.raises(UserError, match="another model"):
+        train(config, ltla, data, init=other, resume=True)
+    train(config, ltla, data, resume=True)
+    state = load_checkpoint(ltla / "latest.pt")
+    assert (state["init"], state["init_sha256"]) == (str(one), file_digest(one / "best.pt"))
+    assert state["frozen"] == ["sense_im", "sense_pro", "fuse"]
+
+
+def test_checkpoints_without_the_digest_resume_from_a_moved_one_view_run_of_their_weights(
+    tmp_path: Path, data_file: Path, tiny_config
+) -> None:
+    # Checkpoints of before init_sha256: a one-view run at another place is the run's own when
+    # it holds the run's frozen Sense and Fuse bit for bit (the recorded one gone), or the
+    # recorded checkpoint's bytes (while there); another model is refused.
+    config = tiny_config.replace(epochs=1, pretrain_epochs=1)
+    data = TrainData.from_file(data_file)
+    one = pretrain(config, tmp_path / "one", data).run_dir
+    other = pretrain(config.replace(seed=9), tmp_path / "other", data).run_dir
+    ltla = train(config, tmp_path / "ltla", data, init=one).run_dir
+    state = load_checkpoint(ltla / "latest.pt")
+    for key in ("init_sha256", "init_relative"):
+        del state[key]
+    save_checkpoint(ltla / "latest.pt", state)
+    record = json.loads((ltla / "dataset.json").read_text())
+    (ltla / "dataset.json").write_text(
+        json.dumps({"path": record["path"], "sha256": record["sha256"], "init": record["init"]})
+    )
+    copy = shutil.copytree(one, tmp_path / "copy")
+    before = _files(ltla)
+    with pytest.raises(UserError, match=r"nothing shows .* the same model .*bytes differ"):
+        train(config.replace(epochs=2), ltla, data, init=other, resume=True)
+    assert _files(ltla) == before
+    one.rename(tmp_path / "moved")
+    with pytest.raises(UserError, match=r"nothing shows .* same model .*frozen weights differ"):
+        train(config.replace(epochs=2), ltla, data, init=other, resume=True)
+    assert _files(ltla) == before
+    train(config.replace(epochs=2), ltla, data, init=copy, resume=True)
+    state = load_checkpoint(ltla / "latest.pt")
+    assert (state["epoch"], state["init"], state["init_sha256"]) == (1, str(copy), None)
 
 
 def test_grids_built_in_memory_leave_no_dataset_record(

@@ -358,6 +358,14 @@ def test_a_resume_whose_sidekick_would_score_otherwise_is_refused(tmp_path, tiny
     # Its best.pt, what scores, now the second epoch's (whether or not validation improved).
     shutil.copyfile(one_view / "latest.pt", one_view / "best.pt")
     before = (run / "latest.pt").read_bytes()
+    # The one-view run's own record (init_sha256) tells first; without it, the scores'.
+    with pytest.raises(UserError, match=r"not the model .* started from \(its checkpoint changed"):
+        train(tiny_config.replace(epochs=3), run, tiny_data, resume=True, sidekick=sidekick())
+    assert (run / "latest.pt").read_bytes() == before
+    state = load_checkpoint(run / "latest.pt")
+    del state["init_sha256"]
+    save_checkpoint(run / "latest.pt", state)
+    before = (run / "latest.pt").read_bytes()
     with pytest.raises(UserError, match=r"score with other one_view_sha256 than when the run"):
         train(tiny_config.replace(epochs=3), run, tiny_data, resume=True, sidekick=sidekick())
     assert (run / "latest.pt").read_bytes() == before

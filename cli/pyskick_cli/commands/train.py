@@ -93,8 +93,8 @@ def _load_data(source: ViewgridFile, config: TrainConfig) -> TrainData:
 
 
 def _resumed_init(out_dir: Path, given: Path | None) -> Path | None:
-    """The one-view run a resumed run goes on with (its checkpoint's, else its record's); one
-    given with --init must be it, at its recorded place or, moved, the same checkpoint bytes
+    """The one-view run a resumed run goes on with (its checkpoint's, else its record's),
+    wherever it is now; one given with --init must be the same model
     (:func:`~pyskick.training.state.resumed_init`)."""
     from pyskick.checkpoint import load_checkpoint
     from pyskick.errors import UserError
@@ -104,8 +104,10 @@ def _resumed_init(out_dir: Path, given: Path | None) -> Path | None:
     run = RunDir(out_dir)
     record = load_checkpoint(run.latest) if run.has_checkpoint() else run.dataset_record() or {}
     try:
-        init, _ = resumed_init(out_dir, record.get("init"), record.get("init_sha256"), given)
+        init, _ = resumed_init(out_dir, record, given)
     except UserError as exc:
+        if given is None:  # the recorded one changed: nothing the user gave
+            raise
         raise click.BadParameter(str(exc), param_hint="--init") from None
     return None if init is None else Path(init)
 
@@ -295,7 +297,7 @@ def train(
             init = _resumed_init(out_dir, init)
         elif init is not None:
             check_init(init, config, data)
-        if init is None:
+        if init is None and not resume:  # a resumed run goes on as it started
             # Last: pretraining a one-view model is the one long step before training.
             init = cached_one_view(source, config, data)
         helper = chosen.build(one_view=init, spec=spec, config=config)
