@@ -555,8 +555,11 @@ def options_the_run_predates(recorded: dict[str, Any], config: TrainConfig) -> d
 def resumed_config(
     state: dict[str, Any], config: TrainConfig, stage: str, inherited: tuple[str, ...] = ()
 ) -> TrainConfig:
-    """The saved config with only the resumable fields taken from ``config``; ``inherited``
-    fields are the saved ones, whatever ``config`` says."""
+    """The saved config with only the resumable fields taken from ``config``: the stage's
+    epoch count (``pretrain_epochs`` for a pretraining, ``epochs`` for a policy run) and the
+    runtime fields. The other count is the saved one, whatever ``config`` says (a policy
+    run's ``pretrain_epochs`` records how its one-view model was pretrained: a resume's
+    command-line default must not rewrite it), as are ``inherited`` fields."""
     saved = TrainConfig.from_dict(state["config"])
     ignored = TRAIN_ONLY_FIELDS if stage == "pretrain" else inherited
     for name, value in config.to_dict().items():
@@ -567,4 +570,5 @@ def resumed_config(
                 f"cannot resume: config field {name} is {value!r} but the run used "
                 f"{getattr(saved, name)!r}"
             )
-    return saved.replace(**{name: getattr(config, name) for name in _RESUMABLE_CHANGES})
+    taken = ("pretrain_epochs" if stage == "pretrain" else "epochs", *RUNTIME_FIELDS)
+    return saved.replace(**{name: getattr(config, name) for name in taken})

@@ -148,6 +148,23 @@ def test_a_resume_does_not_shorten_a_run(tmp_path, pretrained, tiny_config, tiny
         pretrain(tiny_config.replace(pretrain_epochs=1), pre, tiny_data, resume=True)
 
 
+def test_a_resume_keeps_the_count_of_the_other_stage(tmp_path, pretrained, tiny_config, tiny_data):
+    """A policy run's pretrain_epochs records how its one-view model was pretrained (and a
+    pretraining's epochs are moot): a resume's other value (a command line's default) does
+    not rewrite them."""
+    run = tmp_path / "run"
+    train(tiny_config.replace(epochs=1), run, tiny_data, init=pretrained)
+    recorded = tiny_config.pretrain_epochs
+    train(tiny_config.replace(epochs=2, pretrain_epochs=recorded + 5), run, tiny_data, resume=True)
+    assert json.loads((run / "config.json").read_text())["pretrain_epochs"] == recorded
+    assert load_checkpoint(run / "latest.pt")["config"]["pretrain_epochs"] == recorded
+    pre = tmp_path / "pre-run"
+    pretrain(tiny_config.replace(pretrain_epochs=1, epochs=3), pre, tiny_data)
+    pretrain(tiny_config.replace(pretrain_epochs=2, epochs=9), pre, tiny_data, resume=True)
+    saved = json.loads((pre / "config.json").read_text())
+    assert (saved["pretrain_epochs"], saved["epochs"]) == (2, 3)
+
+
 def test_a_run_does_not_start_in_a_reproduce_or_export_folder(tmp_path, tiny_config, tiny_data):
     for folder, marker, kind in [("table", "reproduce.json", "reproduce"),
                                  ("export", "pyskick-export.json", "export")]:  # fmt: skip
