@@ -489,19 +489,28 @@ def relative_init(run_dir: str | os.PathLike[str], init: str | os.PathLike[str])
 
 def locate_init(run_dir: str | os.PathLike[str], record: Mapping[str, Any]) -> str | None:
     """Where a run's one-view run is now, from a checkpoint or ``dataset.json`` (``record``):
-    its recorded ``init`` while that is there; when it is gone, the place at the recorded
-    ``init_relative`` from ``run_dir`` (the run and its one-view run moved together) if that
-    holds the same checkpoint bytes (``init_sha256``); else the recorded one (gone), or None
-    for a run without one."""
+    the recorded ``init`` while it holds the recorded checkpoint bytes (``init_sha256``); else
+    the place at the recorded ``init_relative`` from ``run_dir`` (the run and its one-view run
+    moved or copied together) when that does; else the recorded one (gone or changed; also
+    for records without the digest), or None for a run without one."""
     init = record.get("init")
-    if not init or Path(init).exists():
-        return None if not init else str(init)
+    if not init:
+        return None
     relative, digest = record.get("init_relative"), record.get("init_sha256")
-    if isinstance(relative, str) and isinstance(digest, str):
+    if not isinstance(digest, str) or holds_checkpoint(init, digest):
+        return str(init)
+    if isinstance(relative, str):
         moved = (Path(run_dir) / relative).resolve()
-        if checkpoint_file(moved).is_file() and checkpoint_digest(moved) == digest:
+        if holds_checkpoint(moved, digest):
             return str(moved)
     return str(init)
+
+
+def holds_checkpoint(run_or_checkpoint: str | os.PathLike[str], digest: str) -> bool:
+    """Whether a run folder, export folder or checkpoint path names a checkpoint with these
+    bytes (SHA-256 ``digest``)."""
+    path = checkpoint_file(run_or_checkpoint)
+    return path.is_file() and checkpoint_digest(path) == digest
 
 
 def checkpoint_digest(run_or_checkpoint: str | os.PathLike[str]) -> str:
@@ -599,6 +608,19 @@ def load_policy(
         None if spec is None else grid_spec_from_dict(spec),
         digest,
     )
+
+
+def one_view_of(run_or_checkpoint: str | os.PathLike[str]) -> Path | None:
+    """The one-view run a run folder, export folder or checkpoint started from, where
+    :func:`load_policy` finds it, without building the policy; None for one without.
+
+    Raises:
+        FileNotFoundError: no such run or checkpoint.
+        ValueError: not a pyskick checkpoint.
+    """
+    path, state, _ = read_run(run_or_checkpoint, keys=())
+    init = _one_view_of(path, state)
+    return Path(init) if init else None
 
 
 def _one_view_of(checkpoint: Path, state: Mapping[str, Any]) -> str | None:

@@ -181,7 +181,7 @@ def resumed_init(
         UserError: ``given`` is another model, or nothing can tell (one line).
         UserFileNotFoundError: ``given`` holds no checkpoint.
     """
-    from pyskick.run_dir import checkpoint_digest, checkpoint_file, locate_init
+    from pyskick.run_dir import checkpoint_digest, checkpoint_file, holds_checkpoint, locate_init
 
     init, digest = recorded.get("init"), recorded.get("init_sha256")
     if init is None:
@@ -193,63 +193,71 @@ def resumed_init(
         )
     found = Path(locate_init(run_dir, recorded) or init)
     place = found if given is None else Path(given)
-    if given is None and not checkpoint_file(place).is_file():
+    at_home = _same_checkpoint(place, found) or _same_checkpoint(place, init)
+    if at_home and not checkpoint_file(place).is_file():
+        # Gone: a run that reads it again (a sidekick, the demo-actions actor) fails there,
+        # naming it; one that does not (ltla: its frozen weights are its own) goes on.
         return str(init), digest
     now = checkpoint_digest(place)
-    at_home = checkpoint_file(place.resolve()) == checkpoint_file(found.resolve())
     if digest is not None and now != digest:
         if at_home:
             raise UserError(
                 f"cannot resume: the one-view run {place} is not the model {run_dir} started "
                 "from (its checkpoint changed since: trained further?)"
             )
-        home = checkpoint_file(found)
         hint = (
             "leave --init out to continue it"
-            if home.is_file() and checkpoint_digest(home) == digest
+            if holds_checkpoint(found, digest)
             else "give --init the one-view run it started from"
         )
         raise UserError(
             f"cannot resume: the run started from {init}, not {given} (another model: its "
             f"checkpoint's SHA-256 differs); {hint}"
         )
-    if digest is None and not at_home and not _legacy_same_model(recorded, init, now, place):
-        there = checkpoint_file(init).is_file()
-        raise UserError(
-            f"cannot resume: the run started from {init}, and nothing shows that {given} is "
-            "the same model (its checkpoints predate the digest, and "
-            + (
-                "the bytes differ); leave --init out"
-                if there
-                else "the frozen weights differ); put that one-view run back there"
+    if digest is None and not at_home:
+        why = _legacy_difference(recorded, init, now, place)
+        if why is not None:
+            raise UserError(
+                f"cannot resume: the run started from {init}, and nothing shows that {given} "
+                f"is the same model (its records predate the digest, and {why}"
             )
-            + " to continue it"
-        )
     return str(place.resolve()), digest
 
 
-def _legacy_same_model(recorded: Mapping[str, Any], init: str, now: str, place: Path) -> bool:
-    """For checkpoints without ``init_sha256``: whether the checkpoint at ``place`` (digest
+def _same_checkpoint(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> bool:
+    from pyskick.run_dir import checkpoint_file
+
+    return checkpoint_file(Path(a).resolve()) == checkpoint_file(Path(b).resolve())
+
+
+def _legacy_difference(recorded: Mapping[str, Any], init: str, now: str, place: Path) -> str | None:
+    """For records without ``init_sha256``: None when the checkpoint at ``place`` (digest
     ``now``) is the one the run started from: the recorded checkpoint's bytes while it is
-    there, else the run's frozen modules' parameters (never trained: the one-view model's).
-    """
+    there, else a one-view (pretraining) checkpoint holding the run's frozen modules'
+    parameters (never trained: the one-view model's) bit for bit; else why not, with what
+    to do (the end of a refusal)."""
     from pyskick.checkpoint import POLICY_KEYS, load_run
     from pyskick.run_dir import checkpoint_digest, checkpoint_file
 
     if checkpoint_file(init).is_file():
-        return checkpoint_digest(init) == now
+        same = checkpoint_digest(init) == now
+        return None if same else "the bytes differ); leave --init out to continue it"
+    back = "); put that one-view run back there to continue it"
     frozen, model = recorded.get("frozen"), recorded.get("model")
     if not frozen or not isinstance(model, Mapping):
-        return False
+        return "no checkpoint holds the run's frozen weights to compare" + back
     _, state = load_run(place, keys=POLICY_KEYS)
+    if state.get("stage") != "pretrain":
+        return "it is no one-view (pretraining) checkpoint" + back
     theirs = state["model"]
     # Parameters only: the frozen Fuse's BatchNorm statistics move in batchnorm="train" mode.
     names = [
         k for k in model if k.split(".", 1)[0] in frozen and not k.endswith(_BATCHNORM_BUFFERS)
     ]
-    return bool(names) and all(
+    same = bool(names) and all(
         k in theirs and torch.equal(model[k].cpu(), theirs[k].cpu()) for k in names
     )
+    return None if same else "the frozen weights differ" + back
 
 
 _BATCHNORM_BUFFERS = ("running_mean", "running_var", "num_batches_tracked")

@@ -452,6 +452,33 @@ def test_checkpoints_without_the_digest_take_a_moved_one_view_run_of_their_weigh
     assert load_checkpoint(run / "latest.pt")["init"] == str(after)
 
 
+def test_an_ltla_run_goes_on_without_its_one_view_run_and_protects_it_where_it_moved(
+    refuse: Any,
+    world: World,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # ltla reads its one-view run only at its start: gone, the run goes on. Moved with the
+    # run, it is found there, and evaluate --save refuses to replace it.
+    monkeypatch.setenv("PYSKICK_CACHE_DIR", str(world.root / "cache"))
+    project = tmp_path / "a"
+    shutil.copytree(world.ov, project / "ov")
+    run = project / "run"
+    ltla = ["train", "--dataset", world.base, *FAST, *B8, "--out", run]
+    assert pyskick([*ltla, "--epochs", "1", "--init", project / "ov"]) == 0
+    project.rename(tmp_path / "b")
+    run, moved = tmp_path / "b" / "run", tmp_path / "b" / "ov"
+    capsys.readouterr()
+    save = [*evaluate_save(world, moved / "best.pt", run=run), "--overwrite"]
+    refuse(save, 2, "--save", "is one of this command's inputs", watch=[tmp_path])
+    shutil.rmtree(moved)
+    ltla[ltla.index("--out") + 1] = run
+    assert pyskick([*ltla, "--epochs", "2", "--resume"]) == 0
+    state = load_checkpoint(run / "latest.pt")
+    assert (state["epoch"], state["init"]) == (1, str(project / "ov"))
+
+
 def test_a_run_started_without_a_one_view_model_resumes_without_one(
     world: World, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

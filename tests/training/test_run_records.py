@@ -132,6 +132,24 @@ def test_a_project_moved_as_a_whole_finds_its_one_view_run(
     assert RunDir(ltla).recorded_init() == moved
 
 
+def test_a_copied_project_goes_on_with_its_own_one_view_run_when_the_original_changed(
+    tmp_path: Path, data_file: Path, tiny_config
+) -> None:
+    # The original's one-view run pretrained further after the copy: the copy's run finds the
+    # same bytes at its relative place (load_policy, resume), not the original's new model.
+    config = tiny_config.replace(epochs=1, pretrain_epochs=1)
+    data = TrainData.from_file(data_file)
+    one = pretrain(config, tmp_path / "a" / "one", data).run_dir
+    train(config, tmp_path / "a" / "ltla", data, init=one)
+    shutil.copytree(tmp_path / "a", tmp_path / "b")
+    pretrain(config.replace(pretrain_epochs=2), one, data, resume=True)
+    shutil.copyfile(one / "latest.pt", one / "best.pt")  # whether or not validation improved
+    ltla, own = tmp_path / "b" / "ltla", (tmp_path / "b" / "one").resolve()
+    assert load_policy(ltla).init == own
+    train(config.replace(epochs=2), ltla, data, resume=True)
+    assert load_checkpoint(ltla / "latest.pt")["init"] == str(own)
+
+
 def test_a_one_view_model_changed_since_the_run_started_is_refused(
     tmp_path: Path, data_file: Path, tiny_config
 ) -> None:
@@ -190,6 +208,7 @@ def test_checkpoints_without_the_digest_resume_from_a_moved_one_view_run_of_thei
         json.dumps({"path": record["path"], "sha256": record["sha256"], "init": record["init"]})
     )
     copy = shutil.copytree(one, tmp_path / "copy")
+    sibling = train(config, tmp_path / "sibling", data, init=one).run_dir  # the same Sense, Fuse
     before = _files(ltla)
     with pytest.raises(UserError, match=r"nothing shows .* the same model .*bytes differ"):
         train(config.replace(epochs=2), ltla, data, init=other, resume=True)
@@ -197,6 +216,9 @@ def test_checkpoints_without_the_digest_resume_from_a_moved_one_view_run_of_thei
     one.rename(tmp_path / "moved")
     with pytest.raises(UserError, match=r"nothing shows .* same model .*frozen weights differ"):
         train(config.replace(epochs=2), ltla, data, init=other, resume=True)
+    assert _files(ltla) == before
+    with pytest.raises(UserError, match=r"nothing shows .* no one-view \(pretraining\) check"):
+        train(config.replace(epochs=2), ltla, data, init=sibling, resume=True)
     assert _files(ltla) == before
     train(config.replace(epochs=2), ltla, data, init=copy, resume=True)
     state = load_checkpoint(ltla / "latest.pt")

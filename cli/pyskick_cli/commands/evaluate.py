@@ -19,7 +19,6 @@ from pyskick_cli.shared_options import (
     eval_batch_size_option,
     json_option,
     one_view_option,
-    recorded_init,
     resolve_dataset_path,
     run_dataset,
     split_option,
@@ -82,6 +81,7 @@ def evaluate(
     from pyskick.data import ViewgridFile
     from pyskick.evaluation import evaluate as run_evaluate
     from pyskick.experiments.error_sets import run_eval_file
+    from pyskick.run_dir import one_view_of
 
     # Where the results go must be writable before anything is computed.
     try:
@@ -91,15 +91,15 @@ def evaluate(
         raise click.BadParameter(str(exc), param_hint="--save") from None
     # A registered name resolves to a file (a built-in made on first use): after that check.
     dataset_path = run_dataset(run) if dataset is None else resolve_dataset_path(dataset)
-    try:
-        if save is not None:
-            # RUN given as a checkpoint: the records beside it are read too; and the one-view
-            # run it started from (the demo-actions actor acts with it).
-            beside = run.parent if run.is_file() else None
-            init = recorded_init(beside or run) if not is_export(run) else None
-            check_not_inputs([save], [run, beside, one_view, init, dataset_path])
-    except ValueError as exc:
-        raise click.BadParameter(str(exc), param_hint="--save") from None
+    if save is not None:
+        # RUN given as a checkpoint: the records beside it are read too; and the one-view run
+        # it started from, where it is now (the demo-actions actor acts with it).
+        beside = run.parent if run.is_file() else None
+        inputs = [run, beside, one_view, one_view_of(run), dataset_path]
+        try:
+            check_not_inputs([save], inputs)
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), param_hint="--save") from None
     # A run folder records its evaluations; an export folder is shared as it is.
     records = run.is_dir() and not is_export(run) and actor is None
     if records:
