@@ -23,6 +23,8 @@ from pyskick import progress
 from pyskick.data.hdf5_write import write_viewgrids
 from pyskick.data.meshes import render_viewgrid
 from pyskick.data.spec import MODELNET_HARD
+from pyskick.errors import UserError
+from pyskick.memory import check_memory
 
 N_ELEVATIONS, N_AZIMUTHS, STEP_DEG, IMAGE_SIZE = 5, 9, 40.0, 32
 GENERATOR_VERSION = "1"  # bump when the objects or their rendering change (cache names)
@@ -380,8 +382,12 @@ def make_object(family: str, rng: np.random.Generator) -> tuple[np.ndarray, np.n
 
 def split_sizes(num: int) -> dict[str, int]:
     """Objects per split: 20% unseen; the seen ones 70/10/20 into train/val/test."""
-    if isinstance(num, bool) or not isinstance(num, int) or num < 4:
-        raise ValueError(f"num must be an int >= 4 (one object per split at least), got {num!r}")
+    if isinstance(num, bool) or not isinstance(num, int):
+        raise TypeError(f"num must be an int, got {type(num).__name__}")
+    if num < 4:
+        raise UserError(
+            f"synthetic-objects needs --num 4 or more (one object per split), not {num}"
+        )
     unseen = max(1, round(0.2 * num))
     seen = num - unseen
     val, test = max(1, round(0.1 * seen)), max(1, round(0.2 * seen))
@@ -448,6 +454,12 @@ def make_synthetic_objects(path: str | Path, num: int, seed: int) -> Path:
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise ValueError(f"seed must be a non-negative int, got {seed!r}")
     sizes = split_sizes(num)
+    # The viewgrids and the file assembled in memory (compressed: no larger) at once.
+    check_memory(
+        2 * num * N_ELEVATIONS * N_AZIMUTHS * IMAGE_SIZE * IMAGE_SIZE,
+        f"synthetic-objects --num {num}",
+        "make fewer objects (--num), or several files",
+    )
     grids = {split: render_split(split, n, seed) for split, n in sizes.items()}
     # The paper's geometry; the mean is this data's own (white backgrounds are brighter than
     # ModelNet Hard's 193).

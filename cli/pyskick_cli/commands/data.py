@@ -42,7 +42,8 @@ MAX_NUM = 1_000_000
     "--num",
     type=click.IntRange(min=3, max=MAX_NUM),
     default=None,
-    help=f"Number of viewgrids, 3 to {MAX_NUM} (default: the dataset's).",
+    help=f"Number of viewgrids, 3 to {MAX_NUM} (synthetic-objects: 4 or more; default: the "
+    "dataset's).",
 )
 @seed_option(help="Generator seed, 0 to 2^32-1 (default: the dataset's).")
 @view_size_option()
