@@ -242,7 +242,7 @@ def _prepare(
     from pyskick.plugins import get_registries
     from pyskick.training import load_config
     from pyskick.training.loggers import make_loggers
-    from pyskick.training.setup import MAX_SEED
+    from pyskick.training.setup import MAX_SEED, check_policy_glimpses
 
     if pack not in PACK_MODES:
         raise UserError(f"pack must be one of {', '.join(PACK_MODES)}, got {pack!r}")
@@ -298,6 +298,7 @@ def _prepare(
                 f"config file {config} sets {name}, which each method sets itself"
                 + (" (give sidekick options with --sidekick-option)" if "sidekick" in name else "")
             )
+    check_policy_glimpses(train_config)
     if train_config.seed + indices[-1] > MAX_SEED:
         raise UserError(
             f"seed index {indices[-1]} trains with seed {train_config.seed + indices[-1]}, out of "

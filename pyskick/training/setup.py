@@ -192,6 +192,8 @@ class TrainerSetup:
             if stage == "train"
             else None
         )
+        if stage == "train":
+            check_policy_glimpses(config)
         init = self._requested_init
         if init is not None and checkpoint is None and stage != "train":
             raise ValueError("init is only for the train stage")
@@ -434,6 +436,20 @@ def adam(params: list[nn.Parameter], config: TrainConfig, device: torch.device) 
     return torch.optim.Adam(
         params, lr=config.lr, weight_decay=config.weight_decay, capturable=capturable
     )
+
+
+def check_policy_glimpses(config: TrainConfig) -> None:
+    """Refuse a policy run of one glimpse (``T = 1`` from a config file): nothing would move,
+    so nothing of the policy would learn; one glimpse is the one-view model's pretraining.
+
+    Raises:
+        UserError: one line.
+    """
+    if config.T < 2:
+        raise UserError(
+            f"T is {config.T}: a policy run needs at least 2 glimpses (the one-view model of one "
+            "glimpse is trained by `pyskick pretrain`)"
+        )
 
 
 def check_request(config: TrainConfig, data: TrainData) -> None:

@@ -49,6 +49,7 @@ class World:
     empty: Path  # an empty folder
     afile: Path  # a plain file
     bad_toml: Path  # a config with an unknown key
+    t1_toml: Path  # a config of one glimpse
     table: Path  # a reproduce folder (its settings record)
     export: Path  # an export folder (its marker)
 
@@ -89,6 +90,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
         (root / "empty").mkdir()
         (root / "afile.txt").write_text("not a folder\n")
         (root / "bad.toml").write_text("no_such_field = 1\n")
+        (root / "t1.toml").write_text("T = 1\n")
         (root / "table").mkdir()
         (root / "table" / REPRODUCE_RECORD).write_text("{}\n")
         (root / "export").mkdir()
@@ -107,6 +109,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
             empty=root / "empty",
             afile=root / "afile.txt",
             bad_toml=root / "bad.toml",
+            t1_toml=root / "t1.toml",
             table=root / "table",
             export=root / "export",
         )
@@ -195,6 +198,14 @@ CASES: dict[str, Case] = {
     "train config with an unknown key": (
         lambda w: train(w, "--config", w.bad_toml),
         ("no_such_field",),
+    ),
+    "train --config of one glimpse": (
+        lambda w: train(w, "--config", w.t1_toml),
+        ("T is 1: a policy run needs at least 2 glimpses",),
+    ),
+    "reproduce --config of one glimpse": (
+        lambda w: [*reproduce(w, w.new), "--config", w.t1_toml],
+        ("T is 1: a policy run needs at least 2 glimpses",),
     ),
     "train --out a file": (lambda w: train(w, out=w.afile), (lambda w: str(w.afile),)),
     "train --out under a file": (

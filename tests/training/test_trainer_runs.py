@@ -148,6 +148,12 @@ def test_a_resume_does_not_shorten_a_run(tmp_path, pretrained, tiny_config, tiny
         pretrain(tiny_config.replace(pretrain_epochs=1), pre, tiny_data, resume=True)
 
 
+def test_a_policy_run_of_one_glimpse_is_refused(tmp_path, pretrained, tiny_config, tiny_data):
+    with pytest.raises(UserError, match=r"T is 1: a policy run needs at least 2 glimpses"):
+        train(tiny_config.replace(T=1), tmp_path / "run", tiny_data, init=pretrained)
+    assert not (tmp_path / "run").exists()
+
+
 def test_a_resume_keeps_the_count_of_the_other_stage(tmp_path, pretrained, tiny_config, tiny_data):
     """A policy run's pretrain_epochs records how its one-view model was pretrained (and a
     pretraining's epochs are moot): a resume's other value (a command line's default) does

@@ -254,7 +254,7 @@ def train(
     """
     from pyskick.sidekicks.scores import load_scores_file
     from pyskick.training.one_view_cache import cached_one_view
-    from pyskick.training.setup import check_init
+    from pyskick.training.setup import check_init, check_policy_glimpses
     from pyskick.training.trainer import Trainer
 
     with _claimed(out_dir):
@@ -276,8 +276,10 @@ def train(
                 "a run with --init or --resume pretrains nothing",
                 param_hint="--pretrain-epochs",
             )
-        # A config file's names, before any work (the command line's are checked when parsed).
+        # A config file's names and T, before any work (the command line's are checked when
+        # parsed).
         _check_names(config.critic, config.actor)
+        check_policy_glimpses(config)
         spec = source.spec
         # The one resolution of the run's sidekick (a resumed run keeps its own unless one is
         # named, and its recorded options).
