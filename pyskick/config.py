@@ -410,6 +410,14 @@ def load_config(
         base = _preset_named(base_name, default_preset)
     except (ValueError, TypeError) as exc:
         raise _from_file(path, exc) if preset is None else exc from None
+    in_file = {key: value for key, value in values.items() if key != "preset"}
+    if in_file:
+        # The file's values are checked alone: a bad one is an error even where the command
+        # line gives the field too.
+        try:
+            base.replace(**in_file)
+        except (ValueError, TypeError) as exc:
+            raise _from_file(path, exc) from None
     given = {key: value for key, value in (overrides or {}).items() if value is not None}
     given_options = given.pop("sidekick_options", {})
     options = {**values.get("sidekick_options", {}), **given_options}

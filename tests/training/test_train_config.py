@@ -83,6 +83,22 @@ def test_toml_then_overrides(tmp_path):
     assert load_config(path, preset="paper-modelnet").model == "paper-modelnet"
 
 
+@pytest.mark.parametrize(
+    ("line", "override", "error"),
+    [
+        ('lr = "fast"', {"lr": 0.001}, "TrainConfig.lr must be a number"),
+        ("batch_size = 2.5", {"batch_size": 4}, "TrainConfig.batch_size must be an int"),
+    ],
+)
+def test_a_bad_value_in_the_file_is_an_error_where_an_override_gives_the_field_too(
+    tmp_path, line, override, error
+):
+    path = tmp_path / "run.toml"
+    path.write_text(line + "\n")
+    with pytest.raises(ValueError, match=f"config file {path}: {error}"):
+        load_config(path, overrides=override)
+
+
 def test_toml_errors(tmp_path):
     with pytest.raises(FileNotFoundError):
         load_config(tmp_path / "missing.toml")
