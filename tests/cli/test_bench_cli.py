@@ -310,3 +310,33 @@ def test_the_cli_offers_every_bench_mode_and_decode() -> None:
     assert tuple(decode_option.type.choices) == DECODES
     cudnn_option = next(p for p in bench.params if p.name == "cudnn")
     assert tuple(cudnn_option.type.choices) == CUDNN
+
+
+@pytest.mark.parametrize(
+    ("args", "line"),
+    [
+        (["--quick", "--runs", "7"], "--runs is an option of --training"),
+        (["--quick", "--precision", "bf16"], "--precision is an option of --training"),
+        (
+            ["--training", "--device", "cpu", "--ops", "nms_rewards"],
+            "--ops is an option of the kernel benchmarks (without --training)",
+        ),
+        (["--training", "--device", "cpu", "--quick"], "--quick is an option of the kernel"),
+    ],
+)
+def test_an_option_of_the_other_mode_is_a_usage_error(
+    capsys: pytest.CaptureFixture[str], args: list[str], line: str
+) -> None:
+    # Silently ignored before: the run timed something else than asked.
+    code, out, err = _run(capsys, *args)
+    assert (code, out) == (2, "")
+    (only,) = err.strip().splitlines()
+    assert only.startswith(f"Error: {line}")
+
+
+def test_a_pack_larger_than_the_bench_builds_is_a_usage_error(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, _, err = _run(capsys, "--training", "--device", "cpu", "--runs", "1,100000")
+    assert code == 2
+    assert "'1,100000': at most 256" in err

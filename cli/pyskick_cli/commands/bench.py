@@ -22,6 +22,8 @@ else:
     _NamesType = _IntsType = click.ParamType
 
 DEVICES = ("cpu", "cuda", "all")
+MAX_PACK = 256
+"""The largest pack ``--training`` builds (each run of a pack holds its folder's lock file)."""
 
 
 class OpList(_NamesType):
@@ -57,9 +59,12 @@ class OpList(_NamesType):
 
 
 class IntList(_IntsType):
-    """Comma-separated positive integers."""
+    """Comma-separated positive integers, at most :attr:`most`."""
 
     name = "N,..."
+
+    def __init__(self, most: int) -> None:
+        self.most = most
 
     def convert(
         self, value: object, param: click.Parameter | None, ctx: click.Context | None
@@ -72,6 +77,8 @@ class IntList(_IntsType):
             self.fail(f"{value!r} is not a comma-separated list of integers", param, ctx)
         if not numbers or min(numbers) < 1:
             self.fail(f"{value!r}: give positive integers", param, ctx)
+        if max(numbers) > self.most:
+            self.fail(f"{value!r}: at most {self.most}", param, ctx)
         return numbers
 
 
@@ -276,6 +283,27 @@ def _table(rows: list[dict[str, Any]]) -> str:
     return "\n".join(text)
 
 
+# Options of one mode only (parameter names): given in the other, a usage error.
+_KERNEL_ONLY = ("quick", "ops", "repeats")
+_TRAINING_ONLY = (
+    "preset", "runs", "precisions", "placements", "modes", "layouts", "decodes", "cudnn",
+    "steps", "view_size",
+)  # fmt: skip
+
+
+def _check_mode_options(training: bool) -> None:
+    """Refuse options given on the command line that the chosen mode would ignore."""
+    from click.core import ParameterSource
+
+    ctx = click.get_current_context()
+    other = _KERNEL_ONLY if training else _TRAINING_ONLY
+    for param in ctx.command.params:
+        source = ctx.get_parameter_source(param.name or "")
+        if param.name in other and source not in (None, ParameterSource.DEFAULT):
+            mode = "the kernel benchmarks (without --training)" if training else "--training"
+            raise click.UsageError(f"{param.opts[0]} is an option of {mode}")
+
+
 @click.command()
 @click.option(
     "--quick",
@@ -321,10 +349,10 @@ def _table(rows: list[dict[str, Any]]) -> str:
 )
 @click.option(
     "--runs",
-    type=IntList(),
+    type=IntList(most=MAX_PACK),
     default="1,4",
     show_default=True,
-    help="--training: comma-separated pack sizes (1: a run alone).",
+    help=f"--training: comma-separated pack sizes (1: a run alone), at most {MAX_PACK}.",
 )
 @click.option(
     "--precision",
@@ -418,6 +446,7 @@ def bench(
     copy of the bytes, or reading them once at the copy bandwidth). Native results are checked
     against the twins on the timed inputs. Progress goes to stderr.
     """
+    _check_mode_options(training)
     if training:
         _bench_training(
             device,
