@@ -1,7 +1,8 @@
 """Where pyskick keeps its caches, what identifies a file, and who may fill a cache entry.
 
-A bottom-layer module (no pyskick imports): the dataset generators, the one-view model cache,
-the sidekick score cache and the run folders share these helpers.
+A bottom-layer module (of pyskick, it imports only :mod:`pyskick.errors`): the dataset
+generators, the one-view model cache, the sidekick score cache and the run folders share these
+helpers.
 
 - :func:`cache_root`: ``$PYSKICK_CACHE_DIR`` or ``~/.cache/pyskick`` (one-view models, scores);
 - :func:`data_dir`: ``$PYSKICK_DATA_DIR`` or ``~/.cache/pyskick/datasets`` (generated datasets);
@@ -19,19 +20,39 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from pyskick.errors import UserError
+
 _LOG = logging.getLogger(__name__)
 
 
 def cache_root() -> Path:
-    """``$PYSKICK_CACHE_DIR`` or ``~/.cache/pyskick``."""
-    env = os.environ.get("PYSKICK_CACHE_DIR")
-    return Path(env) if env else Path.home() / ".cache" / "pyskick"
+    """``$PYSKICK_CACHE_DIR`` or ``~/.cache/pyskick``.
+
+    Raises:
+        UserError: the variable names something that is not a folder.
+    """
+    return _folder_of("PYSKICK_CACHE_DIR", Path.home() / ".cache" / "pyskick")
 
 
 def data_dir() -> Path:
-    """Cache of generated datasets: ``$PYSKICK_DATA_DIR`` or ``~/.cache/pyskick/datasets``."""
-    env = os.environ.get("PYSKICK_DATA_DIR")
-    return Path(env) if env else Path.home() / ".cache" / "pyskick" / "datasets"
+    """Cache of generated datasets: ``$PYSKICK_DATA_DIR`` or ``~/.cache/pyskick/datasets``.
+
+    Raises:
+        UserError: the variable names something that is not a folder.
+    """
+    return _folder_of("PYSKICK_DATA_DIR", Path.home() / ".cache" / "pyskick" / "datasets")
+
+
+def _folder_of(variable: str, default: Path) -> Path:
+    """The folder an environment variable names (created later, where needed), else
+    ``default``; one that exists as something else is the user's error, named."""
+    env = os.environ.get(variable)
+    if not env:
+        return default
+    path = Path(env)
+    if path.exists() and not path.is_dir():
+        raise UserError(f"{variable}={env!r} is not a folder; point it at one (or unset it)")
+    return path
 
 
 def file_digest(path: str | os.PathLike[str]) -> str:

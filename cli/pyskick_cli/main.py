@@ -99,10 +99,15 @@ def cli(debug: bool) -> None:
     Progress goes to stderr: bars on a terminal, else one line per epoch or stage
     (PYSKICK_PROGRESS=bars|lines|off chooses).
     """
+    from pyskick.files import cache_root, data_dir
     from pyskick_cli.progress import rendering
 
     if debug:
         _state["debug"] = True
+    # A cache variable that names a file is refused before any work (not after generating a
+    # dataset into the other one).
+    cache_root()
+    data_dir()
     # Closed (bars cleared) when the command ends, before an error is printed.
     click.get_current_context().with_resource(rendering())
 

@@ -72,3 +72,29 @@ def test_a_nonsense_environment_variable_exits_2(
         needle,
         watch=[tmp_path],
     )
+
+
+@pytest.mark.parametrize(
+    ("variable", "args"),
+    [
+        ("PYSKICK_DATA_DIR", ["data", "info", "synthetic-objects"]),
+        (
+            "PYSKICK_CACHE_DIR",
+            ["train", "--dataset", "synthetic-scenes", "--preset", "cpu-demo", "--out", "run"],
+        ),
+    ],
+)
+def test_a_cache_variable_naming_a_file_exits_2(
+    refuse: Refuse,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    variable: str,
+    args: list[str],
+) -> None:
+    # Was exit 1 with a bare FileExistsError or NotADirectoryError that named no variable.
+    plain = tmp_path / "plainfile"
+    plain.write_text("not a folder\n")
+    monkeypatch.setenv("PYSKICK_DATA_DIR", str(tmp_path / "datasets"))
+    monkeypatch.setenv(variable, str(plain))
+    monkeypatch.chdir(tmp_path)
+    refuse(args, 2, f"{variable}='{plain}' is not a folder", watch=[tmp_path])
