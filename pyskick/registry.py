@@ -24,6 +24,11 @@ KINDS = ("sidekick", "critic", "actor", "dataset", "logger", "method")
 HOOKS = {kind: f"pyskick_register_{kind}s" for kind in KINDS}
 
 
+class PluginFailure(RuntimeError):
+    """A plugin's registration hook raised: the installed plugin is broken (a runtime failure,
+    not the user's input, nor pyskick's bug)."""
+
+
 class DuplicateNameError(ValueError):
     """A name (or alias) was registered twice for the same kind."""
 
@@ -252,7 +257,13 @@ def build_registries(
             try:
                 impl.function(register=functools.partial(registry.register, plugin=plugin))
             except Exception as exc:
-                if errors is None:
+                if errors is not None:
+                    record_failure(errors, plugin, exc)
+                    continue
+                if plugin in str(exc):  # the registry's own refusals name the plugin
                     raise
-                record_failure(errors, plugin, exc)
+                raise PluginFailure(
+                    f"plugin {plugin!r} failed in {hook_name}: {type(exc).__name__}: {exc} "
+                    "(`pyskick plugins` lists it; PYSKICK_LOAD_PLUGINS loads only the named)"
+                ) from exc
     return registries

@@ -173,7 +173,9 @@ def main(argv: list[str] | None = None) -> None:
         if _debug_requested():
             traceback.print_exc()
         # The machine or the installation (a full disk, a missing extra) vs pyskick's own bug.
-        runtime = isinstance(exc, OSError | MemoryError | ImportError)
+        from pyskick.registry import PluginFailure
+
+        runtime = isinstance(exc, OSError | MemoryError | ImportError | PluginFailure)
         kind = "runtime failure" if runtime else "internal error"
         if DIVERGED.search(str(exc)) is not None:
             kind = (

@@ -436,6 +436,7 @@ def resolve_loggers(given: tuple[str, ...], resume_dir: Path | None = None) -> l
     Raises:
         click.BadParameter: an unknown logger or one that cannot be built (exit 2).
     """
+    from pyskick.registry import PluginFailure
     from pyskick.training.loggers import make_loggers
 
     names: list[str] | None = list(given) if given else None
@@ -447,6 +448,8 @@ def resolve_loggers(given: tuple[str, ...], resume_dir: Path | None = None) -> l
             names, source = recorded, " (recorded by the run; give --logger to choose others)"
     try:
         make_loggers(names)
+    except PluginFailure:  # a broken plugin, not the --logger given
+        raise
     except (ValueError, RuntimeError) as exc:
         raise click.BadParameter(f"{exc}{source}", param_hint="--logger") from None
     return names

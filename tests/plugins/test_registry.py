@@ -196,6 +196,36 @@ def test_failing_plugins_are_reported_not_fatal(make_dist: MakeDist, run_cli: Ru
     assert "registered by both" in used.stderr  # the built-in train ran, not the shadow
 
 
+def test_a_registration_hook_that_raises_is_named_as_the_plugin_that_failed(
+    make_dist: MakeDist, run_cli: RunCli
+) -> None:
+    # Was "ValueError: registration failed (internal error ...)" for a built-in sidekick's
+    # command, and "Invalid value for --logger" for train: neither named the plugin.
+    site = make_dist(
+        "pyskick-raising",
+        """
+        import pyskick
+
+        @pyskick.hookimpl
+        def pyskick_register_sidekicks(register):
+            raise ValueError("registration failed")
+        """,
+    )
+    for args in (
+        ["score", "--sidekick", "rew", "--dataset", "x.h5", "--out", "s.h5"],
+        ["train", "--dataset", "synthetic-scenes", "--out", str(site / "run")],
+    ):
+        used = run_cli(site, *args)
+        assert used.returncode == 1, used.stderr
+        (line,) = used.stderr.strip().splitlines()[-1:]
+        assert line.startswith(
+            "Error: PluginFailure: plugin 'pyskick-raising' failed in pyskick_register_sidekicks: "
+            "ValueError: registration failed"
+        )
+        assert "(runtime failure;" in line
+    assert not (site / "run").exists()
+
+
 def test_plugin_command_runs(make_dist: MakeDist, run_cli: RunCli) -> None:
     site = make_dist("pyskick-toy", TOY_PLUGIN)
     result = run_cli(site, "hello-toy")
