@@ -24,6 +24,7 @@ from pyskick.data.hdf5_format import (
     NAMES_GROUP,
     OPTIONAL_SPLITS,
     REQUIRED_SPLITS,
+    SCHEMA_VERSION,
     SHAPE_PRESETS,
     SPEC_ATTRS,
     SPLITS,
@@ -60,6 +61,7 @@ def _attr_value(value: Any) -> Any:
 
 def _spec_from_attrs(path: Path, attrs: Mapping[str, Any], shape: tuple[int, ...]) -> GridSpec:
     """The GridSpec of a file from its attributes, or from its shape when it has none."""
+    _check_schema(path, attrs.get("schema_version"))
     n, m, c, h, _ = shape
     present = [a for a in SPEC_ATTRS if a in attrs]
     if not present:
@@ -75,16 +77,26 @@ def _spec_from_attrs(path: Path, attrs: Mapping[str, Any], shape: tuple[int, ...
     missing = [a for a in SPEC_ATTRS if a not in attrs]
     if missing:
         raise ViewgridFileError(f"{path}: incomplete grid attributes, add {', '.join(missing)}")
+
+    def number(name: str) -> int:
+        return _converted(path, attrs, name, int)
+
+    def numbers(name: str) -> tuple[float, ...]:
+        return _converted(path, attrs, name, lambda value: tuple(float(x) for x in value))
+
+    n_elevations, n_azimuths = number("n_elevations"), number("n_azimuths")
+    elevations, azimuths = numbers("elevations_deg"), numbers("azimuths_deg")
+    fov, mean = _converted(path, attrs, "fov_deg", float), numbers("channel_mean")
     try:
         spec = GridSpec(
-            n_elevations=int(attrs["n_elevations"]),
-            n_azimuths=int(attrs["n_azimuths"]),
+            n_elevations=n_elevations,
+            n_azimuths=n_azimuths,
             channels=c,
             view_size=h,
-            elevations_deg=tuple(float(e) for e in attrs["elevations_deg"]),
-            azimuths_deg=tuple(float(a) for a in attrs["azimuths_deg"]),
-            fov_deg=float(attrs["fov_deg"]),
-            channel_mean=tuple(float(x) for x in attrs["channel_mean"]),
+            elevations_deg=elevations,
+            azimuths_deg=azimuths,
+            fov_deg=fov,
+            channel_mean=mean,
             preset=str(attrs.get("preset", "custom")),
         )
     except (TypeError, ValueError, OverflowError) as exc:
@@ -95,6 +107,30 @@ def _spec_from_attrs(path: Path, attrs: Mapping[str, Any], shape: tuple[int, ...
             f"hold {n}x{m}; fix n_elevations/n_azimuths or the data"
         )
     return spec
+
+
+def _converted(path: Path, attrs: Mapping[str, Any], name: str, convert: Any) -> Any:
+    """Root attribute ``name`` through ``convert``; a value it refuses names the attribute."""
+    try:
+        return convert(attrs[name])
+    except (TypeError, ValueError, OverflowError):
+        raise ViewgridFileError(
+            f"{path}: invalid grid attribute {name}: {attrs[name]!r:.80}"
+        ) from None
+
+
+def _check_schema(path: Path, version: Any) -> None:
+    """Refuse a file of a newer layout than this pyskick reads (``schema_version``; files
+    without it are read as version 1)."""
+    if version is None:
+        return
+    if isinstance(version, bool) or not isinstance(version, int | np.integer):
+        raise ViewgridFileError(f"{path}: schema_version {version!r:.40} is not an integer")
+    if version > SCHEMA_VERSION:
+        raise ViewgridFileError(
+            f"{path}: written with schema_version {version}; this pyskick reads up to "
+            f"{SCHEMA_VERSION} (upgrade pyskick)"
+        )
 
 
 def _brief(exc: BaseException) -> str:

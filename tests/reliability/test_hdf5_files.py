@@ -219,7 +219,7 @@ def _missing_attribute(base: Path, path: Path) -> tuple[str, ...]:
 def _attribute_of_wrong_type(base: Path, path: Path) -> tuple[str, ...]:
     with h5py.File(_copy(base, path), "a") as f:
         f.attrs["elevations_deg"] = "high, low"
-    return ("invalid grid attributes",)
+    return ("invalid grid attribute elevations_deg: 'high, low'",)
 
 
 def _attribute_not_utf8(base: Path, path: Path) -> tuple[str, ...]:
@@ -231,7 +231,19 @@ def _attribute_not_utf8(base: Path, path: Path) -> tuple[str, ...]:
 def _infinite_attribute(base: Path, path: Path) -> tuple[str, ...]:
     with h5py.File(_copy(base, path), "a") as f:
         f.attrs["n_azimuths"] = np.inf
-    return ("invalid grid attributes",)
+    return ("invalid grid attribute n_azimuths: inf",)
+
+
+def _a_word_for_a_number(base: Path, path: Path) -> tuple[str, ...]:
+    with h5py.File(_copy(base, path), "a") as f:
+        f.attrs["n_elevations"] = "four"
+    return ("invalid grid attribute n_elevations: 'four'",)
+
+
+def _a_newer_schema(base: Path, path: Path) -> tuple[str, ...]:
+    with h5py.File(_copy(base, path), "a") as f:
+        f.attrs["schema_version"] = 99
+    return ("written with schema_version 99; this pyskick reads up to 1",)
 
 
 def _nan_floats(base: Path, path: Path) -> tuple[str, ...]:
@@ -276,6 +288,8 @@ CORPUS: dict[str, Callable[[Path, Path], tuple[str, ...]]] = {
     "attribute of the wrong type": _attribute_of_wrong_type,
     "attribute that is not UTF-8": _attribute_not_utf8,
     "infinite attribute": _infinite_attribute,
+    "a word for a number": _a_word_for_a_number,
+    "a newer schema": _a_newer_schema,
     "NaN in a float split": _nan_floats,
     "virtual split": _virtual_split,
 }
