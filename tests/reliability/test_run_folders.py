@@ -50,6 +50,7 @@ class World:
     afile: Path  # a plain file
     bad_toml: Path  # a config with an unknown key
     t1_toml: Path  # a config of one glimpse
+    big_seed_toml: Path  # a config with a seed out of range
     table: Path  # a reproduce folder (its settings record)
     export: Path  # an export folder (its marker)
 
@@ -91,6 +92,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
         (root / "afile.txt").write_text("not a folder\n")
         (root / "bad.toml").write_text("no_such_field = 1\n")
         (root / "t1.toml").write_text("T = 1\n")
+        (root / "seed.toml").write_text("seed = 99999999999\n")
         (root / "table").mkdir()
         (root / "table" / REPRODUCE_RECORD).write_text("{}\n")
         (root / "export").mkdir()
@@ -110,6 +112,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
             afile=root / "afile.txt",
             bad_toml=root / "bad.toml",
             t1_toml=root / "t1.toml",
+            big_seed_toml=root / "seed.toml",
             table=root / "table",
             export=root / "export",
         )
@@ -198,6 +201,10 @@ CASES: dict[str, Case] = {
     "train config with an unknown key": (
         lambda w: train(w, "--config", w.bad_toml),
         ("no_such_field",),
+    ),
+    "train --config with a seed out of range": (
+        lambda w: train(w, "--config", w.big_seed_toml),
+        (lambda w: f"config file {w.big_seed_toml}: seed 99999999999 is out of range",),
     ),
     "train --config of one glimpse": (
         lambda w: train(w, "--config", w.t1_toml),

@@ -38,15 +38,17 @@ def _config(
     preset: str | None, config_path: Path | None, spec_preset: str, **overrides: Any
 ) -> TrainConfig:
     from pyskick.config import paper_preset
+    from pyskick.errors import UserError
     from pyskick.training import load_config
     from pyskick.training.setup import MAX_SEED
 
     default = paper_preset(spec_preset)
     config = load_config(config_path, preset=preset, overrides=overrides, default_preset=default)
     if config.seed > MAX_SEED:  # before torch sees it (an overflow that names nothing)
-        raise click.BadParameter(
-            f"seed {config.seed} is out of range (0 to {MAX_SEED})", param_hint="--seed"
-        )
+        why = f"seed {config.seed} is out of range (0 to {MAX_SEED})"
+        if overrides.get("seed") is None:  # the config file's
+            raise UserError(f"config file {config_path}: {why}")
+        raise click.BadParameter(why, param_hint="--seed")
     return config
 
 
