@@ -411,13 +411,15 @@ def load_config(
     except (ValueError, TypeError) as exc:
         raise _from_file(path, exc) if preset is None else exc from None
     in_file = {key: value for key, value in values.items() if key != "preset"}
-    if in_file:
-        # The file's values are checked alone: a bad one is an error even where the command
-        # line gives the field too.
-        try:
-            base.replace(**in_file)
-        except (ValueError, TypeError) as exc:
-            raise _from_file(path, exc) from None
+    if in_file and not _valid(base, in_file):
+        # A value the file holds that is bad on its own (a wrong type, out of range) is an
+        # error even where the command line gives the field too; values that only contradict
+        # each other are left to the merge below, which the command line may settle.
+        for key, value in in_file.items():
+            try:
+                base.replace(**{key: value})
+            except (ValueError, TypeError) as exc:
+                raise _from_file(path, exc) from None
     given = {key: value for key, value in (overrides or {}).items() if value is not None}
     given_options = given.pop("sidekick_options", {})
     options = {**values.get("sidekick_options", {}), **given_options}

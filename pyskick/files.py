@@ -50,7 +50,10 @@ def _folder_of(variable: str, default: Path) -> Path:
     if not env:
         return default
     path = Path(env)
-    if path.exists() and not path.is_dir():
+    # The folder, or the first of its parents that exists, must be a folder (one under a
+    # file can never be made).
+    existing = next((p for p in (path, *path.parents) if p.exists()), None)
+    if existing is not None and not existing.is_dir():
         raise UserError(f"{variable}={env!r} is not a folder; point it at one (or unset it)")
     return path
 

@@ -260,7 +260,7 @@ def build_registries(
                 if errors is not None:
                     record_failure(errors, plugin, exc)
                     continue
-                if plugin in str(exc):  # the registry's own refusals name the plugin
+                if isinstance(exc, DuplicateNameError):  # names both plugins
                     raise
                 raise PluginFailure(
                     f"plugin {plugin!r} failed in {hook_name}: {type(exc).__name__}: {exc} "

@@ -12,7 +12,7 @@ import os
 import re
 import sys
 import traceback
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import click
 
@@ -22,6 +22,8 @@ from pyskick.memory import keep_freed_memory
 from pyskick_cli.lazy import LazyGroup
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
+DIAGNOSTICS = ("info", "plugins")
+"""Commands that answer whatever the environment holds (they report it)."""
 DEBUG_ENV = "PYSKICK_DEBUG"
 MAX_MESSAGE = 1000
 """The longest error line printed (a longer one is cut, its length named)."""
@@ -37,7 +39,7 @@ OUT_OF_MEMORY = re.compile(
 """What libraries say when memory ran out without raising MemoryError (or ENOMEM)."""
 
 # Set by the root --debug option of the running call (reset by every main()).
-_state = {"debug": False}
+_state: dict[str, Any] = {"debug": False, "help": False}
 
 COMMANDS = {
     "info": "pyskick_cli.commands.info:info",
@@ -104,10 +106,11 @@ def cli(debug: bool) -> None:
 
     if debug:
         _state["debug"] = True
-    # A cache variable that names a file is refused before any work (not after generating a
-    # dataset into the other one).
-    cache_root()
-    data_dir()
+    # A cache variable that names no folder is refused before any work (not after generating
+    # a dataset into the other one); help and the diagnostics still answer.
+    if not _state["help"] and click.get_current_context().invoked_subcommand not in DIAGNOSTICS:
+        cache_root()
+        data_dir()
     # Closed (bars cleared) when the command ends, before an error is printed.
     click.get_current_context().with_resource(rendering())
 
@@ -151,6 +154,7 @@ def main(argv: list[str] | None = None) -> None:
     args = list(sys.argv[1:] if argv is None else argv)
     keep_freed_memory()
     _state["debug"] = False
+    _state["help"] = any(arg in ("-h", "--help") for arg in args)
     try:
         code = cli.main(args=args, prog_name="pyskick", standalone_mode=False)
     except click.exceptions.Exit as exc:
@@ -172,10 +176,13 @@ def main(argv: list[str] | None = None) -> None:
     except Exception as exc:  # not the user's input: a runtime failure or a bug
         if _debug_requested():
             traceback.print_exc()
-        # The machine or the installation (a full disk, a missing extra) vs pyskick's own bug.
-        from pyskick.registry import PluginFailure
+        from pyskick.registry import DuplicateNameError, PluginFailure
 
-        runtime = isinstance(exc, OSError | MemoryError | ImportError | PluginFailure)
+        # The machine or the installation (a full disk, a missing extra, a broken plugin, two
+        # plugins claiming a name) vs pyskick's own bug.
+        runtime = isinstance(
+            exc, OSError | MemoryError | ImportError | PluginFailure | DuplicateNameError
+        )
         kind = "runtime failure" if runtime else "internal error"
         if DIVERGED.search(str(exc)) is not None:
             kind = (

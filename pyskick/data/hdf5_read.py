@@ -124,8 +124,17 @@ def _check_schema(path: Path, version: Any) -> None:
     without it are read as version 1)."""
     if version is None:
         return
-    if isinstance(version, bool) or not isinstance(version, int | np.integer):
-        raise ViewgridFileError(f"{path}: schema_version {version!r:.40} is not an integer")
+    # Other tools store it their own way (MATLAB a double, some a string or a 1-element array).
+    raw = version
+    if np.ndim(raw) == 1 and np.size(raw) == 1:
+        raw = np.asarray(raw).ravel()[0]
+    try:
+        number = float(raw.decode() if isinstance(raw, bytes) else raw)
+    except (TypeError, ValueError, UnicodeDecodeError):
+        number = math.nan
+    if isinstance(raw, bool) or not number.is_integer():
+        raise ViewgridFileError(f"{path}: schema_version {version!r:.40} is not a whole number")
+    version = int(number)
     if version > SCHEMA_VERSION:
         raise ViewgridFileError(
             f"{path}: written with schema_version {version}; this pyskick reads up to "

@@ -23,7 +23,7 @@ from pyskick import progress
 from pyskick.data.hdf5_write import write_viewgrids
 from pyskick.data.meshes import render_viewgrid
 from pyskick.data.spec import MODELNET_HARD
-from pyskick.errors import UserError
+from pyskick.errors import UserError, UserTypeError
 from pyskick.memory import check_memory
 
 N_ELEVATIONS, N_AZIMUTHS, STEP_DEG, IMAGE_SIZE = 5, 9, 40.0, 32
@@ -383,11 +383,9 @@ def make_object(family: str, rng: np.random.Generator) -> tuple[np.ndarray, np.n
 def split_sizes(num: int) -> dict[str, int]:
     """Objects per split: 20% unseen; the seen ones 70/10/20 into train/val/test."""
     if isinstance(num, bool) or not isinstance(num, int):
-        raise TypeError(f"num must be an int, got {type(num).__name__}")
+        raise UserTypeError(f"num must be an int, got {type(num).__name__}")
     if num < 4:
-        raise UserError(
-            f"synthetic-objects needs --num 4 or more (one object per split), not {num}"
-        )
+        raise UserError(f"synthetic-objects needs num >= 4 (one object per split), got {num}")
     unseen = max(1, round(0.2 * num))
     seen = num - unseen
     val, test = max(1, round(0.1 * seen)), max(1, round(0.2 * seen))

@@ -298,7 +298,11 @@ def _prepare(
                 f"config file {config} sets {name}, which each method sets itself"
                 + (" (give sidekick options with --sidekick-option)" if "sidekick" in name else "")
             )
-    check_policy_glimpses(train_config)
+    check_policy_glimpses(train_config, config)
+    if train_config.seed > MAX_SEED:  # only a config file sets it
+        raise UserError(
+            f"config file {config}: seed {train_config.seed} is out of range (0 to {MAX_SEED})"
+        )
     if train_config.seed + indices[-1] > MAX_SEED:
         raise UserError(
             f"seed index {indices[-1]} trains with seed {train_config.seed + indices[-1]}, out of "

@@ -438,17 +438,22 @@ def adam(params: list[nn.Parameter], config: TrainConfig, device: torch.device) 
     )
 
 
-def check_policy_glimpses(config: TrainConfig) -> None:
+def check_policy_glimpses(config: TrainConfig, source: object = None) -> None:
     """Refuse a policy run of one glimpse (``T = 1`` from a config file): nothing would move,
     so nothing of the policy would learn; one glimpse is the one-view model's pretraining.
+
+    Args:
+        config: the run's config.
+        source: the config file it was read from (named in the error), or None.
 
     Raises:
         UserError: one line.
     """
     if config.T < 2:
+        where = "" if source is None else f"config file {source}: "
         raise UserError(
-            f"T is {config.T}: a policy run needs at least 2 glimpses (the one-view model of one "
-            "glimpse is trained by `pyskick pretrain`)"
+            f"{where}T is {config.T}: a policy run needs at least 2 glimpses (the one-view model "
+            "of one glimpse is trained by `pyskick pretrain`)"
         )
 
 

@@ -230,3 +230,8 @@ def test_a_sidekick_is_named_by_the_option_or_the_config(
     assert code == 2
     assert "no sidekick named: give --sidekick NAME (or sidekick in --config)" in err
     assert sorted(p.name for p in tmp_path.iterdir()) == []
+    config = tmp_path.parent / f"{tmp_path.name}-rew.toml"  # outside the folder checked above
+    config.write_text('sidekick = "rew"\nbatch_size = 8\n')
+    code, out, err = run([*args, "--config", str(config), "--splits", "val"], capsys)
+    assert code == 0, err
+    assert "wrote rew scores of val to S.h5" in out  # the config's sidekick, not "None"

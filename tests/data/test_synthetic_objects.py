@@ -113,7 +113,7 @@ def test_make_synthetic_objects_writes_the_authors_layout(tmp_path: Path) -> Non
 
 @pytest.mark.parametrize(("num", "seed"), [(3, 0), (10, -1), (10.0, 0), (True, 0)])
 def test_bad_arguments_write_nothing(tmp_path: Path, num: object, seed: object) -> None:
-    with pytest.raises((ValueError, TypeError), match=r"num|seed"):
+    with pytest.raises(ValueError, match=r"num|seed"):
         make_synthetic_objects(tmp_path / "objects.h5", num=num, seed=seed)  # type: ignore[arg-type]
     assert list(tmp_path.iterdir()) == []
 

@@ -11,6 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from pyskick_cli.main import main
+
 from .conftest import Refuse, save_evaluation
 
 
@@ -98,3 +100,16 @@ def test_a_cache_variable_naming_a_file_exits_2(
     monkeypatch.setenv(variable, str(plain))
     monkeypatch.chdir(tmp_path)
     refuse(args, 2, f"{variable}='{plain}' is not a folder", watch=[tmp_path])
+
+
+def test_a_cache_variable_under_a_file_exits_2_and_help_and_info_still_answer(
+    refuse: Refuse, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    plain = tmp_path / "plainfile"
+    plain.write_text("not a folder\n")
+    monkeypatch.setenv("PYSKICK_CACHE_DIR", str(plain / "sub"))
+    refuse(["data", "list"], 2, f"PYSKICK_CACHE_DIR='{plain / 'sub'}' is not a folder")
+    for args in (["info"], ["train", "--help"]):
+        with pytest.raises(SystemExit) as exited:
+            main(args)
+        assert exited.value.code == 0

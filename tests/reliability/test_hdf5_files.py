@@ -295,6 +295,19 @@ CORPUS: dict[str, Callable[[Path, Path], tuple[str, ...]]] = {
 }
 
 
+@pytest.mark.parametrize(
+    "version", [1, np.int8(1), np.uint64(1), np.float64(1.0), "1", b"1", np.array([1])]
+)
+def test_schema_version_one_is_read_however_it_is_stored(
+    base: Path, tmp_path: Path, version: object
+) -> None:
+    # Other tools write it as a double (MATLAB), a string or a 1-element array.
+    path = _copy(base, tmp_path / "v.h5")
+    with h5py.File(path, "a") as f:
+        f.attrs["schema_version"] = version
+    assert ViewgridFile(path).spec.n_elevations == 4
+
+
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("case", list(CORPUS))
 @pytest.mark.parametrize("command", ["data info", "pretrain"])

@@ -45,5 +45,5 @@ def test_too_few_synthetic_objects_is_a_usage_error(
         main(["data", "make", "synthetic-objects", "--num", "3", "--out", str(tmp_path / "o.h5")])
     assert exited.value.code == 2
     (line,) = capsys.readouterr().err.splitlines()
-    assert line == "Error: synthetic-objects needs --num 4 or more (one object per split), not 3"
+    assert line == "Error: synthetic-objects needs num >= 4 (one object per split), got 3"
     assert list(tmp_path.iterdir()) == []

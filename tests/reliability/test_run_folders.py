@@ -206,13 +206,17 @@ CASES: dict[str, Case] = {
         lambda w: train(w, "--config", w.big_seed_toml),
         (lambda w: f"config file {w.big_seed_toml}: seed 99999999999 is out of range",),
     ),
+    "reproduce --config with a seed out of range": (
+        lambda w: [*reproduce(w, w.new), "--config", w.big_seed_toml],
+        (lambda w: f"config file {w.big_seed_toml}: seed 99999999999 is out of range",),
+    ),
     "train --config of one glimpse": (
         lambda w: train(w, "--config", w.t1_toml),
-        ("T is 1: a policy run needs at least 2 glimpses",),
+        (lambda w: f"config file {w.t1_toml}: T is 1: a policy run needs at least 2",),
     ),
     "reproduce --config of one glimpse": (
         lambda w: [*reproduce(w, w.new), "--config", w.t1_toml],
-        ("T is 1: a policy run needs at least 2 glimpses",),
+        (lambda w: f"config file {w.t1_toml}: T is 1: a policy run needs at least 2",),
     ),
     "train --out a file": (lambda w: train(w, out=w.afile), (lambda w: str(w.afile),)),
     "train --out under a file": (

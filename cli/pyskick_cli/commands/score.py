@@ -191,7 +191,7 @@ def score(
     # Rank 0 writes; the others wait for it, and fail with it.
     broadcast_from_main(write, run_device, "writing the score file")
     if ctx.is_main:
-        click.echo(f"wrote {sidekick} scores of {', '.join(names)} to {out}")
+        click.echo(f"wrote {chosen.name} scores of {', '.join(names)} to {out}")
     # Every rank past its last collective before any leaves: a rank that exited while its
     # peer's gloo threads still held work aborted once in a loaded test run ("terminate called
     # without an active exception"; pytorch#190489). The command line then ends each rank

@@ -281,7 +281,7 @@ def train(
         # A config file's names and T, before any work (the command line's are checked when
         # parsed).
         _check_names(config.critic, config.actor)
-        check_policy_glimpses(config)
+        check_policy_glimpses(config, config_path)  # -T is at least 2: the file's
         spec = source.spec
         # The one resolution of the run's sidekick (a resumed run keeps its own unless one is
         # named, and its recorded options).
