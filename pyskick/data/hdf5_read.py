@@ -10,10 +10,10 @@ from __future__ import annotations
 import functools
 import math
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import h5py
 import numpy as np
@@ -57,6 +57,9 @@ def _attr_value(value: Any) -> Any:
     if isinstance(value, np.generic):
         return value.item()
     return value
+
+
+_T = TypeVar("_T")
 
 
 def _spec_from_attrs(path: Path, attrs: Mapping[str, Any], shape: tuple[int, ...]) -> GridSpec:
@@ -109,7 +112,7 @@ def _spec_from_attrs(path: Path, attrs: Mapping[str, Any], shape: tuple[int, ...
     return spec
 
 
-def _converted(path: Path, attrs: Mapping[str, Any], name: str, convert: Any) -> Any:
+def _converted(path: Path, attrs: Mapping[str, Any], name: str, convert: Callable[[Any], _T]) -> _T:
     """Root attribute ``name`` through ``convert``; a value it refuses names the attribute."""
     try:
         return convert(attrs[name])
