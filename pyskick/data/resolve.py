@@ -45,10 +45,14 @@ def resolve_dataset(name_or_path: str | os.PathLike[str]) -> Path:
         ValueError: a folder, or a factory that gave no existing file (names its plugin).
     """
     value = os.fspath(name_or_path)
+    if not value.strip():
+        raise UserError("the dataset is empty: give a viewgrid .h5 file or a registered name")
     if isinstance(name_or_path, os.PathLike) or _is_path(value):
         path = Path(value).expanduser()
         if path.is_dir():
             raise UserError(f"dataset {path} is a folder, not a viewgrid file")
+        if path.exists() and not path.is_file():  # a FIFO, a socket, a device
+            raise UserError(f"dataset {path} is not a regular file")
         if not path.is_file():
             raise UserFileNotFoundError(f"dataset file {path} does not exist")
         return path

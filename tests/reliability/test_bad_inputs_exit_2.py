@@ -6,6 +6,7 @@ torchrun ``RANK``) set to nonsense. (An export whose ``config.json`` does not fi
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import numpy as np
@@ -113,3 +114,13 @@ def test_a_cache_variable_under_a_file_exits_2_and_help_and_info_still_answer(
         with pytest.raises(SystemExit) as exited:
             main(args)
         assert exited.value.code == 0
+
+
+def test_a_dataset_that_is_no_regular_file_or_empty_is_named_so(
+    refuse: Refuse, tmp_path: Path
+) -> None:
+    # Both were called a missing file ("does not exist"; "dataset . is a folder").
+    fifo = tmp_path / "pipe.h5"
+    os.mkfifo(fifo)  # not watched: reading it would wait for a writer
+    refuse(["data", "info", fifo], 2, f"dataset {fifo} is not a regular file")
+    refuse(["data", "info", ""], 2, "the dataset is empty")
