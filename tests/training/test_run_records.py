@@ -11,6 +11,7 @@ import pytest
 import torch
 
 from pyskick.checkpoint import load_checkpoint, save_checkpoint
+from pyskick.config import TrainConfig
 from pyskick.data import GridSpec, write_viewgrids
 from pyskick.errors import UserError
 from pyskick.files import file_digest
@@ -84,11 +85,7 @@ def test_a_resume_from_python_takes_its_one_view_run_moved_and_refuses_another(
 ) -> None:
     # train(init=..., resume=True): the run's own one-view model at another place (the same
     # bytes) is recorded from then on; another model is refused before anything changes.
-    config = tiny_config.replace(epochs=1, pretrain_epochs=1)
-    data = TrainData.from_file(data_file)
-    one = pretrain(config, tmp_path / "one", data).run_dir
-    other = pretrain(config.replace(seed=9), tmp_path / "other", data).run_dir
-    ltla = train(config, tmp_path / "ltla", data, init=one).run_dir
+    config, data, one, other, ltla = _ltla_of_a_one_view_run(tmp_path, data_file, tiny_config)
     best = (ltla / "best.pt").read_bytes()
     moved = tmp_path / "moved"
     one.rename(moved)
@@ -111,6 +108,19 @@ def test_a_resume_from_python_takes_its_one_view_run_moved_and_refuses_another(
     assert load_policy(ltla).init == one.resolve()
 
 
+def _ltla_of_a_one_view_run(
+    root: Path, data_file: Path, tiny_config: TrainConfig
+) -> tuple[TrainConfig, TrainData, Path, Path, Path]:
+    """``(config, data, one, other, ltla)``: a one-view run ``root/one``, another one-view
+    model ``root/other`` (another seed) and one epoch of ltla ``root/ltla`` from ``one``."""
+    config = tiny_config.replace(epochs=1, pretrain_epochs=1)
+    data = TrainData.from_file(data_file)
+    one = pretrain(config, root / "one", data).run_dir
+    other = pretrain(config.replace(seed=9), root / "other", data).run_dir
+    ltla = train(config, root / "ltla", data, init=one).run_dir
+    return config, data, one, other, ltla
+
+
 def _files(run: Path) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in run.iterdir() if p.is_file()}
 
@@ -120,10 +130,7 @@ def test_a_project_moved_as_a_whole_finds_its_one_view_run(
 ) -> None:
     # The run and its one-view run moved together: found at the same relative place (the
     # same bytes), by load_policy for a finished run and by a resume without init.
-    config = tiny_config.replace(epochs=1, pretrain_epochs=1)
-    data = TrainData.from_file(data_file)
-    one = pretrain(config, tmp_path / "a" / "one", data).run_dir
-    train(config, tmp_path / "a" / "ltla", data, init=one)
+    config, data, _, _, _ = _ltla_of_a_one_view_run(tmp_path / "a", data_file, tiny_config)
     (tmp_path / "a").rename(tmp_path / "b")
     ltla, moved = tmp_path / "b" / "ltla", (tmp_path / "b" / "one").resolve()
     assert load_policy(ltla).init == moved
@@ -137,10 +144,7 @@ def test_a_copied_project_goes_on_with_its_own_one_view_run_when_the_original_ch
 ) -> None:
     # The original's one-view run pretrained further after the copy: the copy's run finds the
     # same bytes at its relative place (load_policy, resume), not the original's new model.
-    config = tiny_config.replace(epochs=1, pretrain_epochs=1)
-    data = TrainData.from_file(data_file)
-    one = pretrain(config, tmp_path / "a" / "one", data).run_dir
-    train(config, tmp_path / "a" / "ltla", data, init=one)
+    config, data, one, _, _ = _ltla_of_a_one_view_run(tmp_path / "a", data_file, tiny_config)
     shutil.copytree(tmp_path / "a", tmp_path / "b")
     pretrain(config.replace(pretrain_epochs=2), one, data, resume=True)
     shutil.copyfile(one / "latest.pt", one / "best.pt")  # whether or not validation improved
@@ -155,11 +159,7 @@ def test_a_one_view_model_changed_since_the_run_started_is_refused(
 ) -> None:
     # Another model in the one-view run's place (e.g. pretrained further): the run would go
     # on recording a model it did not start from. Refused, init given or not, for ltla too.
-    config = tiny_config.replace(epochs=1, pretrain_epochs=1)
-    data = TrainData.from_file(data_file)
-    one = pretrain(config, tmp_path / "one", data).run_dir
-    other = pretrain(config.replace(seed=9), tmp_path / "other", data).run_dir
-    ltla = train(config, tmp_path / "ltla", data, init=one).run_dir
+    config, data, one, other, ltla = _ltla_of_a_one_view_run(tmp_path, data_file, tiny_config)
     shutil.copyfile(other / "best.pt", one / "best.pt")
     before = _files(ltla)
     for init in (None, one):
@@ -173,11 +173,7 @@ def test_a_run_killed_before_its_first_checkpoint_starts_again_from_its_own_one_
 ) -> None:
     # config.json and dataset.json, no checkpoint: the run starts again from the one-view run
     # it recorded, and refuses another.
-    config = tiny_config.replace(epochs=1, pretrain_epochs=1)
-    data = TrainData.from_file(data_file)
-    one = pretrain(config, tmp_path / "one", data).run_dir
-    other = pretrain(config.replace(seed=9), tmp_path / "other", data).run_dir
-    ltla = train(config, tmp_path / "ltla", data, init=one).run_dir
+    config, data, one, other, ltla = _ltla_of_a_one_view_run(tmp_path, data_file, tiny_config)
     for name in ("latest.pt", "best.pt", "metrics.jsonl"):
         (ltla / name).unlink()
     with pytest.raises(UserError, match="another model"):
@@ -194,11 +190,7 @@ def test_checkpoints_without_the_digest_resume_from_a_moved_one_view_run_of_thei
     # Checkpoints of before init_sha256: a one-view run at another place is the run's own when
     # it holds the run's frozen Sense and Fuse bit for bit (the recorded one gone), or the
     # recorded checkpoint's bytes (while there); another model is refused.
-    config = tiny_config.replace(epochs=1, pretrain_epochs=1)
-    data = TrainData.from_file(data_file)
-    one = pretrain(config, tmp_path / "one", data).run_dir
-    other = pretrain(config.replace(seed=9), tmp_path / "other", data).run_dir
-    ltla = train(config, tmp_path / "ltla", data, init=one).run_dir
+    config, data, one, other, ltla = _ltla_of_a_one_view_run(tmp_path, data_file, tiny_config)
     state = load_checkpoint(ltla / "latest.pt")
     for key in ("init_sha256", "init_relative"):
         del state[key]
