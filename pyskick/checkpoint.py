@@ -194,6 +194,12 @@ def _read_export(
             f"{folder / EXPORT_MARKER} has export format {version!r}; this pyskick reads up to "
             f"{EXPORT_FORMAT}: upgrade pyskick"
         )
+    named = marker.get("weights", EXPORT_WEIGHTS)
+    if named != EXPORT_WEIGHTS:
+        raise UserError(
+            f"{folder / EXPORT_MARKER} names its weights {named!r}; an export's weights are "
+            f"{EXPORT_WEIGHTS!r}"
+        )
     weights = folder / EXPORT_WEIGHTS
     if not weights.is_file():
         raise UserFileNotFoundError(f"export {folder} has no {EXPORT_WEIGHTS}")

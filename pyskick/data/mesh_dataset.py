@@ -114,8 +114,8 @@ def convert_meshes(
         The written path.
 
     Raises:
-        ValueError: an unreadable mesh under ``strict``, an unknown unseen class, or fewer than
-            three readable meshes of seen classes.
+        ValueError: an unreadable mesh under ``strict``, an unknown unseen class, every class
+            held out, or fewer than three readable meshes of seen classes.
     """
     if augment < 0:
         raise UserError(f"--augment must be 0 or more copies per mesh, got {augment}")
@@ -128,6 +128,11 @@ def convert_meshes(
         raise UserError(
             f"--unseen-classes names classes with no meshes: {', '.join(unknown)}; "
             f"classes found: {', '.join(classes)}"
+        )
+    if set(classes) <= set(unseen_classes):
+        raise UserError(
+            f"--unseen-classes holds out every class ({', '.join(classes)}): none is left "
+            "for the train, val and test splits"
         )
     grids: list[np.ndarray] = []
     kept: list[tuple[Path, str]] = []

@@ -129,14 +129,22 @@ class PackedConvTranspose2d(nn.Module):
 
     def forward(self, x: Tensor) -> Tensor:
         if x.device.type == "cpu":  # grouped transposed convolutions take a slow path there
-            parts = x.chunk(self.runs, dim=1)
-            return torch.cat(
-                [
-                    F.conv_transpose2d(part, w, b, self.stride, self.padding, self.output_padding)
-                    for part, w, b in zip(parts, self.weight, self.bias, strict=True)
-                ],
-                dim=1,
-            )
+            return self.per_run(x)
+        return self.grouped(x)
+
+    def per_run(self, x: Tensor) -> Tensor:
+        """The R transposed convolutions one after the other (the CPU's way)."""
+        parts = x.chunk(self.runs, dim=1)
+        return torch.cat(
+            [
+                F.conv_transpose2d(part, w, b, self.stride, self.padding, self.output_padding)
+                for part, w, b in zip(parts, self.weight, self.bias, strict=True)
+            ],
+            dim=1,
+        )
+
+    def grouped(self, x: Tensor) -> Tensor:
+        """The R transposed convolutions as one grouped call (a GPU's way)."""
         weight = self.weight.reshape(-1, *self.weight.shape[2:])
         return F.conv_transpose2d(
             x,

@@ -10,7 +10,8 @@ call are comparable; absolute figures depend on the machine and what else runs o
 
 Each variant's floating-point work is counted on one more, untimed step
 (``torch.utils.flop_counter``: the matrix products and convolutions of the forward and
-backward passes) and its rate set against the device's own rate on a large square matrix
+backward passes, a grouped convolution's weight gradient counted once: see
+:func:`conv_backward_flop`) and its rate set against the device's own rate on a large square matrix
 product of the same precision, measured in the same call: how much of what the device can
 compute the training step uses.
 """
@@ -29,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from torch.utils.flop_counter import FlopCounterMode
+from torch.utils.flop_counter import FlopCounterMode, conv_flop_count
 
 from pyskick.checkpoint import save_checkpoint
 from pyskick.config import train_preset
@@ -123,10 +124,10 @@ class TrainingBench:
     gflop_per_step: float
     """Floating-point work of one step of all the runs, in GFLOP: the matrix products and
     convolutions of the forward and backward passes, as ``torch.utils.flop_counter`` counts
-    them. It does not count a fused LSTM kernel, which a run alone's ``nn.LSTM`` is on oneDNN
-    and cuDNN, while a pack's LSTM, written with ``bmm``, counts: a pack of ``cpu-demo`` runs
-    counts 0.25 % more per run than a run alone with 32-pixel views, 1.5 % with 16-pixel
-    ones."""
+    them, a convolution's backward pass by :func:`conv_backward_flop`. It does not count a
+    fused LSTM kernel, which a run alone's ``nn.LSTM`` is on oneDNN and cuDNN, while a pack's
+    LSTM, written with ``bmm``, counts: a pack of ``cpu-demo`` runs counts 0.25 % more per run
+    than a run alone with 32-pixel views, 1.5 % with 16-pixel ones."""
     tflop_per_s: float
     """``gflop_per_step`` over ``step_seconds``, in TFLOP/s."""
     matmul_tflop_per_s: float
@@ -345,6 +346,48 @@ def matmul_rate(
     return 2 * n**3 * products / sorted(times)[len(times) // 2]
 
 
+def conv_backward_flop(
+    grad_out_shape: list[int],
+    x_shape: list[int],
+    w_shape: list[int],
+    _bias: Any,
+    _stride: Any,
+    _padding: Any,
+    _dilation: Any,
+    transposed: bool,
+    _output_padding: Any,
+    _groups: int,
+    output_mask: list[bool],
+    *args: Any,
+    **kwargs: Any,
+) -> int:
+    """The multiplications of a convolution's backward pass, for ``FlopCounterMode``.
+
+    Each gradient it computes (of the input, of the weight) makes every product of the forward
+    pass once more, so it costs the forward's count. torch's own formula (2.11 to 2.13) counts
+    the weight gradient of a grouped convolution ``groups`` times: a pack of R runs, whose
+    convolutions are grouped R ways, would count its weight gradients R times over (a pack of
+    15 at ``paper-sun360``: 5.5 times its runs' work).
+
+    Args:
+        grad_out_shape: The gradient of the output, ``[B, C_out, ...]``: the forward's output.
+        x_shape: The forward's input ``[B, C_in, ...]``.
+        w_shape: The weight, ``[C_out, C_in / groups, k, k]`` (transposed: ``[C_in, C_out /
+            groups, k, k]``).
+        transposed: Whether the convolution is transposed.
+        output_mask: Which of the input's, weight's and bias's gradients are computed.
+
+    Returns:
+        The forward's count times the input's and weight's gradients computed.
+    """
+    forward = conv_flop_count(x_shape, w_shape, grad_out_shape, transposed)
+    return forward * (int(output_mask[0]) + int(output_mask[1]))
+
+
+_FLOP_FORMULAS = {torch.ops.aten.convolution_backward: conv_backward_flop}
+"""``FlopCounterMode``'s formulas that replace torch's own."""
+
+
 def _time_steps(
     config: Any, data: TrainData, init: Path, runs: int, tmp: Path, steps: int, warmup: int
 ) -> tuple[float, int]:
@@ -381,7 +424,7 @@ def _time_steps(
         # for its wrapper and for it): the count is of operations, whichever module runs them.
         warnings.filterwarnings("ignore", "Using `torch.compile\\(module\\)` when there are global")
         eager = torch.compiler.set_stance("force_eager") if config.compile else nullcontext()
-        with eager, FlopCounterMode(display=False) as counter:
+        with eager, FlopCounterMode(display=False, custom_mapping=_FLOP_FORMULAS) as counter:
             step(next(batches))
     if not counter.get_total_flops():
         raise RuntimeError(

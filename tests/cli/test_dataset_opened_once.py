@@ -14,6 +14,7 @@ import pytest
 
 from pyskick import run_dir
 from pyskick.data import ViewgridFile, hdf5_read
+from pyskick.distributed import resolve_device
 
 
 @pytest.fixture
@@ -54,7 +55,7 @@ def test_train_opens_and_hashes_its_dataset_once(
     assert counted == {f"open {name}": 1, f"hash {name}": 1}
     # cpu-demo's device is "auto" (issue 26); config.json records what it resolved to.
     config = json.loads((tmp_path / "run" / "config.json").read_text())
-    assert (config["device"], config["device_used"]) == ("auto", "cpu")
+    assert (config["device"], config["device_used"]) == ("auto", str(resolve_device("auto")))
     counted.clear()
     # A resume: the record is checked against the file, then the run recorded again.
     code, _, err = cli_runner("train", *args, "--epochs", "2", "--resume")

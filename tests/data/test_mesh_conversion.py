@@ -129,6 +129,15 @@ def test_bad_arguments(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> No
     assert code == 2
     assert "sofa" in err
     assert "cube" in err
+    # Every class held out: refused before any mesh is converted, naming the classes.
+    code, err = run_cli(
+        ["data", "from-meshes", str(tmp_path / "m"), "--out", str(out), "--unseen-classes", "cube"],
+        capsys,
+    )
+    assert code == 2
+    assert err.count("\n") == 1, err
+    assert "holds out every class (cube)" in err
+    assert "convert meshes" not in err
     with pytest.raises(ValueError, match="at least 3"):
         convert_meshes(tmp_path / "m", out)
     assert not out.exists()

@@ -15,7 +15,9 @@ files run side by side, two at a time. The environment: the venv's ``bin`` first
 ``PATH`` (``pyskick`` is the checkout's), ``PYSKICK_CACHE_DIR`` and ``PYSKICK_DATA_DIR`` in the
 test's temporary folder, ``PYSKICK_PROGRESS=lines``, ``OMP_NUM_THREADS=1`` (torch on one
 thread), ``MPLBACKEND=Agg``; other ``PYSKICK_*`` variables are removed but for the test
-kit's ``PYSKICK_AUTO_DEVICE`` (``device="auto"`` on the CPU).
+kit's ``PYSKICK_AUTO_DEVICE`` (``device="auto"`` on the CPU). The rest of the environment is
+the test's, ``PYTHONPATH`` included: where packages are installed there (a GPU machine's
+carried wheels, under ``--target``), the blocks find them as a user's shell would.
 
 **Inputs a user brings.** Provided in every working directory whose file names them:
 
@@ -378,7 +380,6 @@ def block_env(tmp: Path, data_dir: Path) -> dict[str, str]:
         MPLBACKEND="Agg",
         SB3_LOGDIR=str(tmp / "sb3"),
     )
-    env.pop("PYTHONPATH", None)
     return env
 
 

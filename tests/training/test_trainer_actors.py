@@ -212,7 +212,7 @@ def test_evaluate_builds_the_named_actor_on_the_evaluated_grids(
     assert built.prepared == [5]
     starts = evaluation_starts(3, 4, "adv")
     assert len(calls) == 3  # 2 samples (24 episodes) per chunk
-    visited = torch.cat([rollout.visited for _, rollout in calls])
+    visited = torch.cat([rollout.visited.cpu() for _, rollout in calls])  # on the run's device
     repeated = grids.repeat_interleave(starts.numel(), 0)
     assert torch.equal(visited, _expected_visits(repeated, starts.repeat(5), config.T))
 

@@ -424,7 +424,7 @@ fi
 #      "auto" meaning the GPU: the command-line flows (train, export, evaluate, visualize,
 #      reproduce, the Gymnasium env) on CUDA, each failure written as it happens.
 if [ "$DRY" != 1 ]; then
-  step autocuda 240 env PYSKICK_AUTO_DEVICE=cuda INSTAFAIL="$WORK/instafail-auto.txt" \
+  step autocuda 360 env PYSKICK_AUTO_DEVICE=cuda INSTAFAIL="$WORK/instafail-auto.txt" \
     PYTHONPATH="$HERE${PYTHONPATH:+:$PYTHONPATH}" $PY -m pytest -p no:cacheprovider \
     -p instafail -q -rfE -n 14 --dist loadscope $(grep -v '^#' "$HERE/autocuda_tests.txt") \
     >>"$OUT/tests.log" 2>&1
