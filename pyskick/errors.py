@@ -27,3 +27,8 @@ class UserTypeError(UserError, TypeError):
 
 class UserFileNotFoundError(UserError, FileNotFoundError):
     """A file or folder the user named does not exist."""
+
+
+class GridShapeError(UserError):
+    """Viewgrids of another shape than a model takes: the command that read them from a file
+    names the file and split (``ModelConfig.check_grids`` knows neither)."""

@@ -176,11 +176,11 @@ class ModelConfig:
 
         Raises:
             TypeError: not a uint8 tensor.
-            UserError: another shape (one line with the expected and the given shapes).
+            GridShapeError: another shape (one line with the expected and the given shapes).
         """
         import torch
 
-        from pyskick.errors import UserError
+        from pyskick.errors import GridShapeError
 
         if not isinstance(grids, torch.Tensor):
             raise TypeError(f"grids must be a torch.Tensor, got {type(grids).__name__}")
@@ -193,7 +193,7 @@ class ModelConfig:
             or (not empty_ok and grids.shape[0] == 0)
         ):
             n = "n" if empty_ok else "n>0"
-            raise UserError(
+            raise GridShapeError(
                 f"grids must have shape [{n}, {', '.join(map(str, expected))}] for {who}, "
                 f"got {list(grids.shape)}"
             )

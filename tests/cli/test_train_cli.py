@@ -172,8 +172,9 @@ def test_incompatible_checkpoint_and_dataset(
     objects = make_builtin("synthetic-objects", tmp_path / "o.h5", 8, 0)
     code, _, err = run(["evaluate", str(one), "--dataset", str(objects)], capsys)
     assert code == 2
-    assert "shape" in err
+    assert f"{objects} (split 'test'): grids must have shape" in err  # the file named
     assert len(err.strip().splitlines()) == 1
+    assert not (one / "eval").exists()
 
 
 def test_demo_writes_a_table(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -62,7 +62,8 @@ def test_bad_input_exits_2_and_writes_nothing(tiny_runs, tmp_path, capsys, write
         ([str(tiny_runs.ltla), "--curves", str(tmp_path)], "has no metrics.jsonl"),
         ([str(bare)], "does not record its dataset; pass --dataset"),
         ([str(bare), "--dataset", str(tiny_runs.dataset), "--sidekick-maps"], "pass --one-view"),
-        ([str(tiny_runs.ltla), "--dataset", str(other)], "grids must have shape"),
+        # Named by the file and split the grids came from.
+        ([str(tiny_runs.ltla), "--dataset", str(other)], f"{other} (split 'test'): grids must "),
         ([str(tmp_path / "missing")], "does not exist"),
     ]
     for args, message in cases:

@@ -79,6 +79,7 @@ def evaluate(
     from pyskick._io import check_writable_folder
     from pyskick.checkpoint import is_export
     from pyskick.data import ViewgridFile
+    from pyskick.errors import GridShapeError, UserError
     from pyskick.evaluation import evaluate as run_evaluate
     from pyskick.experiments.error_sets import run_eval_file
     from pyskick.run_dir import one_view_of
@@ -122,17 +123,20 @@ def evaluate(
     def evaluate_on_grids(
         path: Path, actor: str | None = None, baseline: EvalResult | None = None
     ) -> EvalResult:
-        return run_evaluate(
-            path,
-            grids,
-            metric,
-            channel_mean=mean,
-            actor=actor,
-            baseline=baseline,
-            batch_size=eval_batch_size,
-            device=device or "auto",
-            spec=source.spec,
-        )
+        try:
+            return run_evaluate(
+                path,
+                grids,
+                metric,
+                channel_mean=mean,
+                actor=actor,
+                baseline=baseline,
+                batch_size=eval_batch_size,
+                device=device or "auto",
+                spec=source.spec,
+            )
+        except GridShapeError as exc:  # the file and split the grids came from
+            raise UserError(f"{source.path} (split {split!r}): {exc}") from None
 
     baseline = evaluate_on_grids(one_view) if one_view else None
     result = evaluate_on_grids(run, actor=actor, baseline=baseline)

@@ -151,6 +151,7 @@ def visualize(
     """
     from pyskick.data import ViewgridFile
     from pyskick.distributed import resolve_device
+    from pyskick.errors import GridShapeError, UserError
     from pyskick.run_dir import load_policy
     from pyskick.sidekicks import nms_preset
     from pyskick.viz import draw_sidekick_maps, plot_learning_curves, visualize_run
@@ -179,9 +180,12 @@ def visualize(
         read_curve(folder, "val/rec_error")
     scorer = _one_view_run(run, one_view, saved.stage) if sidekick_maps else None
     grids = source.split(split).load()
-    check_run_grids(grids, saved.policy)
-    if scorer is not None:
-        check_run_grids(grids, load_policy(scorer, where).policy)
+    try:
+        check_run_grids(grids, saved.policy)
+        if scorer is not None:
+            check_run_grids(grids, load_policy(scorer, where).policy)
+    except GridShapeError as exc:  # the file and split the grids came from
+        raise UserError(f"{source.path} (split {split!r}): {exc}") from None
     chosen, _ = choose_examples(grids.shape[0], examples, seed, saved.policy.config.n_views)
     kinds = ["episode"] + (["heatmaps"] if not no_heatmaps and saved.T > 1 else [])
     kinds += ["reward_maps", "coverage"] if sidekick_maps else []
