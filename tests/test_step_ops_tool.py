@@ -1,5 +1,6 @@
 """tools/step_ops.py, the operator count docs/training.md quotes, keeps working: it counts a
-real training step, and decoding once dispatches fewer operators than decoding each glimpse."""
+real training step, decoding once dispatches fewer operators than decoding each glimpse, and a
+pack's step about as many as a run's, whatever its size."""
 
 from __future__ import annotations
 
@@ -19,7 +20,8 @@ def _count(*flags: str) -> tuple[int, str]:
         check=True,
         timeout=300,
     )
-    found = re.search(r": (\d+) operators that compute in one training step", done.stdout)
+    found = re.search(r": (\d+) operators that compute in (one|a pack of \d+ runs') training step",
+                      done.stdout)  # fmt: skip
     assert found, done.stdout
     return int(found.group(1)), done.stdout
 
@@ -32,3 +34,14 @@ def test_step_ops_counts_a_training_step_and_sees_decoding_once() -> None:
     assert "by function:" in out
     assert "by operator:" in out
     assert "step.py:train_step" in out  # the backward pass, counted where train_step calls it
+
+
+def test_step_ops_counts_a_packs_step() -> None:
+    alone, _ = _count("--decode-once")
+    two, out = _count("--decode-once", "--runs", "2", "--top", "30")
+    four, _ = _count("--decode-once", "--runs", "4")
+    assert "a pack of 2 runs' training step" in out
+    assert "pack.py:" in out  # the pack's own step
+    # Batched over the runs: each run more adds a few operators (its own action draws: 3 here),
+    # not a run's worth (426 for a run alone at this size, a pack of 2 619, of 4 625).
+    assert alone < two < four <= two + 2 * 10

@@ -8,6 +8,10 @@ Adam's own (``--with-adam`` keeps them) and the operators that only make views o
 
     .venv/bin/python tools/step_ops.py                      # paper-sun360 ltla, B = 32, T = 4
     .venv/bin/python tools/step_ops.py --decode-once --critic asymm-critic --top 20
+    .venv/bin/python tools/step_ops.py --runs 15           # a pack of 15 runs' step
+
+A pack (``--runs R``, R > 1) runs its transposed convolutions as one grouped call, as it does on
+a GPU (on the CPU it runs them one run after another), so that its count is a GPU's.
 """
 
 from __future__ import annotations
@@ -26,7 +30,9 @@ from pyskick.checkpoint import save_checkpoint
 from pyskick.config import train_preset
 from pyskick.models import CompletionPolicy
 from pyskick.models import preset as preset_model
+from pyskick.models.packed import PackedConvTranspose2d
 from pyskick.training.data import TrainData
+from pyskick.training.pack import PackMember, PackTrainer
 from pyskick.training.trainer import Trainer
 
 # Operators that make views, read metadata or allocate without computing: no kernel.
@@ -70,6 +76,7 @@ def main() -> None:
     parser.add_argument("--critic", default="average")
     parser.add_argument("--decode-once", action="store_true")
     parser.add_argument("--with-adam", action="store_true")
+    parser.add_argument("--runs", type=int, default=1, help="a pack of this many runs (R > 1)")
     parser.add_argument("--top", type=int, default=0, help="also list the N commonest")
     args = parser.parse_args()
     torch.set_num_threads(1)
@@ -89,20 +96,43 @@ def main() -> None:
     save_checkpoint(
         folder / "init.pt", {"model": policy.state_dict(), "model_config": model.to_dict()}
     )
-    trainer = Trainer(config, folder / "run", data, stage="train", init=folder / "init.pt").setup()
+    init = folder / "init.pt"
+    if args.runs > 1:
+        PackedConvTranspose2d.forward = PackedConvTranspose2d.grouped  # type: ignore[method-assign]
+        members = [
+            PackMember(config.replace(seed=config.seed + r), folder / f"run{r}", init=init)
+            for r in range(args.runs)
+        ]
+        pack = PackTrainer(members, data).setup()
+        pack.policy.train()
+        optimizer = pack.optimizer.optimizer
+        scales = torch.zeros(args.runs, dtype=torch.float64)
+        batches = pack.batches(0)
+
+        def step() -> None:
+            pack.train_step(next(batches), 0, scales)
+
+    else:
+        trainer = Trainer(config, folder / "run", data, stage="train", init=init).setup()
+        optimizer = trainer.optimizer
+        batches = trainer.batches(0)
+
+        def step() -> None:
+            trainer.train_step(next(batches), 0)
+
     counter = StepOperators()
     if not args.with_adam:
-        trainer.optimizer.register_step_pre_hook(lambda *_: setattr(counter, "paused", True))
-        trainer.optimizer.register_step_post_hook(lambda *_: setattr(counter, "paused", False))
-    batches = trainer.batches(0)
-    trainer.train_step(next(batches), 0)  # Adam's state, created at the first step
+        optimizer.register_step_pre_hook(lambda *_: setattr(counter, "paused", True))
+        optimizer.register_step_post_hook(lambda *_: setattr(counter, "paused", False))
+    step()  # Adam's state, created at the first step
     with counter:
-        trainer.train_step(next(batches), 0)
+        step()
     adam = "with" if args.with_adam else "without"
+    what = f"a pack of {args.runs} runs'" if args.runs > 1 else "one"
     print(
         f"{args.preset} {config.critic} B={config.batch_size} T={config.T} "
         f"decode_once={config.decode_once}: {sum(counter.by_op.values())} operators "
-        f"that compute in one training step ({adam} Adam's)"
+        f"that compute in {what} training step ({adam} Adam's)"
     )
     if args.top:
         for title, counts in (("by function", counter.by_function), ("by operator", counter.by_op)):
