@@ -31,4 +31,4 @@ class UserFileNotFoundError(UserError, FileNotFoundError):
 
 class GridShapeError(UserError):
     """Viewgrids of another shape than a model takes: the command that read them from a file
-    names the file and split (``ModelConfig.check_grids`` knows neither)."""
+    names the file, the split and the model (``ModelConfig.check_grids`` knows none of them)."""

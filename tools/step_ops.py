@@ -1,5 +1,6 @@
 """Count the operators one training step dispatches, on the CPU: the figure behind the
-operator counts in docs/training.md ("The training step", "Decoding once").
+operator counts in docs/training.md ("The training step", "Decoding once", "Measured on an
+H200").
 
 A replayed CUDA graph of a run alone is bound by its count of small kernels, and each operator
 that computes is at least one kernel on a GPU. This counts, with a ``TorchDispatchMode``, every
@@ -79,6 +80,8 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=1, help="a pack of this many runs (R > 1)")
     parser.add_argument("--top", type=int, default=0, help="also list the N commonest")
     args = parser.parse_args()
+    if args.runs < 1:
+        parser.error(f"--runs must be 1 or more, got {args.runs}")
     torch.set_num_threads(1)
     config = train_preset(args.preset).replace(
         device="cpu", critic=args.critic, decode_once=args.decode_once
@@ -90,7 +93,12 @@ def main() -> None:
     generator = torch.Generator().manual_seed(0)
     grids = torch.randint(0, 256, (4 * config.batch_size, *shape), generator=generator)
     data = TrainData(grids.to(torch.uint8), grids[:8].to(torch.uint8), (128.0,) * model.channels)
-    folder = Path(tempfile.mkdtemp(prefix="step-ops-"))
+    with tempfile.TemporaryDirectory(prefix="step-ops-") as tmp:
+        count(args, config, data, model, Path(tmp))
+
+
+def count(args: argparse.Namespace, config: Any, data: TrainData, model: Any, folder: Path) -> None:
+    """Count and print the operators of one step of ``args``' run (or pack) in ``folder``."""
     torch.manual_seed(0)
     policy = CompletionPolicy(model)
     save_checkpoint(

@@ -160,7 +160,7 @@ def choose_examples(n: int, examples: int, seed: int, n_views: int) -> tuple[Ten
 def check_run_grids(grids: object, policy: Any) -> None:
     """Raise TypeError/ValueError unless ``grids`` are uint8 ``[n>0, N, M, C, H, W]`` viewgrids
     of ``policy``'s shape."""
-    policy.config.check_grids(grids, who="this run", empty_ok=False)
+    policy.config.check_grids(grids, who="this model", empty_ok=False)
 
 
 def _episode_heatmaps(saved: SavedPolicy, episodes: Episodes, device: str, seed: int) -> Tensor:

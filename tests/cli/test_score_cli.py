@@ -235,3 +235,20 @@ def test_a_sidekick_is_named_by_the_option_or_the_config(
     code, out, err = run([*args, "--config", str(config), "--splits", "val"], capsys)
     assert code == 0, err
     assert "wrote rew scores of val to S.h5" in out  # the config's sidekick, not "None"
+
+
+def test_data_the_model_cannot_take_are_named(
+    scenes: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _, one = scenes
+    objects = make_builtin("synthetic-objects", tmp_path / "o.h5", 8, 0)
+    out = tmp_path / "S.h5"
+    for sidekick in ("rew", "demo"):
+        code, _, err = run(
+            ["score", "--sidekick", sidekick, "--model", str(one), "--dataset", str(objects),
+             "--out", str(out), "--device", "cpu"],
+            capsys,
+        )  # fmt: skip
+        assert code == 2
+        assert f"{objects} (split 'train') does not fit --model {one}: grids must" in err
+        assert not out.exists()

@@ -172,8 +172,17 @@ def test_incompatible_checkpoint_and_dataset(
     objects = make_builtin("synthetic-objects", tmp_path / "o.h5", 8, 0)
     code, _, err = run(["evaluate", str(one), "--dataset", str(objects)], capsys)
     assert code == 2
-    assert f"{objects} (split 'test'): grids must have shape" in err  # the file named
+    assert f"{objects} (split 'test') does not fit RUN {one}: grids must have shape" in err
     assert len(err.strip().splitlines()) == 1
+    assert not (one / "eval").exists()
+    # A --one-view model the data do not fit is named as that.
+    two = tmp_path / "two"
+    pretrain = ["pretrain", "--dataset", str(objects), *FAST, "--batch-size", "4"]  # 4 grids
+    assert run([*pretrain, "--out", str(two)], capsys)[0] == 0
+    code, _, err = run(["evaluate", str(one), "--dataset", str(scenes), "--one-view", str(two)],
+                       capsys)  # fmt: skip
+    assert code == 2
+    assert f"{scenes} (split 'test') does not fit --one-view {two}: grids must" in err
     assert not (one / "eval").exists()
 
 

@@ -9,6 +9,9 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
+from pyskick.config import train_preset
+from pyskick.training.data import TrainData
+from pyskick.training.trainer import pretrain
 from pyskick_cli.main import main
 
 
@@ -57,13 +60,23 @@ def test_bad_input_exits_2_and_writes_nothing(tiny_runs, tmp_path, capsys, write
     shutil.copytree(tiny_runs.ltla, bare)
     (bare / "dataset.json").unlink()
     other = write_tiny_dataset(tmp_path / "other.h5", size=24)
+    other_run = tmp_path / "other-run"  # a one-view run of 24-pixel views
+    config = train_preset("cpu-demo").replace(batch_size=8, pretrain_epochs=1, eval_batch_size=64)
+    pretrain(config, other_run, TrainData.from_file(other))
     cases = [
         ([str(tiny_runs.ltla), "--split", "nope"], "split 'nope' is not in"),
         ([str(tiny_runs.ltla), "--curves", str(tmp_path)], "has no metrics.jsonl"),
         ([str(bare)], "does not record its dataset; pass --dataset"),
         ([str(bare), "--dataset", str(tiny_runs.dataset), "--sidekick-maps"], "pass --one-view"),
-        # Named by the file and split the grids came from.
-        ([str(tiny_runs.ltla), "--dataset", str(other)], f"{other} (split 'test'): grids must "),
+        # Named by the file and split the grids came from, and the model they do not fit.
+        (
+            [str(tiny_runs.ltla), "--dataset", str(other)],
+            f"{other} (split 'test') does not fit RUN {tiny_runs.ltla}: grids must ",
+        ),
+        (
+            [str(tiny_runs.ltla), "--sidekick-maps", "--one-view", str(other_run)],
+            f"(split 'test') does not fit the one-view run {other_run}: grids must ",
+        ),
         ([str(tmp_path / "missing")], "does not exist"),
     ]
     for args, message in cases:

@@ -121,7 +121,7 @@ def evaluate(
     mean = tuple(source.spec.channel_mean)
 
     def evaluate_on_grids(
-        path: Path, actor: str | None = None, baseline: EvalResult | None = None
+        path: Path, role: str, actor: str | None = None, baseline: EvalResult | None = None
     ) -> EvalResult:
         try:
             return run_evaluate(
@@ -135,11 +135,13 @@ def evaluate(
                 device=device or "auto",
                 spec=source.spec,
             )
-        except GridShapeError as exc:  # the file and split the grids came from
-            raise UserError(f"{source.path} (split {split!r}): {exc}") from None
+        except GridShapeError as exc:  # the file, split and model that do not fit
+            raise UserError(
+                f"{source.path} (split {split!r}) does not fit {role} {path}: {exc}"
+            ) from None
 
-    baseline = evaluate_on_grids(one_view) if one_view else None
-    result = evaluate_on_grids(run, actor=actor, baseline=baseline)
+    baseline = evaluate_on_grids(one_view, "--one-view") if one_view else None
+    result = evaluate_on_grids(run, "RUN", actor=actor, baseline=baseline)
     if save is not None:
         result.save(save)
     if records:

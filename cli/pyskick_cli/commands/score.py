@@ -114,6 +114,7 @@ def score(
         resolve_device,
         settle_collectives,
     )
+    from pyskick.errors import GridShapeError, UserError
     from pyskick.sidekicks import has_scores
     from pyskick.sidekicks.scores import (
         ScoreMeta,
@@ -175,7 +176,11 @@ def score(
         grids = source.split(name).load()
         keys[name] = score_key(helper, grids, config.T)
         start = time.perf_counter()
-        per_split[name] = compute_scores_sharded(helper, grids, T=config.T, device=run_device)
+        try:
+            per_split[name] = compute_scores_sharded(helper, grids, T=config.T, device=run_device)
+        except GridShapeError as exc:  # the file, split and model that do not fit
+            what = f"--model {model}" if model is not None else "the cached one-view model"
+            raise UserError(f"{source.path} (split {name!r}) does not fit {what}: {exc}") from None
         seconds = time.perf_counter() - start
         if ctx.is_main:
             click.echo(

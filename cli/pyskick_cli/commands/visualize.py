@@ -180,12 +180,16 @@ def visualize(
         read_curve(folder, "val/rec_error")
     scorer = _one_view_run(run, one_view, saved.stage) if sidekick_maps else None
     grids = source.split(split).load()
-    try:
-        check_run_grids(grids, saved.policy)
-        if scorer is not None:
-            check_run_grids(grids, load_policy(scorer, where).policy)
-    except GridShapeError as exc:  # the file and split the grids came from
-        raise UserError(f"{source.path} (split {split!r}): {exc}") from None
+    models = [("RUN", run, saved.policy)]
+    if scorer is not None:
+        models.append(("the one-view run", scorer, load_policy(scorer, where).policy))
+    for role, path, policy in models:
+        try:
+            check_run_grids(grids, policy)
+        except GridShapeError as exc:  # the file, split and model that do not fit
+            raise UserError(
+                f"{source.path} (split {split!r}) does not fit {role} {path}: {exc}"
+            ) from None
     chosen, _ = choose_examples(grids.shape[0], examples, seed, saved.policy.config.n_views)
     kinds = ["episode"] + (["heatmaps"] if not no_heatmaps and saved.T > 1 else [])
     kinds += ["reward_maps", "coverage"] if sidekick_maps else []
