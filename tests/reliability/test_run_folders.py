@@ -348,6 +348,13 @@ CUDA_CASES: dict[str, Case] = {
 }
 
 
+@pytest.fixture
+def world_cache(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The world's cache as ``PYSKICK_CACHE_DIR`` for the test: where its runs' cached one-view
+    models and scores are."""
+    monkeypatch.setenv("PYSKICK_CACHE_DIR", str(world.root / "cache"))
+
+
 def _check(refuse: Any, world: World, case: Case, monkeypatch: pytest.MonkeyPatch) -> None:
     args, needles = case
     monkeypatch.setenv("PYSKICK_CACHE_DIR", str(world.root / "cache"))
@@ -375,12 +382,11 @@ def test_refused_resume_with_another_init_then_resume_matches_an_uninterrupted_r
     refuse: Any,
     world: World,
     tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
+    world_cache: None,
 ) -> None:
     # F2: the refused resume named another one-view model; the rew sidekick of the next
     # resume must still score with the run's own (the checkpoints then match bit for bit).
-    monkeypatch.setenv("PYSKICK_CACHE_DIR", str(world.root / "cache"))
     full = tmp_path / "full"
     assert pyskick(rew_args(world.base, world.ov, full, epochs=2)) == 0
     cut = tmp_path / "cut"
@@ -402,15 +408,14 @@ def test_a_run_whose_one_view_folder_moved_resumes_from_it_and_from_no_other(
     refuse: Any,
     world: World,
     tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
     sidekick: str,
+    world_cache: None,
 ) -> None:
     # A project folder moved: the run's recorded one-view path is gone. --init at its new
     # place (the same checkpoint bytes) continues the run and records the new place; another
     # model there, or a file that is no model, is refused, with or without a scoring sidekick
     # (ltla's "none" has no scores to tell).
-    monkeypatch.setenv("PYSKICK_CACHE_DIR", str(world.root / "cache"))
     before, after, run = tmp_path / "before", tmp_path / "after", tmp_path / "run"
     shutil.copytree(world.ov, before)
 
@@ -439,13 +444,12 @@ def test_checkpoints_without_the_digest_take_a_moved_one_view_run_of_their_weigh
     refuse: Any,
     world: World,
     tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
+    world_cache: None,
 ) -> None:
     # Checkpoints that predate init_sha256: a copy of the one-view run is taken while the
     # recorded one is still there to compare bytes with; once it is gone, by the run's frozen
     # Sense and Fuse, which another model does not have.
-    monkeypatch.setenv("PYSKICK_CACHE_DIR", str(world.root / "cache"))
     before, after, run = tmp_path / "before", tmp_path / "after", tmp_path / "run"
     shutil.copytree(world.ov, before)
     assert pyskick(rew_args(world.base, before, run, epochs=1)) == 0
@@ -478,12 +482,11 @@ def test_an_ltla_run_goes_on_without_its_one_view_run_and_protects_it_where_it_m
     refuse: Any,
     world: World,
     tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
+    world_cache: None,
 ) -> None:
     # ltla reads its one-view run only at its start: gone, the run goes on. Moved with the
     # run, it is found there, and evaluate --save refuses to replace it.
-    monkeypatch.setenv("PYSKICK_CACHE_DIR", str(world.root / "cache"))
     project = tmp_path / "a"
     shutil.copytree(world.ov, project / "ov")
     run = project / "run"
@@ -522,9 +525,8 @@ def test_a_run_started_without_a_one_view_model_resumes_without_one(
 
 
 def test_score_creates_a_missing_output_folder(
-    world: World, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    world: World, tmp_path: Path, world_cache: None
 ) -> None:
-    monkeypatch.setenv("PYSKICK_CACHE_DIR", str(world.root / "cache"))
     out = tmp_path / "a" / "b" / "scores.h5"
     args = ["score", "--sidekick", "rew", "--model", world.ov, "--dataset", world.base,
             "--preset", "cpu-demo", "--device", "cpu", "--splits", "val", "--out", out]  # fmt: skip
@@ -676,9 +678,8 @@ OUTPUT_FILES: dict[str, tuple[Callable[[World, Path], list[Any]], str]] = {
 
 @pytest.mark.parametrize("name", list(OUTPUT_FILES))
 def test_an_existing_output_file_is_kept_unless_overwrite(
-    world: World, tmp_path: Path, refuse, monkeypatch: pytest.MonkeyPatch, name: str
+    world: World, tmp_path: Path, refuse, name: str, world_cache: None
 ) -> None:
-    monkeypatch.setenv("PYSKICK_CACHE_DIR", str(world.root / "cache"))
     make_args, option = OUTPUT_FILES[name]
     out = tmp_path / "existing.bin"
     out.write_text("somebody's file\n")
@@ -690,9 +691,8 @@ def test_an_existing_output_file_is_kept_unless_overwrite(
 
 @pytest.mark.parametrize("content", ["{not json", "[1, 2]", '{"path": "x.h5"}'])
 def test_a_damaged_dataset_record_is_named(
-    world: World, tmp_path: Path, refuse, monkeypatch: pytest.MonkeyPatch, content: str
+    world: World, tmp_path: Path, refuse, content: str, world_cache: None
 ) -> None:
-    monkeypatch.setenv("PYSKICK_CACHE_DIR", str(world.root / "cache"))
     run = tmp_path / "run"
     shutil.copytree(world.rew, run, ignore=shutil.ignore_patterns(".lock"))
     (run / "dataset.json").write_text(content)
