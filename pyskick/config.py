@@ -19,6 +19,7 @@ from pyskick.envs.lookaround import START_ZEROING, StartZeroing
 from pyskick.errors import UserError, UserFileNotFoundError, UserTypeError
 from pyskick.metrics import DEFAULT_METRIC, METRICS
 from pyskick.models import PRESETS as MODEL_PRESETS
+from pyskick.models.packed import PACKED_CONVS, PackedConvs
 
 DeviceName = Literal["auto", "cpu", "cuda"]
 FrozenBatchNormName = Literal["train", "eval"]
@@ -32,6 +33,7 @@ _CHOICES: dict[str, tuple[str, ...]] = {
     "frozen_batchnorm": get_args(FrozenBatchNormName),
     "val_metric": tuple(METRICS),
     "start_zeroing": START_ZEROING,
+    "packed_convs": PACKED_CONVS,
 }
 _POSITIVE_INTS = ("T", "epochs", "pretrain_epochs", "batch_size", "save_every")
 # Names resolved in the plugin registry when a run starts (plugins may add more).
@@ -67,6 +69,7 @@ RUNTIME_FIELDS = (
     "compile",
     "decode_once",
     "cudnn_benchmark",
+    "packed_convs",
 )
 """Fields that change where and how fast a run computes, never its results: a resumed run may
 change them, and results recorded by ``reproduce`` do not depend on them."""
@@ -224,6 +227,12 @@ class TrainConfig:
     the process, left on for the rest of it; ``False`` leaves the process's setting alone. No
     effect on the CPU. Same arithmetic to float rounding; excludes ``deterministic``; off by
     default (on an H200, in a CUDA graph, 1.04-1.44x faster)."""
+    packed_convs: PackedConvs = "auto"
+    """How a pack computes its convolutions and transposed convolutions: "grouped" (one grouped
+    call per layer for all its runs), "per-run" (one call per run, on its slice of the
+    channels), or "auto": run by run on the CPU, where oneDNN's grouped ones take slow paths,
+    grouped on a GPU (docs/training.md, "Packed runs"). No effect on a run alone. Same
+    arithmetic to float rounding; runs of a pack must agree."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.model, str) or self.model not in MODEL_PRESETS:

@@ -11,8 +11,9 @@ Adam's own (``--with-adam`` keeps them) and the operators that only make views o
     .venv/bin/python tools/step_ops.py --decode-once --critic asymm-critic --top 20
     .venv/bin/python tools/step_ops.py --runs 15           # a pack of 15 runs' step
 
-A pack (``--runs R``, R > 1) runs its transposed convolutions as one grouped call, as it does on
-a GPU (on the CPU it runs them one run after another), so that its count is a GPU's.
+A pack (``--runs R``, R > 1) runs its convolutions as grouped calls, as it does on a GPU (on the
+CPU it runs them one run after another: ``TrainConfig.packed_convs``), so that its count is a
+GPU's.
 """
 
 from __future__ import annotations
@@ -31,7 +32,6 @@ from pyskick.checkpoint import save_checkpoint
 from pyskick.config import train_preset
 from pyskick.models import CompletionPolicy
 from pyskick.models import preset as preset_model
-from pyskick.models.packed import PackedConvTranspose2d
 from pyskick.training.data import TrainData
 from pyskick.training.pack import PackMember, PackTrainer
 from pyskick.training.trainer import Trainer
@@ -106,9 +106,9 @@ def count(args: argparse.Namespace, config: Any, data: TrainData, model: Any, fo
     )
     init = folder / "init.pt"
     if args.runs > 1:
-        PackedConvTranspose2d.forward = PackedConvTranspose2d.grouped  # type: ignore[method-assign]
+        grouped = config.replace(packed_convs="grouped")
         members = [
-            PackMember(config.replace(seed=config.seed + r), folder / f"run{r}", init=init)
+            PackMember(grouped.replace(seed=config.seed + r), folder / f"run{r}", init=init)
             for r in range(args.runs)
         ]
         pack = PackTrainer(members, data).setup()

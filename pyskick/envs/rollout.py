@@ -164,7 +164,7 @@ def collect_rollout(
     intrinsic: list[Tensor] = []
     actions: list[Tensor] = []
     if demonstrations is not None:
-        demo_actions, demo_mask = _check_demonstrations(demonstrations, T, B, device)
+        demo_actions, demo_mask = checked_demonstrations(demonstrations, T, B, device)
         supervised = demo_mask.clone()
     else:
         supervised = torch.zeros(T - 1, B, dtype=torch.bool, device=device)
@@ -367,7 +367,7 @@ class _PerSampleMSE(torch.autograd.Function):
         )
 
 
-def _check_demonstrations(
+def checked_demonstrations(
     demonstrations: tuple[Tensor, Tensor], T: int, B: int, device: torch.device
 ) -> tuple[Tensor, Tensor]:
     """Validate a sidekick's ``(actions, mask)`` and move them to ``device``."""

@@ -15,6 +15,7 @@ from __future__ import annotations
 from pyskick.evaluation.evaluate import (
     EvalResult,
     evaluate,
+    evaluate_pack,
     evaluate_policy,
     evaluation_starts,
 )
@@ -27,6 +28,7 @@ __all__ = [
     "EvalResult",
     "Metric",
     "evaluate",
+    "evaluate_pack",
     "evaluate_policy",
     "evaluation_starts",
     "improvement_pct",

@@ -36,11 +36,12 @@ from pyskick._io import atomic_path
 from pyskick.actors import Actor, make_actor
 from pyskick.actors.base import forced_demonstrations
 from pyskick.distributed import resolve_device
-from pyskick.envs.rollout import collect_rollout, make_env
+from pyskick.envs.rollout import checked_demonstrations, collect_rollout, make_env
 from pyskick.errors import UserError, UserTypeError
 from pyskick.evaluation.stats import ErrorSummary, improvement_pct, summarize
 from pyskick.metrics import DEFAULT_METRIC, Metric, get_metric
 from pyskick.models import CompletionPolicy, ModelConfig
+from pyskick.models.packed import PackedCompletionPolicy
 from pyskick.run_dir import load_policy
 
 if TYPE_CHECKING:
@@ -209,70 +210,181 @@ def evaluate_policy(
     Raises:
         ValueError, TypeError: bad grids, metric, actor or sizes.
     """
-    if isinstance(T, bool) or not isinstance(T, int) or T < 1:
-        raise UserError(f"T must be a positive int, got {T!r}")
+    T = _checked_T(T)
     if not isinstance(actor, Actor | str):
         raise UserTypeError(
             f"actor must be an Actor or a registered name, got {type(actor).__name__}"
         )
+    (result,) = _evaluate_runs(
+        policy,
+        grids,
+        actors=[actor],
+        seeds=[seed],
+        channel_mean=channel_mean,
+        T=T,
+        metric=metric,
+        sample_indices=sample_indices,
+        batch_size=batch_size,
+        digest=digest,
+    )
+    return result
+
+
+@torch.no_grad()
+def evaluate_pack(
+    policy: PackedCompletionPolicy,
+    grids: Tensor,
+    *,
+    actors: Sequence[Actor],
+    seeds: Sequence[int],
+    channel_mean: Sequence[float] | None,
+    T: int,
+    metric: str | Metric = DEFAULT_METRIC,
+    sample_indices: Tensor | None = None,
+    batch_size: EvalBatchSize = 256,
+    digest: bool = True,
+) -> list[EvalResult]:
+    """Evaluate the R runs of a packed policy (:func:`~pyskick.models.packed.pack`) on
+    ``grids`` at once: run r's result is :func:`evaluate_policy` of run r alone with
+    ``actors[r]`` and ``seeds[r]``, up to floating-point rounding (the same episodes, starts
+    and motions; every layer of the R runs is one kernel). ``batch_size`` counts the
+    episodes of all runs in one forward pass, so memory is that of one run alone (but a pass
+    holds at least one sample's episodes of every run: ``S * R``).
+
+    Args:
+        policy: the packed policy of R runs (left in the train/eval mode it had).
+        grids: ``[n, N, M, C, H, W]`` uint8 viewgrids (any device).
+        actors: R prepared actors, run by run; each draws its unforced motions greedily or
+            at random (an actor that samples at test time is evaluated alone).
+        seeds: R seeds of the ``"random"``-mode motions.
+        channel_mean, T, metric, sample_indices, batch_size, digest: as
+            :func:`evaluate_policy`.
+
+    Returns:
+        R :class:`EvalResult`, run by run.
+
+    Raises:
+        ValueError, TypeError: bad grids, metric, actors, seeds or sizes.
+    """
+    if not isinstance(policy, PackedCompletionPolicy):
+        raise UserTypeError(
+            f"evaluate_pack takes a packed policy (pyskick.models.packed.pack), got "
+            f"{type(policy).__name__}: evaluate a policy alone with evaluate_policy"
+        )
+    runs = policy.runs
+    if len(actors) != runs or len(seeds) != runs:
+        raise UserError(
+            f"a pack of {runs} runs needs {runs} actors and seeds, got {len(actors)} and "
+            f"{len(seeds)}"
+        )
+    for actor in actors:
+        if not isinstance(actor, Actor):
+            raise UserTypeError(f"actors must be prepared Actors, got {type(actor).__name__}")
+        if runs > 1 and actor.mode(training=False) == "sample":
+            raise UserError(
+                f"actor {actor.name!r} samples its motions at test time: evaluate its run alone"
+            )
+    return _evaluate_runs(
+        policy,
+        grids,
+        actors=actors,
+        seeds=seeds,
+        channel_mean=channel_mean,
+        T=T,
+        metric=metric,
+        sample_indices=sample_indices,
+        batch_size=batch_size,
+        digest=digest,
+    )
+
+
+def _checked_T(T: int) -> int:
+    if isinstance(T, bool) or not isinstance(T, int) or T < 1:
+        raise UserError(f"T must be a positive int, got {T!r}")
+    return T
+
+
+def _evaluate_runs(
+    policy: CompletionPolicy | PackedCompletionPolicy,
+    grids: Tensor,
+    *,
+    actors: Sequence[Actor | str],
+    seeds: Sequence[int],
+    channel_mean: Sequence[float] | None,
+    T: int,
+    metric: str | Metric,
+    sample_indices: Tensor | None,
+    batch_size: EvalBatchSize,
+    digest: bool,
+) -> list[EvalResult]:
+    """The episodes of R runs (R = 1: a policy alone; else a packed one), every start of a
+    chunk of samples for every run in one batch: episode ``(i * S + s) * R + r`` is run r's
+    from start s of sample i (the packed models' order). A named actor is built without a
+    one-view model, spec or config and prepared on ``grids``. One :class:`EvalResult` per
+    run."""
+    T = _checked_T(T)
     metric = get_metric(metric)
     cfg = policy.config
     cfg.check_grids(grids, empty_ok=False)
     device = next(policy.parameters()).device
     batch_size = resolve_eval_batch_size(batch_size, cfg, device)
-    if isinstance(actor, str):
-        actor = make_actor(actor, field="actor")
-        actor.prepare(grids.cpu(), T=T, device=device)
+    prepared = []
+    for actor in actors:
+        if isinstance(actor, str):
+            actor = make_actor(actor, field="actor")
+            actor.prepare(grids.cpu(), T=T, device=device)
+        prepared.append(actor)
+    n, R = grids.shape[0], len(prepared)
     if sample_indices is None:
-        sample_indices = torch.arange(grids.shape[0])
-    elif tuple(sample_indices.shape) != (grids.shape[0],) or sample_indices.dtype != torch.int64:
+        sample_indices = torch.arange(n)
+    elif tuple(sample_indices.shape) != (n,) or sample_indices.dtype != torch.int64:
         raise UserError(
-            f"sample_indices must be int64 of shape [{grids.shape[0]}] (one per viewgrid), got "
+            f"sample_indices must be int64 of shape [{n}] (one per viewgrid), got "
             f"{sample_indices.dtype} {list(sample_indices.shape)}"
         )
     starts = evaluation_starts(cfg.n_elevations, cfg.n_azimuths, metric)
     S = starts.numel()
     env = make_env(cfg, T, channel_mean)
-    mode = actor.mode(training=False)
-    random_motions = None
-    if mode == "random" and T > 1:
-        # Drawn up front, one row per episode, so the motions (and the result) do not depend
-        # on batch_size or the device.
-        generator = torch.Generator().manual_seed(seed)
-        random_motions = torch.randint(
-            env.n_actions, (grids.shape[0], S, T - 1), generator=generator
-        )
-    chunk = max(1, batch_size // S)
+    modes = [actor.mode(training=False) for actor in prepared]
+    # Drawn up front, one row per episode, so the motions (and the result) do not depend on
+    # batch_size, the device or the pack.
+    random_motions = [
+        torch.randint(env.n_actions, (n, S, T - 1), generator=torch.Generator().manual_seed(seed))
+        if mode == "random" and T > 1
+        else None
+        for mode, seed in zip(modes, seeds, strict=True)
+    ]
+    chunk = max(1, batch_size // (S * R))
     was_training = policy.training
     policy.eval()
     try:
         errors: list[Tensor] = []
-        with progress.stage(
-            f"evaluate {metric.name}", total=grids.shape[0], unit="grid"
-        ) as evaluating:
+        with progress.stage(f"evaluate {metric.name}", total=n, unit="grid") as evaluating:
             device_starts = starts.to(device)
             device_indices = sample_indices.to(device)
-            for lo in range(0, grids.shape[0], chunk):
+            for lo in range(0, n, chunk):
                 part = grids[lo : lo + chunk]
                 if part.device != device:
                     part = part.to(device)
                 k = part.shape[0]
                 chunk_starts = device_starts.repeat(k)
-                demos = None
+                demos: tuple[Tensor, Tensor] | None = None
                 if T > 1:
                     # Every start of sample lo + i is an episode of that sample.
                     indices = device_indices[lo : lo + k].repeat_interleave(S)
-                    demos = forced_demonstrations(actor, indices, chunk_starts)
-                if demos is None and random_motions is not None:
-                    motions = random_motions[lo : lo + k].reshape(k * S, T - 1).T.to(device)
-                    demos = (motions, torch.ones_like(motions, dtype=torch.bool))
+                    per_run = [
+                        _forced_motions(actor, indices, chunk_starts, motions, lo, k, T, device)
+                        for actor, motions in zip(prepared, random_motions, strict=True)
+                    ]
+                    demos = _interleave(per_run, T - 1, k * S, device)
                 rollout = collect_rollout(
                     policy,
                     env,
-                    part.repeat_interleave(S, dim=0),
-                    # Every motion forced: argmax draws nothing from torch's global generator.
-                    mode=mode if demos is None else "greedy",
-                    starts=chunk_starts,
+                    part.repeat_interleave(S * R, dim=0),
+                    # Every motion forced: argmax draws nothing from torch's global generator
+                    # (in a pack, the unforced runs' are greedy: checked by evaluate_pack).
+                    mode=modes[0] if demos is None else "greedy",
+                    starts=chunk_starts.repeat_interleave(R),
                     demonstrations=demos,
                     paste=True,
                     final_only=True,
@@ -280,22 +392,64 @@ def evaluate_policy(
                     # forced ones (a plugin actor's are trusted too, as docs/plugins.md says).
                     check_values=False,
                 )
-                errors.append(rollout.final_errors.view(k, S).double())
+                errors.append(rollout.final_errors.view(k, S, R).double())
                 evaluating.advance(k)
     finally:
         policy.train(was_training)
-    per_start = torch.cat(errors).cpu()  # the one read of the device
-    per_sample = metric.reduce(per_start)
-    return EvalResult(
-        metric=metric.name,
-        actor=actor.name,
-        T=T,
-        starts=starts,
-        per_start=per_start,
-        per_sample=per_sample,
-        summary=summarize(per_sample),
-        samples_sha256=samples_digest(grids) if digest else None,
-    )
+    per_run_starts = torch.cat(errors).cpu()  # the one read of the device: [n, S, R]
+    samples_sha256 = samples_digest(grids) if digest else None
+    results = []
+    for r, actor in enumerate(prepared):
+        per_start = per_run_starts[:, :, r].contiguous()
+        per_sample = metric.reduce(per_start)
+        results.append(
+            EvalResult(
+                metric=metric.name,
+                actor=actor.name,
+                T=T,
+                starts=starts,
+                per_start=per_start,
+                per_sample=per_sample,
+                summary=summarize(per_sample),
+                samples_sha256=samples_sha256,
+            )
+        )
+    return results
+
+
+def _forced_motions(
+    actor: Actor,
+    indices: Tensor,
+    starts: Tensor,
+    random_motions: Tensor | None,
+    lo: int,
+    k: int,
+    T: int,
+    device: torch.device,
+) -> tuple[Tensor, Tensor] | None:
+    """One run's ``(actions, mask)`` ``[T-1, k * S]`` for samples ``lo .. lo + k`` on
+    ``device``: its actor's forced motions (checked: they are stacked with other runs'), else
+    its random ones, else None (drawn by its mode)."""
+    demos = forced_demonstrations(actor, indices, starts)
+    if demos is not None:
+        demos = checked_demonstrations(demos, T, indices.shape[0], device)
+    elif random_motions is not None:
+        motions = random_motions[lo : lo + k].reshape(indices.shape[0], -1).T.to(device)
+        demos = (motions, torch.ones_like(motions, dtype=torch.bool))
+    return demos
+
+
+def _interleave(
+    per_run: Sequence[tuple[Tensor, Tensor] | None], steps: int, episodes: int, device: torch.device
+) -> tuple[Tensor, Tensor] | None:
+    """The runs' forced motions as one ``(actions, mask)`` ``[steps, episodes * R]`` in the
+    packed order (unmasked zeros for the runs that force none); None when none does."""
+    if len(per_run) == 1 or all(d is None for d in per_run):
+        return per_run[0] if len(per_run) == 1 else None
+    none = torch.zeros(steps, episodes, dtype=torch.int64, device=device)
+    actions = torch.stack([none if d is None else d[0] for d in per_run], dim=2)
+    masks = torch.stack([none.bool() if d is None else d[1] for d in per_run], dim=2)
+    return actions.reshape(steps, -1), masks.reshape(steps, -1)
 
 
 def evaluate(

@@ -3,8 +3,9 @@
 Table 1 is several methods times several seeds of the *same* network. Trained one after the
 other, each run launches hundreds of small kernels per step and leaves a GPU mostly idle;
 packed, every layer of the R runs is one kernel: convolutions and transposed convolutions are
-grouped (``groups=R``), linear layers and the LSTM cell are batched matrix products, and each
-BatchNorm normalises each run's features over that run's samples only. Parameters carry a
+grouped (``groups=R``; on the CPU they run run by run, :data:`PACKED_CONVS`), linear layers
+and the LSTM cell are batched matrix products, and each BatchNorm normalises each run's
+features over that run's samples only. Parameters carry a
 leading run dimension ``R`` and keep the names of :class:`~pyskick.models.CompletionPolicy`'s,
 so :func:`pack` and :func:`unpack` are copies of state dicts, exact both ways.
 
@@ -13,7 +14,8 @@ batch-major: episode ``e = b * R + r`` is run r's b-th. Its inputs and outputs a
 ``CompletionPolicy`` for ``B * R`` episodes, so the environment and
 :func:`~pyskick.envs.rollout.collect_rollout` run it unchanged, and a view batch
 ``[B * R, C, H, W]`` *is* ``[B, R * C, H, W]``, the layout of a grouped convolution (no copy
-on the way in, nor on the way out of the decoder). Vectors (``[R, B, F]``) are transposed
+on the way in, nor on the way out of the decoder; run by run, each layer slices its input and
+concatenates its outputs). Vectors (``[R, B, F]``) are transposed
 between the two layouts where needed; they are small. The recurrent state is kept as
 ``[R, B, hidden]`` (opaque to the rollout).
 
@@ -24,7 +26,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Sequence
-from typing import Any, cast, overload
+from typing import Any, Literal, cast, overload
 
 import torch
 import torch.nn.functional as F
@@ -51,13 +53,16 @@ from pyskick.models.policy import (
 )
 
 __all__ = [
+    "PACKED_CONVS",
     "PackedCompletionPolicy",
+    "PackedConvs",
     "PackedFullObservabilityCritic",
     "PackedPartialObservabilityCritic",
     "episodes_first",
     "pack",
     "pack_state",
     "runs_first",
+    "set_packed_convs",
     "unpack",
     "unpack_into",
     "unpack_state",
@@ -91,70 +96,97 @@ class PackedLinear(nn.Module):
         return torch.baddbmm(self.bias.unsqueeze(1), x, self.weight.transpose(1, 2))
 
 
-class PackedConv2d(nn.Module):
-    """R convolutions as one grouped convolution: ``[B, R * in, H, W] -> [B, R * out, H', W']``.
+PackedConvs = Literal["auto", "grouped", "per-run"]
+PACKED_CONVS: tuple[PackedConvs, ...] = ("auto", "grouped", "per-run")
+"""How a pack computes its convolutions (:func:`set_packed_convs`): ``"grouped"``, one
+grouped call per layer for all runs (``groups=R``); ``"per-run"``, R calls per layer, each
+on its run's slice of the channels, the outputs concatenated; ``"auto"``, run by run on the
+CPU (oneDNN's grouped convolutions and transposed convolutions take slow paths there:
+docs/training.md, "Packed runs") and grouped elsewhere. The same arithmetic either way, to
+float rounding."""
+
+
+class _PackedConvolution(nn.Module):
+    """R convolutions of one shape: parameters ``weight [R, *layer.weight.shape]``, ``bias
+    [R, out]``; computed grouped or run by run (:data:`PACKED_CONVS`)."""
+
+    convs: PackedConvs = "auto"
+
+    def __init__(self, runs: int, layer: nn.Conv2d | nn.ConvTranspose2d) -> None:
+        super().__init__()
+        self.runs = runs
+        self.weight = nn.Parameter(torch.empty(runs, *layer.weight.shape))
+        self.bias = nn.Parameter(torch.empty(runs, layer.out_channels))
+
+    def _call(self, x: Tensor, weight: Tensor, bias: Tensor, groups: int) -> Tensor:
+        raise NotImplementedError
+
+    def forward(self, x: Tensor) -> Tensor:
+        if self.convs == "per-run" or (self.convs == "auto" and x.device.type == "cpu"):
+            return self.per_run(x)
+        return self.grouped(x)
+
+    def per_run(self, x: Tensor) -> Tensor:
+        """The R convolutions one after the other, on each run's slice of the channels."""
+        parts = x.chunk(self.runs, dim=1)
+        outputs = [
+            self._call(part, w, b, 1)
+            for part, w, b in zip(parts, self.weight, self.bias, strict=True)
+        ]
+        return torch.cat(outputs, dim=1)
+
+    def grouped(self, x: Tensor) -> Tensor:
+        """The R convolutions as one grouped call."""
+        weight = self.weight.reshape(-1, *self.weight.shape[2:])
+        return self._call(x, weight, self.bias.reshape(-1), self.runs)
+
+
+class PackedConv2d(_PackedConvolution):
+    """R convolutions as one: ``[B, R * in, H, W] -> [B, R * out, H', W']``.
 
     Parameters ``weight [R, out, in, k, k]``, ``bias [R, out]``.
     """
 
     def __init__(self, runs: int, layer: nn.Conv2d) -> None:
-        super().__init__()
-        self.runs = runs
-        self.weight = nn.Parameter(torch.empty(runs, *layer.weight.shape))
-        self.bias = nn.Parameter(torch.empty(runs, layer.out_channels))
+        super().__init__(runs, layer)
         self.stride, self.padding = layer.stride, layer.padding
 
-    def forward(self, x: Tensor) -> Tensor:
-        weight = self.weight.reshape(-1, *self.weight.shape[2:])
-        return F.conv2d(
-            x, weight, self.bias.reshape(-1), self.stride, self.padding, groups=self.runs
-        )
+    def _call(self, x: Tensor, weight: Tensor, bias: Tensor, groups: int) -> Tensor:
+        return F.conv2d(x, weight, bias, self.stride, self.padding, groups=groups)
 
 
-class PackedConvTranspose2d(nn.Module):
-    """R transposed convolutions as one grouped one: ``[B, R * in, h, w] -> [B, R * out, ...]``.
+class PackedConvTranspose2d(_PackedConvolution):
+    """R transposed convolutions as one: ``[B, R * in, h, w] -> [B, R * out, ...]``.
 
     Parameters ``weight [R, in, out, k, k]``, ``bias [R, out]``.
     """
 
     def __init__(self, runs: int, layer: nn.ConvTranspose2d) -> None:
-        super().__init__()
-        self.runs = runs
-        self.weight = nn.Parameter(torch.empty(runs, *layer.weight.shape))
-        self.bias = nn.Parameter(torch.empty(runs, layer.out_channels))
+        super().__init__(runs, layer)
         # torch types the padding of every convolution as ``str | tuple``; a transposed one
         # takes no string padding.
         self.stride, self.padding = layer.stride, cast("tuple[int, ...]", layer.padding)
         self.output_padding = layer.output_padding
 
-    def forward(self, x: Tensor) -> Tensor:
-        if x.device.type == "cpu":  # grouped transposed convolutions take a slow path there
-            return self.per_run(x)
-        return self.grouped(x)
-
-    def per_run(self, x: Tensor) -> Tensor:
-        """The R transposed convolutions one after the other (the CPU's way)."""
-        parts = x.chunk(self.runs, dim=1)
-        return torch.cat(
-            [
-                F.conv_transpose2d(part, w, b, self.stride, self.padding, self.output_padding)
-                for part, w, b in zip(parts, self.weight, self.bias, strict=True)
-            ],
-            dim=1,
-        )
-
-    def grouped(self, x: Tensor) -> Tensor:
-        """The R transposed convolutions as one grouped call (a GPU's way)."""
-        weight = self.weight.reshape(-1, *self.weight.shape[2:])
+    def _call(self, x: Tensor, weight: Tensor, bias: Tensor, groups: int) -> Tensor:
         return F.conv_transpose2d(
-            x,
-            weight,
-            self.bias.reshape(-1),
-            self.stride,
-            self.padding,
-            self.output_padding,
-            groups=self.runs,
+            x, weight, bias, self.stride, self.padding, self.output_padding, groups=groups
         )
+
+
+def set_packed_convs(module: nn.Module, convs: PackedConvs) -> None:
+    """Compute every packed convolution of ``module`` (a packed policy or critic) the way
+    ``convs`` says (:data:`PACKED_CONVS`). Set it before the module is compiled or its step
+    captured as a CUDA graph: a captured graph replays the way it was captured with.
+
+    Raises:
+        ValueError: an unknown way.
+    """
+    if convs not in PACKED_CONVS:
+        raise ValueError(f"packed convs must be one of {', '.join(PACKED_CONVS)}, got {convs!r}")
+    for layer in module.modules():
+        if isinstance(layer, _PackedConvolution):
+            layer.convs = convs
 
 
 class PackedBatchNorm1d(nn.Module):

@@ -38,6 +38,7 @@ from pyskick.distributed import resolve_device
 from pyskick.errors import UserError
 from pyskick.models import CompletionPolicy
 from pyskick.models import preset as preset_model
+from pyskick.models.packed import PACKED_CONVS
 from pyskick.timing import synchronize
 from pyskick.training.data import TrainData
 from pyskick.training.graphs import STEP_WARMUP
@@ -50,6 +51,11 @@ LAYOUTS = ("contiguous", "channels-last")
 DECODES = ("per-glimpse", "once")
 """When a variant decodes an episode's glimpses: one batch per glimpse, or all of them in one
 batch at the last (``TrainConfig.decode_once``)."""
+
+CONVS = PACKED_CONVS
+"""How a variant's packs compute their convolutions (``TrainConfig.packed_convs``):
+``"auto"`` (run by run on the CPU, grouped on a GPU), ``"grouped"`` or ``"per-run"``. A run
+alone computes its own either way."""
 
 CUDNN = ("heuristic", "benchmark")
 """How a call's convolutions pick cuDNN's algorithms: by cuDNN's heuristics, or by timing them
@@ -109,6 +115,9 @@ class TrainingBench:
     cudnn: str
     """One of :data:`CUDNN`: ``"heuristic"``, or ``"benchmark"`` (cuDNN's autotuner,
     ``TrainConfig.cudnn_benchmark``)."""
+    convs: str
+    """One of :data:`CONVS`: how a pack computes its convolutions (``"auto"``, ``"grouped"``,
+    ``"per-run"``: ``TrainConfig.packed_convs``)."""
     batch_size: int
     T: int
     view_size: int
@@ -168,6 +177,7 @@ def bench_training(
     modes: Sequence[str] = ("eager",),
     layouts: Sequence[str] = ("contiguous",),
     decodes: Sequence[str] = ("per-glimpse",),
+    convs: Sequence[str] = ("auto",),
     cudnn: str = "heuristic",
     grids: int | None = None,
     steps: int = 5,
@@ -190,6 +200,9 @@ def bench_training(
             steps), ``"compiled-graph"`` (both).
         layouts: ``"contiguous"``, ``"channels-last"`` (the convolutions' memory format).
         decodes: :data:`DECODES`: ``"per-glimpse"``, ``"once"``.
+        convs: :data:`CONVS`: ``"auto"``, ``"grouped"``, ``"per-run"`` (how packs compute
+            their convolutions; a run alone's row is measured once per way all the same,
+            so that every pack's speed-up is against a run alone of its call).
         cudnn: one of :data:`CUDNN`, for every variant: ``"heuristic"`` or ``"benchmark"``
             (set for each variant, the process's setting restored after it).
         grids: random training viewgrids (default: enough for every step of every run).
@@ -214,6 +227,9 @@ def bench_training(
     unknown = sorted(set(decodes) - set(DECODES))
     if unknown:
         raise UserError(f"bench: unknown decode {unknown[0]!r} (choose from {', '.join(DECODES)})")
+    unknown = sorted(set(convs) - set(CONVS))
+    if unknown:
+        raise UserError(f"bench: unknown convs {unknown[0]!r} (choose from {', '.join(CONVS)})")
     if cudnn not in CUDNN:
         raise UserError(f"bench: unknown cudnn {cudnn!r} (choose from {', '.join(CUDNN)})")
     unknown = sorted(set(modes) - set(MODES))
@@ -243,14 +259,15 @@ def bench_training(
             policy = CompletionPolicy(model)
         save_checkpoint(init, {"model": policy.state_dict(), "model_config": model.to_dict()})
         variants = [
-            (p, d, m, layout, decode)
+            (p, d, m, layout, decode, way)
             for p in precisions
             for d in data
             for m in modes
             for layout in layouts
             for decode in decodes
+            for way in convs
         ]
-        for precision, placement, mode, layout, decode in variants:
+        for precision, placement, mode, layout, decode, way in variants:
             alone: float | None = None
             for size in runs:
                 config = base.replace(
@@ -261,6 +278,7 @@ def bench_training(
                     channels_last=layout == "channels-last",
                     decode_once=decode == "once",
                     cudnn_benchmark=cudnn == "benchmark",
+                    packed_convs=way,
                 )
                 if target.type == "cpu":
                     config = config.replace(data_on_device="auto")
@@ -288,6 +306,7 @@ def bench_training(
                     layout=layout,
                     decode=decode,
                     cudnn=cudnn,
+                    convs=way,
                     batch_size=config.batch_size,
                     T=config.T,
                     view_size=model.view_size,
@@ -450,8 +469,9 @@ def _describe(row: TrainingBench) -> str:
     layout = ", channels-last" if row.layout == "channels-last" else ""
     decode = ", decoding once" if row.decode == "once" else ""
     cudnn = ", cuDNN autotuned" if row.cudnn == "benchmark" else ""
+    convs = f", packed convolutions {row.convs}" if row.convs != "auto" else ""
     return (
-        f"{row.preset} {row.device} {row.precision}{mode}{layout}{decode}{cudnn} "
+        f"{row.preset} {row.device} {row.precision}{mode}{layout}{decode}{cudnn}{convs} "
         f"data on {row.data}, "
         f"{row.runs} run{'s' if row.runs > 1 else ''}: {row.episodes_per_s:.0f} episodes/s"
         f"{speed}, {row.epoch_seconds_per_run:.2f} s per run's 6,000-grid epoch, "

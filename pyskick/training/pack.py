@@ -12,8 +12,9 @@ and one Adam over the stacked parameters, which is per element and so equals R A
 parameter a run does not train, such as a random actor's act head, is restored after each
 update). Only floating-point rounding differs from the runs alone.
 
-Between epochs the pack hands its state back to the R trainers, which validate, log and write
-their checkpoints as they do alone; the R checkpoints of one epoch are committed together
+Between epochs the pack hands its state back to the R trainers and validates every run (at
+once on a GPU: :meth:`PackTrainer.validate`); the trainers log and write their checkpoints as
+they do alone; the R checkpoints of one epoch are committed together
 (:func:`commit`), so a pack killed at any moment resumes with every run at the same epoch.
 Every run records the pack (``config.json``, checkpoints); resuming one alone or in another
 pack is refused (:func:`~pyskick.training.setup.check_pack`).
@@ -40,10 +41,15 @@ from pyskick.config import TRAIN_ONLY_FIELDS, TrainConfig
 from pyskick.distributed import resolve_device
 from pyskick.envs.rollout import Rollout, collect_rollout, make_env
 from pyskick.errors import UserError
+from pyskick.evaluation.evaluate import (
+    evaluate_pack,
+    evaluation_starts,
+    resolve_eval_batch_size,
+)
 from pyskick.models.act import select_actions
 from pyskick.models.critics import FullObservabilityCritic, PartialObservabilityCritic
 from pyskick.models.memory_format import use_channels_last
-from pyskick.models.packed import pack, unpack_into
+from pyskick.models.packed import pack, set_packed_convs, unpack_into
 from pyskick.run_dir import RunDir
 from pyskick.sidekicks.base import Sidekick
 from pyskick.timing import SpanTimer, span
@@ -82,7 +88,7 @@ class PackMember:
 _SAME_CONFIG = (
     "batch_size", "lr", "weight_decay", "frozen_batchnorm", "memorize", "start_zeroing",
     "save_every", "precision", "channels_last", "compile", "cuda_graph", "decode_once",
-    "cudnn_benchmark", "data_on_device", "deterministic",
+    "cudnn_benchmark", "packed_convs", "data_on_device", "deterministic",
 )  # fmt: skip
 """Settings the runs of a pack must share that their configurations give as they are:
 compared before any run is set up (seeded, the autotuner turned on), so that a refused pack
@@ -100,9 +106,9 @@ def pack_key(member: PackMember, *, done: int, stage: Stage = "train") -> tuple[
     up (:class:`PackTrainer` checks all of it again): the stage, the architecture, T, the
     batch, Adam's settings, the freezing, the environment's rules, the device and data
     placement, how the step runs (precision, layout, decoding, compiling, CUDA graph, autotuner,
-    determinism), the epochs reached and to reach, and the critic (the average baseline for
-    runs that learn no actions). A run with a critic no pack takes (a plugin's, or a critic of
-    returns) gets a key of its own: it trains alone."""
+    the packed convolutions, determinism), the epochs reached and to reach, and the critic (the
+    average baseline for runs that learn no actions). A run with a critic no pack takes (a
+    plugin's, or a critic of returns) gets a key of its own: it trains alone."""
     c = member.config
     actor = member.actor
     learned = actor.learned if actor is not None else c.actor == "learned"
@@ -668,6 +674,9 @@ class PackTrainer:
         self.critic: nn.Module | None = None
         if first.critic is not None:
             self.critic = pack(self._run_critics(), image_encoder=self.policy.sense_im)
+        set_packed_convs(self.policy, self.config.packed_convs)
+        if self.critic is not None:
+            set_packed_convs(self.critic, self.config.packed_convs)
         if self.config.channels_last:  # before the optimizer's state takes their layout
             use_channels_last(self.policy)
             if self.critic is not None:
@@ -774,9 +783,10 @@ class PackTrainer:
             for epoch in range(self.start_epoch, self.epochs):
                 per_run = self.train_epoch(epoch)
                 self.write_runs()
+                vals = self.validate()
                 improved = [
-                    t.end_epoch(epoch, m, logger)
-                    for t, m, logger in zip(self.trainers, per_run, loggers, strict=True)
+                    t.end_epoch(epoch, m, logger, val)
+                    for t, m, logger, val in zip(self.trainers, per_run, loggers, vals, strict=True)
                 ]
                 self._checkpoint(epoch, improved)
                 epochs.advance(metrics=_mean(epoch_summary(m) for m in per_run))
@@ -807,6 +817,53 @@ class PackTrainer:
             unpack_into(self.critic, self._run_critics())
         self.optimizer.write_runs([t.optimizer for t in trainers], self._solo_names)
         self.baselines.write_runs(trainers)
+
+    def validate(self, *, packed: bool | None = None) -> list[float]:
+        """Every run's :meth:`Trainer.validate`.
+
+        Packed (the default on a GPU), all at once: the packed policy's episodes over the
+        (shared) validation set (:func:`~pyskick.evaluation.evaluate_pack`), at the smallest
+        of the runs' ``eval_batch_size`` for all runs together, so each pass's kernels serve
+        every run. One by one, each run as alone: on the CPU by default (packed, it only tied
+        there: 0.97-1.05x, 0.70-0.97x with grouped convolutions; docs/training.md, "Packed
+        runs"), and for runs that validate with different metrics, with an actor that
+        samples at test time, or where one sample's episodes of every run (``S * R``) are
+        more than that batch size. Packed and alone agree within float32 rounding
+        (``test_packed_runs.py``).
+        """
+        trainers = self.trainers
+        first = trainers[0].config
+        actors = [t.val_actor for t in trainers]
+        if packed is None:
+            packed = self.device.type == "cuda"
+        cfg = trainers[0].model_config
+        starts = evaluation_starts(cfg.n_elevations, cfg.n_azimuths, first.val_metric).numel()
+        batch_size = min(
+            resolve_eval_batch_size(t.config.eval_batch_size, t.model_config, self.device)
+            for t in trainers
+        )
+        if (
+            not packed
+            or len({t.config.val_metric for t in trainers}) > 1
+            or any(actor.mode(training=False) == "sample" for actor in actors)
+            or starts * self.runs > batch_size
+        ):
+            return [t.validate() for t in trainers]
+        grids = trainers[0].val_source
+        with progress.quiet():  # on the epoch's line, not one of its own
+            results = evaluate_pack(
+                self.policy,
+                grids,
+                actors=actors,
+                seeds=[t.config.seed for t in trainers],
+                channel_mean=self.data.channel_mean,
+                T=self.T,
+                metric=first.val_metric,
+                batch_size=batch_size,
+                digest=False,
+            )
+        n = grids.shape[0]
+        return [float(result.per_sample.sum() / n) for result in results]
 
     def batches(self, epoch: int) -> Iterator[PackBatch]:
         """The pack's batches of ``epoch``: batch b holds every run's b-th batch of its own

@@ -374,11 +374,14 @@ class Trainer(TrainerSetup):
                     self._best_state = copy.deepcopy(self.state_dict(epoch))
                 epochs.advance(metrics=epoch_summary(metrics))
 
-    def end_epoch(self, epoch: int, metrics: dict[str, float], logger: Dispatcher) -> bool:
-        """After ``epoch``'s training: validate, keep the history, advance the sidekick's
-        schedules and log ``metrics`` (completed with the validation's); whether validation
-        improved."""
-        val = self.validate()
+    def end_epoch(
+        self, epoch: int, metrics: dict[str, float], logger: Dispatcher, val: float | None = None
+    ) -> bool:
+        """After ``epoch``'s training: validate (unless its pack did: ``val``), keep the
+        history, advance the sidekick's schedules and log ``metrics`` (completed with the
+        validation's); whether validation improved."""
+        if val is None:
+            val = self.validate()
         metrics["val/rec_error"] = val
         improved = val < self.best_val
         if improved:
@@ -517,8 +520,7 @@ class Trainer(TrainerSetup):
         """
         cfg = self.config
         n = self.data.val.shape[0]
-        grids = self.val_grids.resident if self.val_grids.on_device else self.data.val
-        assert grids is not None
+        grids = self.val_source
         positions = torch.arange(self.dist.rank, n, self.dist.world_size)
         if self.dist.world_size > 1:
             grids = grids[positions.to(grids.device)]
@@ -541,6 +543,13 @@ class Trainer(TrainerSetup):
             total[1] = grids.shape[0]
         total = all_reduce_sum(total, self.dist)
         return float(total[0] / total[1])
+
+    @property
+    def val_source(self) -> Tensor:
+        """The validation viewgrids, where :meth:`setup` put them."""
+        grids = self.val_grids.resident if self.val_grids.on_device else self.data.val
+        assert grids is not None
+        return grids
 
     # ----------------------------------------------------------------------- checkpoints
     def state_dict(self, epoch: int) -> dict[str, Any]:

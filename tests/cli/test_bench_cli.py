@@ -235,6 +235,28 @@ def test_training_bench_times_the_glimpses_decoded_once(
     assert "per-glimpse, once" in err
 
 
+def test_training_bench_times_each_way_of_computing_a_packs_convolutions(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    torch.set_num_threads(1)
+    args = ("--training", "--runs", "1,2", "--steps", "1", "--device", "cpu", "--view-size", "16")
+    code, out, err = _run(capsys, *args, "--packed-convs", "grouped,per-run", "--json")
+    assert code == 0, err
+    rows = json.loads(out)["rows"]
+    assert [(r["runs"], r["convs"]) for r in rows] == [
+        (1, "grouped"),
+        (2, "grouped"),
+        (1, "per-run"),
+        (2, "per-run"),
+    ]
+    assert "fp32, packed convolutions per-run data on device, 2 runs:" in err
+    # The same convolutions, in one call or R.
+    assert [r["gflop_per_step"] for r in rows[2:]] == [r["gflop_per_step"] for r in rows[:2]]
+    code, _, err = _run(capsys, "--training", "--packed-convs", "fused")
+    assert code == 2
+    assert "auto, grouped, per-run" in err
+
+
 def test_training_bench_times_cudnns_autotuner_and_restores_the_setting(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -302,7 +324,7 @@ def test_training_bench_times_the_networks_compiled(capsys: pytest.CaptureFixtur
 
 
 def test_the_cli_offers_every_bench_mode_and_decode() -> None:
-    from pyskick.training.bench import CUDNN, DECODES, MODES
+    from pyskick.training.bench import CONVS, CUDNN, DECODES, MODES
 
     mode_option = next(p for p in bench.params if p.name == "modes")
     assert tuple(mode_option.type.choices) == MODES
@@ -310,6 +332,8 @@ def test_the_cli_offers_every_bench_mode_and_decode() -> None:
     assert tuple(decode_option.type.choices) == DECODES
     cudnn_option = next(p for p in bench.params if p.name == "cudnn")
     assert tuple(cudnn_option.type.choices) == CUDNN
+    convs_option = next(p for p in bench.params if p.name == "convs")
+    assert tuple(convs_option.type.choices) == CONVS
 
 
 @pytest.mark.parametrize(

@@ -9,6 +9,7 @@ import pytest
 import torch
 import torch._dynamo
 
+import pyskick.evaluation
 from pyskick.checkpoint import load_checkpoint
 from pyskick.data.builtin import make_builtin
 from pyskick_cli.main import main
@@ -165,7 +166,10 @@ def test_preset_choices_match_the_library() -> None:
 
 
 def test_incompatible_checkpoint_and_dataset(
-    scenes: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    scenes: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     one = tmp_path / "one"
     assert run(["pretrain", "--dataset", str(scenes), *FAST, "--out", str(one)], capsys)[0] == 0
@@ -184,6 +188,15 @@ def test_incompatible_checkpoint_and_dataset(
     assert code == 2
     assert f"{scenes} (split 'test') does not fit --one-view {two}: grids must" in err
     assert not (one / "eval").exists()
+    # A RUN the data do not fit is refused before the --one-view model is evaluated.
+    evaluated = []
+    monkeypatch.setattr(pyskick.evaluation, "evaluate", lambda *a, **k: evaluated.append(a))
+    code, _, err = run(["evaluate", str(two), "--dataset", str(scenes), "--one-view", str(one)],
+                       capsys)  # fmt: skip
+    assert code == 2
+    assert f"{scenes} (split 'test') does not fit RUN {two}: grids must" in err
+    assert evaluated == []
+    assert not (two / "eval").exists()
 
 
 def test_demo_writes_a_table(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -19,11 +19,15 @@ from pyskick.models import (
 )
 from pyskick.models.memory_format import use_channels_last
 from pyskick.models.packed import (
+    PACKED_CONVS,
     PackedCompletionPolicy,
+    PackedConv2d,
+    PackedConvTranspose2d,
     episodes_first,
     pack,
     pack_state,
     runs_first,
+    set_packed_convs,
     unpack,
     unpack_into,
 )
@@ -67,6 +71,9 @@ def shapes(draw: st.DrawFn) -> dict:
         # arithmetic to float rounding, held to the same tolerances.
         "packed_channels_last": draw(st.booleans()),
         "solo_channels_last": draw(st.booleans()),
+        # How the pack computes its convolutions (TrainConfig.packed_convs): grouped, run by
+        # run, or the device's way.
+        "convs": draw(st.sampled_from(PACKED_CONVS)),
     }
 
 
@@ -82,6 +89,7 @@ def _glimpses(case: dict, dtype: torch.dtype) -> tuple[nn.Module, list[Completio
     policies = [CompletionPolicy(cfg).train(case["train"]).to(dtype) for _ in range(R)]
     packed = pack(policies).to(dtype)
     assert isinstance(packed, PackedCompletionPolicy)
+    set_packed_convs(packed, case.get("convs", "auto"))
     if case["packed_channels_last"]:
         use_channels_last(packed)
     if case["solo_channels_last"]:
@@ -175,6 +183,44 @@ def test_a_packed_policy_backpropagates_as_its_runs_do_in_float64(
     for r, policy in enumerate(policies):
         for name, param in policy.named_parameters():
             _close(grads[name].grad[r], param.grad, scale, tol=1e-10)
+
+
+@pytest.mark.parametrize("kind", ["conv", "transposed"])
+def test_packed_convolutions_grouped_and_run_by_run_agree(kind: str) -> None:
+    """Each way is each run's own convolution (float64, by hand from the solo layers); "auto"
+    is run by run on the CPU."""
+    torch.manual_seed(0)
+    R, B = 3, 2
+    if kind == "conv":
+        layers = [nn.Conv2d(2, 4, 5, stride=2, padding=2).double() for _ in range(R)]
+        packed: nn.Module = PackedConv2d(R, layers[0]).double()
+    else:
+        layers = [
+            nn.ConvTranspose2d(2, 4, 5, stride=2, padding=2, output_padding=1).double()
+            for _ in range(R)
+        ]
+        packed = PackedConvTranspose2d(R, layers[0]).double()
+    with torch.no_grad():
+        packed.weight.copy_(torch.stack([layer.weight for layer in layers]))
+        packed.bias.copy_(torch.stack([layer.bias for layer in layers]))
+    x = torch.randn(B, R * 2, 8, 8, dtype=torch.float64)
+    parts = x.chunk(R, 1)
+    expected = torch.cat([layer(part) for layer, part in zip(layers, parts, strict=True)], 1)
+    outputs = {}
+    for convs in PACKED_CONVS:
+        set_packed_convs(packed, convs)
+        outputs[convs] = packed(x)
+        torch.testing.assert_close(outputs[convs], expected, rtol=1e-12, atol=1e-12)
+    assert torch.equal(outputs["auto"], outputs["per-run"])  # the CPU's way
+    calls = []
+    packed.grouped = lambda x: calls.append("grouped") or x  # type: ignore[method-assign]
+    packed.per_run = lambda x: calls.append("per-run") or x  # type: ignore[method-assign]
+    for convs in PACKED_CONVS:
+        set_packed_convs(packed, convs)
+        packed(x)
+    assert calls == ["per-run", "grouped", "per-run"]
+    with pytest.raises(ValueError, match="packed convs must be one of auto, grouped, per-run"):
+        set_packed_convs(packed, "fused")  # type: ignore[arg-type]
 
 
 def test_a_packed_policy_under_bf16_autocast_keeps_its_state_as_its_runs_do() -> None:

@@ -75,8 +75,8 @@ def _solo(member, data):
 @pytest.mark.parametrize("kinds", [("ltla", "rnd", "rew", "demo"), ("ac", "ac2")])
 @pytest.mark.parametrize(
     "switches",
-    [{}, {"channels_last": True}, {"decode_once": True}],
-    ids=["nchw", "channels-last", "decode-once"],
+    [{}, {"channels_last": True}, {"decode_once": True}, {"packed_convs": "grouped"}],
+    ids=["nchw", "channels-last", "decode-once", "grouped-convs"],
 )
 def test_one_packed_step_is_each_runs_step(
     tmp_path, pretrained, tiny_config, tiny_data, kinds, switches
@@ -87,6 +87,9 @@ def test_one_packed_step_is_each_runs_step(
     members = _members(tmp_path / "pack", pretrained, pack_config, kinds)
     packed = PackTrainer(members, tiny_data).setup()
     assert is_channels_last(packed.policy) is bool(switches.get("channels_last"))
+    modules = [*packed.policy.modules(), *(packed.critic.modules() if packed.critic else ())]
+    convs = {layer.convs for layer in modules if hasattr(layer, "convs")}
+    assert convs == {switches.get("packed_convs", "auto")}
     solos = [
         _solo(m, tiny_data).setup() for m in _members(tmp_path / "solo", pretrained, config, kinds)
     ]
@@ -127,6 +130,85 @@ def test_one_packed_step_is_each_runs_step(
         assert torch.equal(
             packed.trainers[r].action_generator.get_state(), solo.action_generator.get_state()
         )
+
+
+def _validated_alone(packed: PackTrainer) -> list[int]:
+    """Spy on the runs' own validation: the list counts the runs that validated alone."""
+    calls: list[int] = []
+    for r, trainer in enumerate(packed.trainers):
+        original = trainer.validate
+        trainer.validate = lambda r=r, original=original: calls.append(r) or original()  # type: ignore[method-assign]
+    return calls
+
+
+@pytest.mark.parametrize(
+    ("val_metrics", "eval_batch", "packed_pass"),
+    [(("avg",), 40, True), (("avg", "adv"), 40, False), (("avg",), 15, False)],
+    ids=["one-metric", "two-metrics", "batch-under-one-sample-of-every-run"],
+)
+def test_a_pack_validates_its_runs_at_once_as_each_alone(
+    tmp_path, pretrained, tiny_config, tiny_data, val_metrics, eval_batch, packed_pass
+):
+    """After an epoch (weights apart), the pack's validation is each run's own, within
+    float32 rounding, in passes of 40 episodes (two samples' 4 starts of the 4 runs, in three
+    passes over the 6 grids); runs of different metrics, or a batch under one sample's
+    episodes of every run (4 x 4 = 16), validate one by one, exactly as alone."""
+    config = tiny_config.replace(epochs=1, eval_batch_size=eval_batch)
+    members = _members(tmp_path, pretrained, config)
+    members = [
+        PackMember(
+            m.config.replace(val_metric=val_metrics[k % len(val_metrics)]),
+            m.out_dir,
+            init=m.init,
+            sidekick=m.sidekick,
+        )
+        for k, m in enumerate(members)
+    ]
+    packed = PackTrainer(members, tiny_data).setup()
+    packed.train_epoch(0)
+    packed.write_runs()
+    alone = [t.validate() for t in packed.trainers]
+    assert len(set(alone)) == len(alone)  # the runs differ
+    calls = _validated_alone(packed)
+    vals = packed.validate(packed=True)
+    if packed_pass:
+        assert calls == []
+        assert vals == pytest.approx(alone, rel=1e-5)
+    else:
+        assert calls == [0, 1, 2, 3]
+        assert vals == alone
+    # On the CPU the pack validates its runs one by one unless asked: exactly as alone.
+    calls.clear()
+    assert packed.validate() == alone
+    assert calls == [0, 1, 2, 3]
+
+
+def test_a_pack_with_an_actor_sampling_at_test_validates_one_by_one(
+    tmp_path, pretrained, tiny_config, tiny_data
+):
+    config = tiny_config.replace(epochs=1, eval_batch_size=64)
+    packed = PackTrainer(_members(tmp_path, pretrained, config, ("ltla", "rnd")), tiny_data)
+    packed.setup()
+    calls = _validated_alone(packed)
+    packed.validate(packed=True)
+    assert calls == []
+    packed.trainers[1].val_actor.mode = lambda *, training: "sample"  # type: ignore[method-assign]
+    packed.validate(packed=True)
+    assert calls == [0, 1]
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_a_pack_on_a_gpu_validates_its_runs_at_once(tmp_path, pretrained, tiny_config, tiny_data):
+    config = tiny_config.replace(epochs=1, device="cuda")
+    packed = PackTrainer(_members(tmp_path, pretrained, config), tiny_data).setup()
+    packed.train_epoch(0)
+    packed.write_runs()
+    calls = _validated_alone(packed)
+    vals = packed.validate()
+    assert calls == []  # packed: no run validated alone
+    # TF32 convolutions (torch's default on cuDNN), summed in another order.
+    assert vals == pytest.approx([t.validate() for t in packed.trainers], rel=1e-3)
 
 
 def test_a_pack_trains_as_its_runs_alone_and_keeps_their_folders(
@@ -225,6 +307,11 @@ def test_runs_that_cannot_share_a_pack_are_refused_before_anything_is_written(
         train_pack(tuned, tiny_data)
     assert torch.backends.cudnn.benchmark is False  # refused before a set-up turned it on
     assert not (tmp_path / "e" / "config.json").exists()
+    convs = [members[0], PackMember(tiny_config.replace(epochs=1, packed_convs="grouped"),
+                                    tmp_path / "g", init=pretrained)]  # fmt: skip
+    with pytest.raises(ValueError, match=r"packed_convs differs \('auto' vs 'grouped'\)"):
+        train_pack(convs, tiny_data)
+    assert not (tmp_path / "g" / "config.json").exists()
     graphs = [members[0], PackMember(tiny_config.replace(epochs=1, cuda_graph=True),
                                      tmp_path / "f", init=pretrained)]  # fmt: skip
     with pytest.raises(ValueError, match=r"cuda_graph differs \(False vs True\)"):

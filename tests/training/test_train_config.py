@@ -124,6 +124,16 @@ def test_speed_switches_are_bools_off_by_default_that_a_resumed_run_may_change(n
     assert TrainConfig.from_dict(config.to_dict()) == config
 
 
+def test_packed_convs_is_a_choice_a_resumed_run_may_change():
+    assert TrainConfig().packed_convs == "auto"
+    assert "packed_convs" in RUNTIME_FIELDS
+    refused = r"TrainConfig\.packed_convs must be one of auto, grouped, per-run, got 'x'"
+    with pytest.raises(ValueError, match=refused):
+        TrainConfig(packed_convs="x")  # type: ignore[arg-type]
+    config = TrainConfig(packed_convs="per-run")
+    assert TrainConfig.from_dict(config.to_dict()) == config
+
+
 def test_cudnn_benchmark_excludes_deterministic_algorithms():
     with pytest.raises(ValueError, match="cudnn_benchmark and deterministic exclude each other"):
         TrainConfig(cudnn_benchmark=True, deterministic=True)

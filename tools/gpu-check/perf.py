@@ -31,6 +31,13 @@ failing part never loses the others, and the JSON is rewritten after every part)
   bf16) against plain graph rows of the same call, each group in a process of its own: how
   close the engine comes to its targets when it uses all it has. Channels-last, in the group
   on 2026-11-30, is left out since: alone it made a pack of 15 0.85x as fast on an H200.
+- ``packval``: a pack of 15's validation at once (``PackTrainer.validate(packed=True)``, one
+  ``evaluate_pack``; the default on a GPU, unmeasured there before) against its runs one by one
+  (the default on the CPU, where packed only tied: 0.97-1.05x): seconds and the largest
+  difference.
+- ``convs``: the graph rows of a run alone and a pack of 15 (decoding once, the autotuner; fp32
+  and bf16) with the pack's convolutions grouped and run by run (``--packed-convs``): the
+  H200's profiles put most of a pack's extra kernels in cuDNN's grouped convolutions.
 - ``layout``: ``pyskick bench --training``'s graph rows (a run alone and a pack of 15, fp32 and
   bf16) with the convolutions contiguous and channels-last (``--layout``), and the replay
   profile of a channels-last pack of 15 in fp32 (the 2026-11-27 profile found 19 % of a pack's
@@ -829,6 +836,19 @@ def part_levers(args, device, ctx) -> dict[str, Any]:
     return out
 
 
+def part_convs(args, device, ctx) -> dict[str, Any]:
+    """Replayed steps of a run alone and a pack of 15 with the pack's convolutions grouped and
+    run by run (``--packed-convs``, ``TrainConfig.packed_convs``), with the levers that paid
+    (decoding once, the autotuner), fp32 and bf16, in one process (see the module docstring)."""
+    graph = device.type == "cuda"
+    out: dict[str, Any] = {"graph": graph, "rows": []}
+    RESULTS["convs"] = out
+    precisions = "fp32,bf16" if graph else "fp32"
+    out["rows"] += _bench_rows(args, device, "convs", "--precision", precisions, *LEVERS,
+                               "--packed-convs", "grouped,per-run")  # fmt: skip
+    return out
+
+
 def part_layout(args, device, ctx) -> dict[str, Any]:
     """Replayed steps with the convolutions contiguous and channels-last (see the module
     docstring)."""
@@ -977,6 +997,59 @@ def part_ltla1(args, device, ctx) -> dict[str, Any]:
     return res
 
 
+def part_packval(args, device, ctx) -> dict[str, Any]:
+    """A pack of 15's validation (paper-sun360, ``--n-val`` grids, untrained runs, every fifth
+    with the random actor, the preset's eval batch): packed (``PackTrainer.validate(packed=
+    True)``, one ``evaluate_pack``: the default on a GPU) against its runs one by one (the
+    default on the CPU), seconds of each (the mean of 2 after a warm-up) and the largest
+    relative difference of the runs' errors."""
+    from pyskick.config import train_preset
+    from pyskick.evaluation.evaluate import resolve_eval_batch_size
+    from pyskick.training import TrainData
+    from pyskick.training.pack import PackMember, PackTrainer
+
+    runs = 3 if args.quick else 15
+    base = train_preset("paper-sun360").replace(device=device.type, epochs=1,
+                                                batch_size=args.batch_size)  # fmt: skip
+    data = TrainData(smooth_grids(64, 1, device), smooth_grids(args.n_val, 2, device),
+                     SUN360_MEAN)  # fmt: skip
+    root = Path(tempfile.mkdtemp(prefix="packval-", dir=args.work))
+    actors = ["random" if r % 5 == 1 else "learned" for r in range(runs)]
+    members = [
+        PackMember(base.replace(seed=r, actor=actor), root / f"run{r}")
+        for r, actor in enumerate(actors)
+    ]
+    t = now()
+    pack = PackTrainer(members, data).setup()
+    sync(device)
+    out: dict[str, Any] = {"runs": runs, "n_val": args.n_val, "setup_s": round(now() - t, 2)}
+    out["eval_batch"] = resolve_eval_batch_size(
+        base.eval_batch_size, pack.trainers[0].model_config, device
+    )
+    for packed in (True, False):
+        key = "packed" if packed else "one_by_one"
+        seconds = []
+        for _ in range(3):
+            sync(device)
+            t = now()
+            vals = pack.validate(packed=packed)
+            sync(device)
+            seconds.append(now() - t)
+        out[key + "_s"] = round(statistics.median(seconds[1:]), 4)
+        out[key + "_first_s"] = round(seconds[0], 4)
+        out[key + "_vals"] = vals
+        RESULTS["packval"] = out
+        save_json(args)
+    out["speedup"] = round(out["one_by_one_s"] / out["packed_s"], 3)
+    out["max_rel_diff"] = max(
+        abs(a - b) / abs(b) for a, b in zip(out["packed_vals"], out["one_by_one_vals"], strict=True)
+    )
+    print(f"  packval: {runs} runs, {args.n_val} grids: packed {out['packed_s']} s, one by one "
+          f"{out['one_by_one_s']} s ({out['speedup']}x), max rel diff {out['max_rel_diff']:.1e}",
+          flush=True)  # fmt: skip
+    return out
+
+
 # (op, batch, variant): the kernel benchmark's scales, coverage_matrix at its chunk of 8 and at
 # 64 (one call on 805 MB of recon).
 _OPCOST_CASES = (("rotate_viewgrid", 32, "uint8"), ("rotate_viewgrid", 1024, "uint8"),
@@ -1114,6 +1187,8 @@ PARTS = {
     "decode": part_decode,
     "cudnn": part_cudnn,
     "levers": part_levers,
+    "packval": part_packval,
+    "convs": part_convs,
     "compiled": part_compiled,
     "compile": part_compile,
     "nccl": part_nccl,

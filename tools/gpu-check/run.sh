@@ -20,7 +20,7 @@ mkdir -p "$OUT"
 DRY=${GPU_DRY:-0}
 PY=${PY:-python3}
 BUDGET_S=${BUDGET_S:-540}
-STEPS=${STEPS:-env,wheels,build,throwprobe,cudatests,memcheck,trainbench,levers,bench,opcost,replay,layout,decode,cudnn,table1,compiled,evalscore,profile,nccl,racecheck,initcheck,step,compile,epoch,concurrent,autocuda,fullsuite}
+STEPS=${STEPS:-env,wheels,build,throwprobe,cudatests,memcheck,trainbench,packval,convs,levers,bench,opcost,replay,layout,decode,cudnn,table1,compiled,evalscore,profile,nccl,racecheck,initcheck,step,compile,epoch,concurrent,autocuda,fullsuite}
 HERE=$(cd "$(dirname "$0")" && pwd)
 WORK=${WORK:-/tmp/pyskick-gpu-work}
 mkdir -p "$WORK"
@@ -227,10 +227,17 @@ perf() { $PY "$HERE/perf.py" $QUICK --work "$WORK" --out "$OUT/perf.json" \
            --profile-out "$OUT/profile.txt" --parts "$@" >>"$OUT/tests.log" 2>&1; }
 export -f perf
 
-# Every lever at once (perf.py's levers part: channels-last, decoding once, cuDNN's autotuner,
-# then compiled networks too, fp32 and bf16) against plain graph rows of the same call: how
-# close a run alone and a pack of 15 come to the engine's targets. Before table1, which takes
-# the fastest fp32 combination when it paid.
+# A pack of 15's validation at once (the default on a GPU, never measured there) against its
+# runs one by one (the default on the CPU, where packed only tied). Short: before levers.
+step packval 60 perf packval
+
+# A pack's convolutions grouped (a GPU's way) and run by run, with the levers that paid.
+step convs 120 perf convs
+
+# Every lever at once (perf.py's levers part: decoding once, cuDNN's autotuner, then compiled
+# networks too, fp32 and bf16) against plain graph rows of the same call: how close a run
+# alone and a pack of 15 come to the engine's targets. Before table1, which takes the fastest
+# fp32 combination when it paid.
 step levers 300 perf levers
 
 # 7. Kernel benchmarks against their twins and the copy bound, CPU (16 cores) and CUDA.

@@ -114,6 +114,7 @@ def _bench_training(
     modes: tuple[str, ...],
     layouts: tuple[str, ...],
     decodes: tuple[str, ...],
+    convs: tuple[str, ...],
     cudnn: str,
     steps: int,
     view_size: int | None,
@@ -136,6 +137,7 @@ def _bench_training(
         modes=modes,
         layouts=layouts,
         decodes=decodes,
+        convs=convs,
         cudnn=cudnn,
         steps=steps,
         view_size=view_size,
@@ -145,7 +147,8 @@ def _bench_training(
         click.echo(json.dumps({"environment": environment(), "rows": as_dicts(rows)}, indent=2))
         return
     header = (
-        "runs", "precision", "data", "mode", "layout", "decode", "cudnn", "step", "episodes/s",
+        "runs", "precision", "data", "mode", "layout", "decode", "convs", "cudnn", "step",
+        "episodes/s",
         "vs alone",
         "s per run-epoch", "GFLOP/s", "of matmul",
     )  # fmt: skip
@@ -159,6 +162,7 @@ def _bench_training(
                 row.step,
                 row.layout,
                 row.decode,
+                row.convs,
                 row.cudnn,
                 _duration(row.step_seconds),
                 f"{row.episodes_per_s:.0f}",
@@ -286,7 +290,7 @@ def _table(rows: list[dict[str, Any]]) -> str:
 # Options of one mode only (parameter names): given in the other, a usage error.
 _KERNEL_ONLY = ("quick", "ops", "repeats")
 _TRAINING_ONLY = (
-    "preset", "runs", "precisions", "placements", "modes", "layouts", "decodes", "cudnn",
+    "preset", "runs", "precisions", "placements", "modes", "layouts", "decodes", "convs", "cudnn",
     "steps", "view_size",
 )  # fmt: skip
 
@@ -399,6 +403,16 @@ def _check_mode_options(training: bool) -> None:
     "batch each), once (one batch of all at the last; --decode-once).",
 )
 @click.option(
+    "--packed-convs",
+    "convs",
+    type=ChoiceList(("auto", "grouped", "per-run")),  # bench.CONVS
+    default="auto",
+    show_default=True,
+    help="--training: comma-separated ways a pack computes its convolutions: auto (run by run "
+    "on the CPU, grouped on a GPU), grouped (one grouped call per layer), per-run (one call per "
+    "run; TrainConfig.packed_convs).",
+)
+@click.option(
     "--cudnn",
     "cudnn",
     type=click.Choice(("heuristic", "benchmark")),  # bench.CUDNN
@@ -434,6 +448,7 @@ def bench(
     modes: tuple[str, ...],
     layouts: tuple[str, ...],
     decodes: tuple[str, ...],
+    convs: tuple[str, ...],
     cudnn: str,
     steps: int,
     view_size: int | None,
@@ -457,6 +472,7 @@ def bench(
             modes,
             layouts,
             decodes,
+            convs,
             cudnn,
             steps,
             view_size,

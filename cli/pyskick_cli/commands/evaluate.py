@@ -82,7 +82,7 @@ def evaluate(
     from pyskick.errors import GridShapeError, UserError
     from pyskick.evaluation import evaluate as run_evaluate
     from pyskick.experiments.error_sets import run_eval_file
-    from pyskick.run_dir import one_view_of
+    from pyskick.run_dir import load_model_config, one_view_of
 
     # Where the results go must be writable before anything is computed.
     try:
@@ -120,6 +120,10 @@ def evaluate(
     grids = source.split(split).load()
     mean = tuple(source.spec.channel_mean)
 
+    def misfit(path: Path, role: str, exc: GridShapeError) -> UserError:
+        """The file, split and model that do not fit."""
+        return UserError(f"{source.path} (split {split!r}) does not fit {role} {path}: {exc}")
+
     def evaluate_on_grids(
         path: Path, role: str, actor: str | None = None, baseline: EvalResult | None = None
     ) -> EvalResult:
@@ -135,11 +139,15 @@ def evaluate(
                 device=device or "auto",
                 spec=source.spec,
             )
-        except GridShapeError as exc:  # the file, split and model that do not fit
-            raise UserError(
-                f"{source.path} (split {split!r}) does not fit {role} {path}: {exc}"
-            ) from None
+        except GridShapeError as exc:
+            raise misfit(path, role, exc) from None
 
+    if one_view:
+        # RUN's shape before the baseline's episodes: a refusal waits for no evaluation.
+        try:
+            load_model_config(run).check_grids(grids, empty_ok=False)
+        except GridShapeError as exc:
+            raise misfit(run, "RUN", exc) from None
     baseline = evaluate_on_grids(one_view, "--one-view") if one_view else None
     result = evaluate_on_grids(run, "RUN", actor=actor, baseline=baseline)
     if save is not None:
