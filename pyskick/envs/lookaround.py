@@ -212,7 +212,7 @@ class LookAroundEnv:
         target = grid if self.known_azimuth else rotate_viewgrid(grid, starts % M)
         reward_map = None
         if reward_maps is not None:
-            reward_map = _check_reward_maps(
+            reward_map = checked_reward_maps(
                 reward_maps, B, N, M, device, check_values=check_values
             ).clone()
             # The start view is seen, so its reward is spent (the authors never zero it,
@@ -544,9 +544,11 @@ def _check_indices(
     return t
 
 
-def _check_reward_maps(
+def checked_reward_maps(
     maps: object, B: int, N: int, M: int, device: torch.device, *, check_values: bool = True
 ) -> Tensor:
+    """A sidekick's ``[B, N, M]`` float32 reward maps on ``device``, checked (their values
+    too with ``check_values``: a read of the device), as ``[B, N * M]``."""
     if not isinstance(maps, Tensor):
         raise UserTypeError(f"reward_maps must be a torch.Tensor, got {type(maps).__name__}")
     if maps.dtype != torch.float32:

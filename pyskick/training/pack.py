@@ -39,7 +39,8 @@ from pyskick.actors.base import forced_demonstrations
 from pyskick.checkpoint import load_checkpoint, save_checkpoint
 from pyskick.config import TRAIN_ONLY_FIELDS, TrainConfig
 from pyskick.distributed import resolve_device
-from pyskick.envs.rollout import Rollout, collect_rollout, make_env
+from pyskick.envs.lookaround import checked_reward_maps
+from pyskick.envs.rollout import Rollout, checked_demonstrations, collect_rollout, make_env
 from pyskick.errors import UserError
 from pyskick.evaluation.evaluate import (
     evaluate_pack,
@@ -916,17 +917,28 @@ class PackTrainer:
         self, batch: PackBatch, epoch: int
     ) -> tuple[Tensor | None, tuple[Tensor, Tensor] | None]:
         """Every run's reward maps ``[B * R, N, M]`` and demonstrations ``[T-1, B * R]``
-        (zeros and unmasked for the runs without)."""
+        (zeros and unmasked for the runs without), each run's checked as a run alone's are
+        (no read of the device) before they are stacked."""
         maps, demos = [], []
+        B = batch.indices.shape[1]
+        cfg = self.trainers[0].model_config
         for r, t in enumerate(self.trainers):
-            maps.append(t.sidekick.reward_maps(batch.indices[r], epoch))
+            reward_map = t.sidekick.reward_maps(batch.indices[r], epoch)
             demo = t.sidekick.demonstrations(batch.indices[r], batch.starts[r], epoch)
             forced = forced_demonstrations(t.actor, batch.indices[r], batch.starts[r])
-            demos.append(forced if forced is not None else demo)
-        B = batch.indices.shape[1]
+            demo = forced if forced is not None else demo
+            try:
+                if reward_map is not None:
+                    N, M = cfg.n_elevations, cfg.n_azimuths
+                    checked_reward_maps(reward_map, B, N, M, self.device, check_values=False)
+                if demo is not None:
+                    demo = checked_demonstrations(demo, self.T, B, self.device)
+            except UserError as exc:
+                raise type(exc)(f"{t.run_dir}: {exc}") from None
+            maps.append(reward_map)
+            demos.append(demo)
         reward_maps = None
         if any(m is not None for m in maps):
-            cfg = self.trainers[0].model_config
             zeros = torch.zeros(
                 B, cfg.n_elevations, cfg.n_azimuths, dtype=torch.float32, device=self.device
             )

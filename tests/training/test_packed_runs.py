@@ -4,6 +4,8 @@ exactly as a pack and only as that pack."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 import torch
 
@@ -209,6 +211,34 @@ def test_a_pack_on_a_gpu_validates_its_runs_at_once(tmp_path, pretrained, tiny_c
     assert calls == []  # packed: no run validated alone
     # TF32 convolutions (torch's default on cuDNN), summed in another order.
     assert vals == pytest.approx([t.validate() for t in packed.trainers], rel=1e-3)
+
+
+def test_a_runs_bad_sidekick_inputs_are_refused_naming_the_run(
+    tmp_path, pretrained, tiny_config, tiny_data
+):
+    """Each run's maps and demonstrations are checked as a run alone's before the pack stacks
+    them (a stack would promote int32 motions, or fail on a shape without naming the run)."""
+    members = _members(tmp_path, pretrained, tiny_config.replace(epochs=1))
+    packed = PackTrainer(members, tiny_data).setup()
+    batch = next(packed.batches(0))
+    scales = torch.zeros(4, dtype=torch.float64)
+    rew, demo = packed.trainers[2], packed.trainers[3]
+    maps = rew.sidekick.reward_maps
+    rew.sidekick.reward_maps = lambda *a: maps(*a).double()  # type: ignore[method-assign]
+    with pytest.raises(
+        TypeError, match=rf"^{re.escape(str(rew.run_dir))}: reward_maps must be float32"
+    ):
+        packed.train_step(batch, 0, scales)
+    rew.sidekick.reward_maps = maps  # type: ignore[method-assign]
+    demos = demo.sidekick.demonstrations
+
+    def int32_motions(*args):
+        actions, mask = demos(*args)
+        return actions.int(), mask
+
+    demo.sidekick.demonstrations = int32_motions  # type: ignore[method-assign]
+    with pytest.raises(TypeError, match=rf"^{re.escape(str(demo.run_dir))}: demonstration actions"):
+        packed.train_step(batch, 0, scales)
 
 
 def test_a_pack_trains_as_its_runs_alone_and_keeps_their_folders(
