@@ -148,6 +148,15 @@ class TrainingBench:
     matmul_share: float
     """``tflop_per_s`` over ``matmul_tflop_per_s``. It can pass 1 where the step's
     convolutions use faster units than the float32 matrix product (TF32 on a GPU)."""
+    validation_grids: int = 0
+    """Validation viewgrids whose validation was timed (0: not timed)."""
+    validation_seconds_packed: float | None = None
+    """Median seconds of one validation of all the runs at once (``PackTrainer.validate(
+    packed=True)``); None for a run alone, when not timed, or where the pack can only
+    validate one by one (``PackTrainer.packed_validation_batch``)."""
+    validation_seconds_one_by_one: float | None = None
+    """Median seconds of one validation of all the runs, one after the other (a run alone's
+    :meth:`Trainer.validate`; a pack's ``validate(packed=False)``); None when not timed."""
 
 
 def environment() -> dict[str, Any]:
@@ -180,6 +189,7 @@ def bench_training(
     convs: Sequence[str] = ("auto",),
     cudnn: str = "heuristic",
     grids: int | None = None,
+    validation_grids: int = 0,
     steps: int = 5,
     warmup: int = 2,
     batch_size: int | None = None,
@@ -206,6 +216,9 @@ def bench_training(
         cudnn: one of :data:`CUDNN`, for every variant: ``"heuristic"`` or ``"benchmark"``
             (set for each variant, the process's setting restored after it).
         grids: random training viewgrids (default: enough for every step of every run).
+        validation_grids: time each variant's validation on this many random viewgrids too,
+            its runs at once and one by one (0: not timed; the median of 3 calls after one
+            untimed).
         steps, warmup: timed and untimed steps per variant.
         batch_size, T: override the preset's.
         view_size: side of every view in pixels (default: the preset's data, 32), e.g. 16 for
@@ -247,7 +260,7 @@ def bench_training(
     shape = (model.n_elevations, model.n_azimuths, model.channels, model.view_size, model.view_size)
     viewgrids = TrainData(
         torch.randint(0, 256, (n, *shape), generator=gen, dtype=torch.uint8),
-        torch.randint(0, 256, (8, *shape), generator=gen, dtype=torch.uint8),
+        torch.randint(0, 256, (validation_grids or 8, *shape), generator=gen, dtype=torch.uint8),
         tuple(128.0 for _ in range(model.channels)),
     )
     rows: list[TrainingBench] = []
@@ -286,9 +299,10 @@ def bench_training(
                 autotune = torch.backends.cudnn.benchmark
                 torch.backends.cudnn.benchmark = cudnn == "benchmark"
                 try:
-                    seconds, flops = _time_steps(
-                        config, viewgrids, init, size, Path(tmp), steps, untimed
-                    )
+                    seconds, flops, (packed_s, one_by_one_s) = _time_steps(
+                        config, viewgrids, init, size, Path(tmp), steps, untimed,
+                        validate=validation_grids > 0,
+                    )  # fmt: skip
                 finally:  # the trainer turns it on for the process: back for the next
                     torch.backends.cudnn.benchmark = autotune
                 if precision not in matmul:
@@ -319,6 +333,9 @@ def bench_training(
                     matmul_tflop_per_s=matmul[precision] / 1e12,
                     matmul_size=matmul_size(target),
                     matmul_share=flops / seconds / matmul[precision],
+                    validation_grids=validation_grids,
+                    validation_seconds_packed=packed_s,
+                    validation_seconds_one_by_one=one_by_one_s,
                 )
                 rows.append(row)
                 if progress is not None:
@@ -408,10 +425,20 @@ _FLOP_FORMULAS = {torch.ops.aten.convolution_backward: conv_backward_flop}
 
 
 def _time_steps(
-    config: Any, data: TrainData, init: Path, runs: int, tmp: Path, steps: int, warmup: int
-) -> tuple[float, int]:
-    """Median seconds of one training step of ``runs`` runs (a solo trainer for 1), and the
-    floating-point operations of one step, counted on an extra step before the others."""
+    config: Any,
+    data: TrainData,
+    init: Path,
+    runs: int,
+    tmp: Path,
+    steps: int,
+    warmup: int,
+    *,
+    validate: bool = False,
+) -> tuple[float, int, tuple[float | None, float | None]]:
+    """Median seconds of one training step of ``runs`` runs (a solo trainer for 1), the
+    floating-point operations of one step, counted on an extra step before the others, and,
+    with ``validate``, the median seconds of a validation of all the runs at once and one by
+    one (None where not timed)."""
     folder = Path(tempfile.mkdtemp(dir=tmp))
     if runs == 1:
         trainer: Any = Trainer(config, folder / "run", data, stage="train", init=init).setup()
@@ -458,9 +485,32 @@ def _time_steps(
         synchronize(device)
         if i >= warmup:
             times.append(_clock() - tick)
+    validation: tuple[float | None, float | None] = (None, None)
+    if validate and runs == 1:
+        validation = (None, _median_seconds(trainer.validate, device))
+    elif validate:
+        packed = pack.packed_validation_batch() is not None
+        validation = (
+            _median_seconds(lambda: pack.validate(packed=True), device) if packed else None,
+            _median_seconds(lambda: pack.validate(packed=False), device),
+        )
     if runs > 1:
         pack._locks.close()
-    return sorted(times)[len(times) // 2], counter.get_total_flops()
+    return sorted(times)[len(times) // 2], counter.get_total_flops(), validation
+
+
+def _median_seconds(call: Callable[[], object], device: torch.device, calls: int = 3) -> float:
+    """Median seconds of ``calls`` calls of ``call``, after one untimed, each between two
+    synchronisations of ``device``."""
+    times = []
+    for i in range(calls + 1):
+        synchronize(device)
+        tick = _clock()
+        call()
+        synchronize(device)
+        if i:
+            times.append(_clock() - tick)
+    return sorted(times)[len(times) // 2]
 
 
 def _describe(row: TrainingBench) -> str:
@@ -470,12 +520,19 @@ def _describe(row: TrainingBench) -> str:
     decode = ", decoding once" if row.decode == "once" else ""
     cudnn = ", cuDNN autotuned" if row.cudnn == "benchmark" else ""
     convs = f", packed convolutions {row.convs}" if row.convs != "auto" else ""
+    validation = ""
+    if row.validation_seconds_one_by_one is not None:
+        validation = f"; validation of {row.validation_grids} grids: "
+        if row.validation_seconds_packed is not None:
+            validation += f"{row.validation_seconds_packed:.3f} s at once, "
+        validation += f"{row.validation_seconds_one_by_one:.3f} s one by one"
     return (
         f"{row.preset} {row.device} {row.precision}{mode}{layout}{decode}{cudnn}{convs} "
         f"data on {row.data}, "
         f"{row.runs} run{'s' if row.runs > 1 else ''}: {row.episodes_per_s:.0f} episodes/s"
         f"{speed}, {row.epoch_seconds_per_run:.2f} s per run's 6,000-grid epoch, "
         f"{row.tflop_per_s * 1e3:.0f} GFLOP/s ({row.matmul_share:.2f} of a matrix product's)"
+        f"{validation}"
     )
 
 

@@ -833,38 +833,43 @@ class PackTrainer:
         (``test_packed_runs.py``).
         """
         trainers = self.trainers
-        first = trainers[0].config
-        actors = [t.val_actor for t in trainers]
         if packed is None:
             packed = self.device.type == "cuda"
-        cfg = trainers[0].model_config
-        starts = evaluation_starts(cfg.n_elevations, cfg.n_azimuths, first.val_metric).numel()
-        batch_size = min(
-            resolve_eval_batch_size(t.config.eval_batch_size, t.model_config, self.device)
-            for t in trainers
-        )
-        if (
-            not packed
-            or len({t.config.val_metric for t in trainers}) > 1
-            or any(actor.mode(training=False) == "sample" for actor in actors)
-            or starts * self.runs > batch_size
-        ):
+        batch_size = self.packed_validation_batch() if packed else None
+        if batch_size is None:
             return [t.validate() for t in trainers]
         grids = trainers[0].val_source
         with progress.quiet():  # on the epoch's line, not one of its own
             results = evaluate_pack(
                 self.policy,
                 grids,
-                actors=actors,
+                actors=[t.val_actor for t in trainers],
                 seeds=[t.config.seed for t in trainers],
                 channel_mean=self.data.channel_mean,
                 T=self.T,
-                metric=first.val_metric,
+                metric=trainers[0].config.val_metric,
                 batch_size=batch_size,
                 digest=False,
             )
         n = grids.shape[0]
         return [float(result.per_sample.sum() / n) for result in results]
+
+    def packed_validation_batch(self) -> int | None:
+        """The episodes per pass of a packed validation (the smallest of the runs'
+        ``eval_batch_size``), or None where the runs can only validate one by one: different
+        metrics, an actor that samples at test time, or one sample's episodes of every run
+        (``S * R``) more than that batch."""
+        trainers = self.trainers
+        metrics = {t.config.val_metric for t in trainers}
+        if len(metrics) > 1 or any(t.val_actor.mode(training=False) == "sample" for t in trainers):
+            return None
+        cfg = trainers[0].model_config
+        starts = evaluation_starts(cfg.n_elevations, cfg.n_azimuths, metrics.pop()).numel()
+        batch_size = min(
+            resolve_eval_batch_size(t.config.eval_batch_size, t.model_config, self.device)
+            for t in trainers
+        )
+        return None if starts * self.runs > batch_size else batch_size
 
     def batches(self, epoch: int) -> Iterator[PackBatch]:
         """The pack's batches of ``epoch``: batch b holds every run's b-th batch of its own

@@ -257,6 +257,33 @@ def test_training_bench_times_each_way_of_computing_a_packs_convolutions(
     assert "auto, grouped, per-run" in err
 
 
+def test_training_bench_times_validation_at_once_and_one_by_one(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    torch.set_num_threads(1)
+    base = ("--training", "--steps", "1", "--device", "cpu", "--view-size", "16")
+    code, out, err = _run(capsys, *base, "--runs", "1,2,9", "--validation-grids", "6", "--json")
+    assert code == 0, err
+    rows = json.loads(out)["rows"]
+    assert [r["validation_grids"] for r in rows] == [6, 6, 6]
+    alone, two, nine = rows
+    assert alone["validation_seconds_packed"] is None  # a run alone has no pack
+    # cpu-demo validates 64 episodes a pass: 8 starts of 2 runs fit, of 9 runs (72) do not.
+    assert two["validation_seconds_packed"] > 0
+    assert nine["validation_seconds_packed"] is None
+    assert all(r["validation_seconds_one_by_one"] > 0 for r in rows)
+    assert "validation of 6 grids: " in err
+    assert " s at once, " in err
+    code, out, err = _run(capsys, *base, "--runs", "1", "--validation-grids", "4")
+    assert code == 0, err
+    table = out.splitlines()
+    assert table[0].endswith("val at once  val one by one")
+    assert re.search(r"\s-\s+\d+\.\d+ (s|ms|us)$", table[2]), table[2]
+    # Untimed by default.
+    code, out, err = _run(capsys, *base, "--runs", "1", "--json")
+    assert json.loads(out)["rows"][0]["validation_seconds_one_by_one"] is None
+
+
 def test_training_bench_times_cudnns_autotuner_and_restores_the_setting(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -266,9 +293,9 @@ def test_training_bench_times_cudnns_autotuner_and_restores_the_setting(
     seen: list[object] = []
     timed = module._time_steps
 
-    def spy(config: Any, *args: Any) -> tuple[float, int]:
+    def spy(config: Any, *args: Any, **kwargs: Any) -> Any:
         seen.append((config.cudnn_benchmark, torch.backends.cudnn.benchmark))
-        result = timed(config, *args)
+        result = timed(config, *args, **kwargs)
         seen.append(torch.backends.cudnn.benchmark)  # the trainer's setting, during the steps
         return result
 

@@ -118,6 +118,7 @@ def _bench_training(
     cudnn: str,
     steps: int,
     view_size: int | None,
+    validation_grids: int,
     as_json: bool,
 ) -> None:
     """``bench --training``: print the variants' table (or JSON with the environment)."""
@@ -141,12 +142,13 @@ def _bench_training(
         cudnn=cudnn,
         steps=steps,
         view_size=view_size,
+        validation_grids=validation_grids,
         progress=lambda line: click.echo(f"bench: {line}", err=True),
     )
     if as_json:
         click.echo(json.dumps({"environment": environment(), "rows": as_dicts(rows)}, indent=2))
         return
-    header = (
+    header: tuple[str, ...] = (
         "runs", "precision", "data", "mode", "layout", "decode", "convs", "cudnn", "step",
         "episodes/s",
         "vs alone",
@@ -172,6 +174,12 @@ def _bench_training(
                 f"{row.matmul_share:.2f}",
             )
         )
+    if validation_grids:
+        lines[0] = (*header, "val at once", "val one by one")
+        for i, row in enumerate(rows, start=1):
+            timed = (row.validation_seconds_packed, row.validation_seconds_one_by_one)
+            lines[i] = (*lines[i], *("-" if t is None else _duration(t) for t in timed))
+        header = lines[0]
     widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
     text = [
         "  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)).rstrip() for line in lines
@@ -291,7 +299,7 @@ def _table(rows: list[dict[str, Any]]) -> str:
 _KERNEL_ONLY = ("quick", "ops", "repeats")
 _TRAINING_ONLY = (
     "preset", "runs", "precisions", "placements", "modes", "layouts", "decodes", "convs", "cudnn",
-    "steps", "view_size",
+    "steps", "view_size", "validation_grids",
 )  # fmt: skip
 
 
@@ -434,6 +442,14 @@ def _check_mode_options(training: bool) -> None:
     help="--training: side of every view in pixels, a multiple of 8, at least 16 (default: the "
     "preset's data, 32; the demo's scenes: 16)."
 )
+@click.option(
+    "--validation-grids",
+    type=click.IntRange(min=0),
+    default=0,
+    show_default=True,
+    help="--training: time each variant's validation too, on this many random viewgrids: a "
+    "pack's runs at once and one by one (0: not timed).",
+)
 def bench(
     quick: bool,
     device: str,
@@ -452,6 +468,7 @@ def bench(
     cudnn: str,
     steps: int,
     view_size: int | None,
+    validation_grids: int,
 ) -> None:
     """Time the native kernels against their PyTorch twins and the memory bound, or
     (--training) training steps.
@@ -476,6 +493,7 @@ def bench(
             cudnn,
             steps,
             view_size,
+            validation_grids,
             as_json,
         )
         return
