@@ -13,7 +13,9 @@ Each variant's floating-point work is counted on one more, untimed step
 backward passes, a grouped convolution's weight gradient counted once: see
 :func:`conv_backward_flop`) and its rate set against the device's own rate on a large square matrix
 product of the same precision, measured in the same call: how much of what the device can
-compute the training step uses.
+compute the training step uses. With ``validation_grids``, each variant's validation is timed
+too: its runs one by one and, a pack's, at once (:meth:`~pyskick.training.pack.PackTrainer.
+validate`), every call of one bench call at one eval batch size (``"auto"`` resolved once).
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from pyskick.checkpoint import save_checkpoint
 from pyskick.config import train_preset
 from pyskick.distributed import resolve_device
 from pyskick.errors import UserError
+from pyskick.evaluation.evaluate import resolve_eval_batch_size
 from pyskick.models import CompletionPolicy
 from pyskick.models import preset as preset_model
 from pyskick.models.packed import PACKED_CONVS
@@ -150,6 +153,9 @@ class TrainingBench:
     convolutions use faster units than the float32 matrix product (TF32 on a GPU)."""
     validation_grids: int = 0
     """Validation viewgrids whose validation was timed (0: not timed)."""
+    validation_batch: int = 0
+    """Episodes per validation pass, all runs together where they validate at once (the
+    preset's ``eval_batch_size``, ``"auto"`` resolved once per call; 0: not timed)."""
     validation_seconds_packed: float | None = None
     """Median seconds of one validation of all the runs at once (``PackTrainer.validate(
     packed=True)``); None for a run alone, when not timed, or where the pack can only
@@ -265,6 +271,11 @@ def bench_training(
     )
     rows: list[TrainingBench] = []
     matmul: dict[str, float] = {}  # FLOP/s per precision, measured once
+    # One batch for every validation of the call: "auto" follows the free memory, which the
+    # variants before would move.
+    eval_batch = resolve_eval_batch_size(base.eval_batch_size, model, target)
+    if validation_grids:
+        base = base.replace(eval_batch_size=eval_batch)
     with tempfile.TemporaryDirectory(prefix="pyskick-bench-") as tmp:
         init = Path(tmp) / "one-view.pt"
         with torch.random.fork_rng(devices=[]):
@@ -334,6 +345,7 @@ def bench_training(
                     matmul_size=matmul_size(target),
                     matmul_share=flops / seconds / matmul[precision],
                     validation_grids=validation_grids,
+                    validation_batch=eval_batch if validation_grids else 0,
                     validation_seconds_packed=packed_s,
                     validation_seconds_one_by_one=one_by_one_s,
                 )
@@ -486,16 +498,19 @@ def _time_steps(
         if i >= warmup:
             times.append(_clock() - tick)
     validation: tuple[float | None, float | None] = (None, None)
-    if validate and runs == 1:
-        validation = (None, _median_seconds(trainer.validate, device))
-    elif validate:
-        packed = pack.packed_validation_batch() is not None
-        validation = (
-            _median_seconds(lambda: pack.validate(packed=True), device) if packed else None,
-            _median_seconds(lambda: pack.validate(packed=False), device),
-        )
-    if runs > 1:
-        pack._locks.close()
+    try:
+        if validate and runs == 1:
+            validation = (None, _median_seconds(trainer.validate, device))
+        elif validate:
+            pack.write_runs()  # the runs' weights, as fit hands them over before validating
+            packed = pack.packed_validation_batch() is not None
+            validation = (
+                _median_seconds(lambda: pack.validate(packed=True), device) if packed else None,
+                _median_seconds(lambda: pack.validate(packed=False), device),
+            )
+    finally:
+        if runs > 1:
+            pack._locks.close()
     return sorted(times)[len(times) // 2], counter.get_total_flops(), validation
 
 
@@ -524,8 +539,8 @@ def _describe(row: TrainingBench) -> str:
     if row.validation_seconds_one_by_one is not None:
         validation = f"; validation of {row.validation_grids} grids: "
         if row.validation_seconds_packed is not None:
-            validation += f"{row.validation_seconds_packed:.3f} s at once, "
-        validation += f"{row.validation_seconds_one_by_one:.3f} s one by one"
+            validation += f"{row.validation_seconds_packed * 1e3:.1f} ms at once, "
+        validation += f"{row.validation_seconds_one_by_one * 1e3:.1f} ms one by one"
     return (
         f"{row.preset} {row.device} {row.precision}{mode}{layout}{decode}{cudnn}{convs} "
         f"data on {row.data}, "

@@ -11,6 +11,7 @@ import click
 import pytest
 import torch
 
+import pyskick.training.pack as pack_module
 from pyskick.kernel_bench import BENCH_OPS
 from pyskick.ops import has_cuda, has_native
 from pyskick_cli.commands.bench import bench
@@ -258,14 +259,24 @@ def test_training_bench_times_each_way_of_computing_a_packs_convolutions(
 
 
 def test_training_bench_times_validation_at_once_and_one_by_one(
-    capsys: pytest.CaptureFixture[str],
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     torch.set_num_threads(1)
+    packed_calls: list[int] = []
+    at_once = pack_module.evaluate_pack
+
+    def counted(policy: Any, *args: Any, **kwargs: Any) -> Any:
+        packed_calls.append(policy.runs)
+        return at_once(policy, *args, **kwargs)
+
+    monkeypatch.setattr(pack_module, "evaluate_pack", counted)
     base = ("--training", "--steps", "1", "--device", "cpu", "--view-size", "16")
     code, out, err = _run(capsys, *base, "--runs", "1,2,9", "--validation-grids", "6", "--json")
     assert code == 0, err
     rows = json.loads(out)["rows"]
     assert [r["validation_grids"] for r in rows] == [6, 6, 6]
+    assert [r["validation_batch"] for r in rows] == [64, 64, 64]  # cpu-demo's eval batch
+    assert packed_calls == [2, 2, 2, 2]  # the pack of 2 at once (one untimed call), not of 9
     alone, two, nine = rows
     assert alone["validation_seconds_packed"] is None  # a run alone has no pack
     # cpu-demo validates 64 episodes a pass: 8 starts of 2 runs fit, of 9 runs (72) do not.
@@ -273,15 +284,21 @@ def test_training_bench_times_validation_at_once_and_one_by_one(
     assert nine["validation_seconds_packed"] is None
     assert all(r["validation_seconds_one_by_one"] > 0 for r in rows)
     assert "validation of 6 grids: " in err
-    assert " s at once, " in err
+    assert " ms at once, " in err
     code, out, err = _run(capsys, *base, "--runs", "1", "--validation-grids", "4")
     assert code == 0, err
     table = out.splitlines()
     assert table[0].endswith("val at once  val one by one")
     assert re.search(r"\s-\s+\d+\.\d+ (s|ms|us)$", table[2]), table[2]
-    # Untimed by default.
+    # Untimed by default, and no columns for it.
     code, out, err = _run(capsys, *base, "--runs", "1", "--json")
     assert json.loads(out)["rows"][0]["validation_seconds_one_by_one"] is None
+    code, out, err = _run(capsys, *base, "--runs", "1")
+    assert code == 0, err
+    assert "val at once" not in out
+    code, _, err = _run(capsys, "--quick", "--validation-grids", "4")
+    assert code == 2
+    assert "--validation-grids is an option of --training" in err
 
 
 def test_training_bench_times_cudnns_autotuner_and_restores_the_setting(

@@ -159,7 +159,7 @@ def no_env_syncs():
     what a sync-free environment would save. Measurement only."""
     import pyskick.envs.lookaround as L
 
-    saved = (L.LookAroundEnv._check_actions, L._check_indices, L._check_reward_maps,
+    saved = (L.LookAroundEnv._check_actions, L._check_indices, L.checked_reward_maps,
              L.channel_mean_for)  # fmt: skip
     cache: dict[Any, torch.Tensor] = {}
 
@@ -169,14 +169,14 @@ def no_env_syncs():
             cache[key] = saved[3](mean, channels, device)
         return cache[key]
 
-    L.LookAroundEnv._check_actions = lambda self, a, B, device: a.to(torch.int64)
-    L._check_indices = lambda name, t, B, upper, device: t.to(device=device, dtype=torch.int64)
-    L._check_reward_maps = lambda maps, B, N, M, device: maps.detach().reshape(B, N * M)
+    L.LookAroundEnv._check_actions = lambda self, a, B, device, **_: a.to(torch.int64)
+    L._check_indices = lambda name, t, B, upper, device, **_: t.to(device=device, dtype=torch.int64)
+    L.checked_reward_maps = lambda maps, B, N, M, device, **_: maps.detach().reshape(B, N * M)
     L.channel_mean_for = mean_for
     try:
         yield
     finally:
-        (L.LookAroundEnv._check_actions, L._check_indices, L._check_reward_maps,
+        (L.LookAroundEnv._check_actions, L._check_indices, L.checked_reward_maps,
          L.channel_mean_for) = saved  # fmt: skip
 
 
