@@ -41,7 +41,7 @@ from pyskick.errors import UserError, UserTypeError
 from pyskick.evaluation.stats import ErrorSummary, improvement_pct, summarize
 from pyskick.metrics import DEFAULT_METRIC, Metric, get_metric
 from pyskick.models import CompletionPolicy, ModelConfig
-from pyskick.models.packed import PackedCompletionPolicy
+from pyskick.models.packed import PackedCompletionPolicy, interleave_demonstrations
 from pyskick.run_dir import load_policy
 
 if TYPE_CHECKING:
@@ -376,7 +376,7 @@ def _evaluate_runs(
                         _forced_motions(actor, indices, chunk_starts, motions, lo, k, T, device)
                         for actor, motions in zip(prepared, random_motions, strict=True)
                     ]
-                    demos = _interleave(per_run, T - 1, k * S, device)
+                    demos = interleave_demonstrations(per_run, T - 1, k * S, device)
                 rollout = collect_rollout(
                     policy,
                     env,
@@ -437,19 +437,6 @@ def _forced_motions(
         motions = random_motions[lo : lo + k].reshape(indices.shape[0], -1).T.to(device)
         demos = (motions, torch.ones_like(motions, dtype=torch.bool))
     return demos
-
-
-def _interleave(
-    per_run: Sequence[tuple[Tensor, Tensor] | None], steps: int, episodes: int, device: torch.device
-) -> tuple[Tensor, Tensor] | None:
-    """The runs' forced motions as one ``(actions, mask)`` ``[steps, episodes * R]`` in the
-    packed order (unmasked zeros for the runs that force none); None when none does."""
-    if len(per_run) == 1 or all(d is None for d in per_run):
-        return per_run[0] if len(per_run) == 1 else None
-    none = torch.zeros(steps, episodes, dtype=torch.int64, device=device)
-    actions = torch.stack([none if d is None else d[0] for d in per_run], dim=2)
-    masks = torch.stack([none.bool() if d is None else d[1] for d in per_run], dim=2)
-    return actions.reshape(steps, -1), masks.reshape(steps, -1)
 
 
 def evaluate(

@@ -59,6 +59,7 @@ __all__ = [
     "PackedFullObservabilityCritic",
     "PackedPartialObservabilityCritic",
     "episodes_first",
+    "interleave_demonstrations",
     "pack",
     "pack_state",
     "runs_first",
@@ -78,6 +79,20 @@ def runs_first(x: Tensor, runs: int) -> Tensor:
 def episodes_first(x: Tensor) -> Tensor:
     """``[R, B, ...]`` as ``[B * R, ...]`` (episode ``b * R + r``)."""
     return x.transpose(0, 1).reshape(-1, *x.shape[2:])
+
+
+def interleave_demonstrations(
+    per_run: Sequence[tuple[Tensor, Tensor] | None], steps: int, B: int, device: torch.device
+) -> tuple[Tensor, Tensor] | None:
+    """R runs' ``(actions, mask)`` ``[steps, B]`` (or None: a run forcing none) as one
+    ``(actions, mask)`` ``[steps, B * R]`` in the packed order, unmasked zeros for the runs
+    without; None when no run has any (one run's are returned as they are)."""
+    if len(per_run) == 1 or all(d is None for d in per_run):
+        return per_run[0] if len(per_run) == 1 else None
+    none = torch.zeros(steps, B, dtype=torch.int64, device=device)
+    actions = torch.stack([none if d is None else d[0] for d in per_run], dim=2)
+    masks = torch.stack([none.bool() if d is None else d[1] for d in per_run], dim=2)
+    return actions.reshape(steps, -1), masks.reshape(steps, -1)
 
 
 # ------------------------------------------------------------------------------ layers

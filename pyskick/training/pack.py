@@ -50,7 +50,12 @@ from pyskick.evaluation.evaluate import (
 from pyskick.models.act import select_actions
 from pyskick.models.critics import FullObservabilityCritic, PartialObservabilityCritic
 from pyskick.models.memory_format import use_channels_last
-from pyskick.models.packed import pack, set_packed_convs, unpack_into
+from pyskick.models.packed import (
+    interleave_demonstrations,
+    pack,
+    set_packed_convs,
+    unpack_into,
+)
 from pyskick.run_dir import RunDir
 from pyskick.sidekicks.base import Sidekick
 from pyskick.timing import SpanTimer, span
@@ -949,13 +954,7 @@ class PackTrainer:
             )
             stacked = torch.stack([zeros if m is None else m for m in maps], dim=1)
             reward_maps = stacked.reshape(B * self.runs, *stacked.shape[2:])
-        demonstrations = None
-        if any(d is not None for d in demos):
-            steps = self.T - 1
-            none = torch.zeros(steps, B, dtype=torch.int64, device=self.device)
-            actions = torch.stack([none if d is None else d[0] for d in demos], dim=2)
-            masks = torch.stack([none.bool() if d is None else d[1] for d in demos], dim=2)
-            demonstrations = (actions.reshape(steps, -1), masks.reshape(steps, -1))
+        demonstrations = interleave_demonstrations(demos, self.T - 1, B, self.device)
         return reward_maps, demonstrations
 
     def _choose(self) -> Callable[[Tensor], Tensor]:
