@@ -29,7 +29,7 @@ from collections.abc import Callable, Sequence
 from contextlib import nullcontext
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import torch
 from torch.utils.flop_counter import FlopCounterMode, conv_flop_count
@@ -91,6 +91,7 @@ MATMUL_PRODUCTS = {"cpu": 1, "cuda": 10}
 wait are a small part of it (an 8192² bf16 product takes ≈ 1.5 ms on an H200)."""
 
 _DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
+_Result = TypeVar("_Result")
 
 _clock = time.perf_counter  # the timings' clock (a test replaces it)
 
@@ -163,6 +164,10 @@ class TrainingBench:
     validation_seconds_one_by_one: float | None = None
     """Median seconds of one validation of all the runs, one after the other (a run alone's
     :meth:`Trainer.validate`; a pack's ``validate(packed=False)``); None when not timed."""
+    validation_max_rel_diff: float | None = None
+    """The largest relative difference between a run's validation figure at once and one by
+    one, over the pack's runs (how closely the packed pass repeats the runs alone); None
+    where ``validation_seconds_packed`` is."""
 
 
 def environment() -> dict[str, Any]:
@@ -310,7 +315,7 @@ def bench_training(
                 autotune = torch.backends.cudnn.benchmark
                 torch.backends.cudnn.benchmark = cudnn == "benchmark"
                 try:
-                    seconds, flops, (packed_s, one_by_one_s) = _time_steps(
+                    seconds, flops, (packed_s, one_by_one_s, differs) = _time_steps(
                         config, viewgrids, init, size, Path(tmp), steps, untimed,
                         validate=validation_grids > 0,
                     )  # fmt: skip
@@ -348,6 +353,7 @@ def bench_training(
                     validation_batch=eval_batch if validation_grids else 0,
                     validation_seconds_packed=packed_s,
                     validation_seconds_one_by_one=one_by_one_s,
+                    validation_max_rel_diff=differs,
                 )
                 rows.append(row)
                 if progress is not None:
@@ -446,11 +452,12 @@ def _time_steps(
     warmup: int,
     *,
     validate: bool = False,
-) -> tuple[float, int, tuple[float | None, float | None]]:
+) -> tuple[float, int, tuple[float | None, float | None, float | None]]:
     """Median seconds of one training step of ``runs`` runs (a solo trainer for 1), the
     floating-point operations of one step, counted on an extra step before the others, and,
     with ``validate``, the median seconds of a validation of all the runs at once and one by
-    one (None where not timed)."""
+    one, and the largest relative difference of a run's figure between the two (None where
+    not timed)."""
     folder = Path(tempfile.mkdtemp(dir=tmp))
     if runs == 1:
         trainer: Any = Trainer(config, folder / "run", data, stage="train", init=init).setup()
@@ -497,35 +504,41 @@ def _time_steps(
         synchronize(device)
         if i >= warmup:
             times.append(_clock() - tick)
-    validation: tuple[float | None, float | None] = (None, None)
+    validation: tuple[float | None, float | None, float | None] = (None, None, None)
     try:
         if validate and runs == 1:
-            validation = (None, _median_seconds(trainer.validate, device))
+            validation = (None, _median_seconds(trainer.validate, device)[0], None)
         elif validate:
             pack.write_runs()  # the runs' weights, as fit hands them over before validating
-            packed = pack.packed_validation_batch() is not None
-            validation = (
-                _median_seconds(lambda: pack.validate(packed=True), device) if packed else None,
-                _median_seconds(lambda: pack.validate(packed=False), device),
-            )
+            one_by_one_s, alone = _median_seconds(lambda: pack.validate(packed=False), device)
+            if pack.packed_validation_batch() is None:
+                validation = (None, one_by_one_s, None)
+            else:
+                packed_s, together = _median_seconds(lambda: pack.validate(packed=True), device)
+                differs = max(
+                    abs(a - b) / max(abs(b), 1e-30) for a, b in zip(together, alone, strict=True)
+                )
+                validation = (packed_s, one_by_one_s, differs)
     finally:
         if runs > 1:
             pack._locks.close()
     return sorted(times)[len(times) // 2], counter.get_total_flops(), validation
 
 
-def _median_seconds(call: Callable[[], object], device: torch.device, calls: int = 3) -> float:
+def _median_seconds(
+    call: Callable[[], _Result], device: torch.device, calls: int = 3
+) -> tuple[float, _Result]:
     """Median seconds of ``calls`` calls of ``call``, after one untimed, each between two
-    synchronisations of ``device``."""
+    synchronisations of ``device``, and what the last call returned."""
     times = []
     for i in range(calls + 1):
         synchronize(device)
         tick = _clock()
-        call()
+        result = call()
         synchronize(device)
         if i:
             times.append(_clock() - tick)
-    return sorted(times)[len(times) // 2]
+    return sorted(times)[len(times) // 2], result
 
 
 def _describe(row: TrainingBench) -> str:

@@ -283,13 +283,19 @@ def test_training_bench_times_validation_at_once_and_one_by_one(
     assert two["validation_seconds_packed"] > 0
     assert nine["validation_seconds_packed"] is None
     assert all(r["validation_seconds_one_by_one"] > 0 for r in rows)
+    # The packed pass repeats the runs alone (bit for bit here: the CPU's convolutions run
+    # run by run); none where nothing was packed.
+    assert two["validation_max_rel_diff"] is not None
+    assert 0 <= two["validation_max_rel_diff"] < 1e-5
+    assert alone["validation_max_rel_diff"] is None
+    assert nine["validation_max_rel_diff"] is None
     assert "validation of 6 grids: " in err
     assert " ms at once, " in err
     code, out, err = _run(capsys, *base, "--runs", "1", "--validation-grids", "4")
     assert code == 0, err
     table = out.splitlines()
-    assert table[0].endswith("val at once  val one by one")
-    assert re.search(r"\s-\s+\d+\.\d+ (s|ms|us)$", table[2]), table[2]
+    assert table[0].endswith("val at once  val one by one  val rel diff")
+    assert re.search(r"\s-\s+\d+\.\d+ (s|ms|us)\s+-$", table[2]), table[2]
     # Untimed by default, and no columns for it.
     code, out, err = _run(capsys, *base, "--runs", "1", "--json")
     assert json.loads(out)["rows"][0]["validation_seconds_one_by_one"] is None

@@ -33,8 +33,8 @@ failing part never loses the others, and the JSON is rewritten after every part)
   on 2026-11-30, is left out since: alone it made a pack of 15 0.85x as fast on an H200.
 - ``packval``: a pack of 15's validation at once (``PackTrainer.validate(packed=True)``, one
   ``evaluate_pack``; the default on a GPU, unmeasured there before) against its runs one by one
-  (the default on the CPU, where packed only tied: 0.97-1.05x): seconds and the largest
-  difference.
+  (the default on the CPU, where packed only tied: 0.97-1.05x): ``pyskick bench --training
+  --validation-grids``'s seconds of each and the largest relative difference of a run's figure.
 - ``convs``: the graph rows of a run alone and a pack of 15 (decoding once, the autotuner; fp32
   and bf16) with the pack's convolutions grouped and run by run (``--packed-convs``): the
   H200's profiles put most of a pack's extra kernels in cuDNN's grouped convolutions.
@@ -771,11 +771,12 @@ def part_compiled(args, device, ctx) -> dict[str, Any]:
     return out
 
 
-def _bench_rows(args, device, label: str, *flags: str, compiled: bool = False
-                ) -> list[dict[str, Any]]:  # fmt: skip
+def _bench_rows(args, device, label: str, *flags: str, compiled: bool = False,
+                steps: int = 10) -> list[dict[str, Any]]:  # fmt: skip
     """The rows of one ``pyskick bench --training`` call (paper-sun360, a run alone and a pack
     of 15, replayed as CUDA graphs; cpu-demo, eager, 1 and 2 runs in a rehearsal) with
-    ``flags``, the networks ``compiled`` or not, in a process of its own: PyTorch keeps the
+    ``flags``, the networks ``compiled`` or not, ``steps`` timed steps (2 in a rehearsal), in
+    a process of its own: PyTorch keeps the
     algorithm cuDNN picked for a convolution's shape for the rest of a process, however it
     picked it, so each way of picking needs a fresh process. Its progress lines are printed
     as it ends."""
@@ -786,7 +787,7 @@ def _bench_rows(args, device, label: str, *flags: str, compiled: bool = False
         "compiled" if compiled else "eager")  # fmt: skip
     if graph:
         sizes = ["--preset", "paper-sun360", "--device", "cuda", "--runs", "1,15",
-                 "--steps", "2" if args.quick else "10"]  # fmt: skip
+                 "--steps", "2" if args.quick else str(steps)]  # fmt: skip
     else:
         sizes = ["--preset", "cpu-demo", "--device", "cpu", "--runs", "1,2", "--steps", "2"]
     command = [sys.executable, "-m", "pyskick", "bench", "--training", *sizes, "--mode", mode,
@@ -998,55 +999,22 @@ def part_ltla1(args, device, ctx) -> dict[str, Any]:
 
 
 def part_packval(args, device, ctx) -> dict[str, Any]:
-    """A pack of 15's validation (paper-sun360, ``--n-val`` grids, untrained runs, every fifth
-    with the random actor, the preset's eval batch): packed (``PackTrainer.validate(packed=
-    True)``, one ``evaluate_pack``: the default on a GPU) against its runs one by one (the
-    default on the CPU), seconds of each (the mean of 2 after a warm-up) and the largest
-    relative difference of the runs' errors."""
-    from pyskick.config import train_preset
-    from pyskick.evaluation.evaluate import resolve_eval_batch_size
-    from pyskick.training import TrainData
-    from pyskick.training.pack import PackMember, PackTrainer
-
-    runs = 3 if args.quick else 15
-    base = train_preset("paper-sun360").replace(device=device.type, epochs=1,
-                                                batch_size=args.batch_size)  # fmt: skip
-    data = TrainData(smooth_grids(64, 1, device), smooth_grids(args.n_val, 2, device),
-                     SUN360_MEAN)  # fmt: skip
-    root = Path(tempfile.mkdtemp(prefix="packval-", dir=args.work))
-    actors = ["random" if r % 5 == 1 else "learned" for r in range(runs)]
-    members = [
-        PackMember(base.replace(seed=r, actor=actor), root / f"run{r}")
-        for r, actor in enumerate(actors)
-    ]
-    t = now()
-    pack = PackTrainer(members, data).setup()
-    sync(device)
-    out: dict[str, Any] = {"runs": runs, "n_val": args.n_val, "setup_s": round(now() - t, 2)}
-    out["eval_batch"] = resolve_eval_batch_size(
-        base.eval_batch_size, pack.trainers[0].model_config, device
-    )
-    for packed in (True, False):
-        key = "packed" if packed else "one_by_one"
-        seconds = []
-        for _ in range(3):
-            sync(device)
-            t = now()
-            vals = pack.validate(packed=packed)
-            sync(device)
-            seconds.append(now() - t)
-        out[key + "_s"] = round(statistics.median(seconds[1:]), 4)
-        out[key + "_first_s"] = round(seconds[0], 4)
-        out[key + "_vals"] = vals
-        RESULTS["packval"] = out
-        save_json(args)
-    out["speedup"] = round(out["one_by_one_s"] / out["packed_s"], 3)
-    out["max_rel_diff"] = max(
-        abs(a - b) / abs(b) for a, b in zip(out["packed_vals"], out["one_by_one_vals"], strict=True)
-    )
-    print(f"  packval: {runs} runs, {args.n_val} grids: packed {out['packed_s']} s, one by one "
-          f"{out['one_by_one_s']} s ({out['speedup']}x), max rel diff {out['max_rel_diff']:.1e}",
-          flush=True)  # fmt: skip
+    """A pack of 15's validation (``--n-val`` random grids, untrained runs, the preset's eval
+    batch) at once (``PackTrainer.validate(packed=True)``, one ``evaluate_pack``: the default on
+    a GPU) against its runs one by one (the default on the CPU), through ``pyskick bench
+    --training --validation-grids``: the rows' ``validation_seconds_packed``,
+    ``validation_seconds_one_by_one`` and ``validation_max_rel_diff``, beside 2 replayed
+    training steps each."""
+    out: dict[str, Any] = {"n_val": args.n_val, "rows": []}
+    RESULTS["packval"] = out
+    out["rows"] = _bench_rows(args, device, "packval", "--validation-grids", str(args.n_val),
+                              steps=2)  # fmt: skip
+    for row in out["rows"]:
+        if row["validation_seconds_packed"]:
+            out["speedup"] = round(
+                row["validation_seconds_one_by_one"] / row["validation_seconds_packed"], 3
+            )
+            out["max_rel_diff"] = row["validation_max_rel_diff"]
     return out
 
 

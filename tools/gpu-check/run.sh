@@ -432,8 +432,9 @@ fi
 #      reproduce, the Gymnasium env) on CUDA, each failure written as it happens.
 if [ "$DRY" != 1 ]; then
   step autocuda 360 env PYSKICK_AUTO_DEVICE=cuda INSTAFAIL="$WORK/instafail-auto.txt" \
-    PYTHONPATH="$HERE${PYTHONPATH:+:$PYTHONPATH}" $PY -m pytest -p no:cacheprovider \
-    -p instafail -q -rfE -n 14 --dist loadscope $(grep -v '^#' "$HERE/autocuda_tests.txt") \
+    PYTHONPATH="$HERE${PYTHONPATH:+:$PYTHONPATH}" $PY -m pytest \
+    -p no:cacheprovider -p instafail -p order -q -rfE -n 14 --dist loadscope \
+    $(grep -v '^#' "$HERE/autocuda_tests.txt") \
     >>"$OUT/tests.log" 2>&1
   if [ -s "$WORK/instafail-auto.txt" ]; then
     grep '^=== FAILED' "$WORK/instafail-auto.txt" | sed 's/^/autocuda: /' | tee -a "$S"
@@ -441,21 +442,47 @@ if [ "$DRY" != 1 ]; then
   fi
 fi
 
-# 13. Whatever budget is left: the whole suite with the GPU visible, in parallel (the test kit
-#     keeps device "auto" on the CPU, PYSKICK_AUTO_DEVICE=cpu: the CUDA paths are the -m cuda
-#     tests'); the mlflow plugin's own tests are left out (MLflow is not in the image). Each
-#     test module runs in one worker (its module fixtures made once), as `make test` does.
+# 13. Whatever budget is left: the whole suite with the GPU visible, in parallel, with device
+#     "auto" meaning the GPU (PYSKICK_AUTO_DEVICE=cuda): the -m cuda tests (cudatests' and
+#     more), autocuda's command-line flows on CUDA, and every other test, in one step. The mlflow
+#     plugin's own tests are left out (MLflow is not in the image). Each test module runs in one
+#     worker (its module fixtures made once), as `make test` does, the slowest first (order.py,
+#     slowest_modules.txt): the docs' blocks took 236 s of the 2-core machine's 561-s suite,
+#     their README.md alone 152 s (its blocks one after another), so started last they would
+#     set the step's time.
 if [ "$DRY" != 1 ]; then
   # Each failure is written as it happens (instafail.py): a run its limit stops still names them.
   export INSTAFAIL=$WORK/instafail.txt; rm -f "$INSTAFAIL"
-  step fullsuite 600 env PYTHONPATH="$HERE${PYTHONPATH:+:$PYTHONPATH}" $PY -m pytest \
-    -p no:cacheprovider -p instafail -q -rfE -n 14 --dist loadscope --maxfail=30 \
-    --ignore=plugins/pyskick-mlflow tests plugins >>"$OUT/tests.log" 2>&1
+  step fullsuite 600 env PYSKICK_AUTO_DEVICE=cuda \
+    PYTHONPATH="$HERE${PYTHONPATH:+:$PYTHONPATH}" $PY -m pytest \
+    -p no:cacheprovider -p instafail -p order -q -rfE -n 14 --dist loadscope --maxfail=30 \
+    --durations=25 --ignore=plugins/pyskick-mlflow tests plugins >>"$OUT/tests.log" 2>&1
   tail -3 "$OUT/tests.log" >>"$S"
   if [ -s "$INSTAFAIL" ]; then
     grep '^=== FAILED' "$INSTAFAIL" | tee -a "$S"
     { echo "=== fullsuite failures"; cat "$INSTAFAIL"; } >>"$OUT/tests.log"
   fi
+else
+  # The rehearsal collects the suite as the GPU runs it: the plugins load, every module of
+  # slowest_modules.txt is collected, and they come first, in the list's order.
+  fullsuite_order() {
+    PYSKICK_AUTO_DEVICE=cuda PYTHONPATH="$HERE${PYTHONPATH:+:$PYTHONPATH}" $PY -m pytest \
+      -p no:cacheprovider -p instafail -p order -q --collect-only \
+      --ignore=plugins/pyskick-mlflow tests plugins >"$WORK/collected.txt" 2>>"$OUT/tests.log" \
+      || return 1
+    $PY - "$WORK/collected.txt" <<'EOF2'
+import sys
+sys.path.insert(0, __import__("os").environ["HERE"])
+from order import slowest_modules
+ids = [line for line in open(sys.argv[1]).read().splitlines() if "::" in line]
+seen = list(dict.fromkeys(i.split("::", 1)[0] for i in ids))
+listed = slowest_modules()
+assert seen[: len(listed)] == listed, (seen[: len(listed)], listed)
+print(f"fullsuite: {len(ids)} tests collected, the {len(listed)} slowest modules first")
+EOF2
+  }
+  export -f fullsuite_order
+  step fullsuite 120 bash -c 'fullsuite_order >>"$S"'
 fi
 
 say "done"

@@ -175,10 +175,15 @@ def _bench_training(
             )
         )
     if validation_grids:
-        lines[0] = (*header, "val at once", "val one by one")
+        lines[0] = (*header, "val at once", "val one by one", "val rel diff")
         for i, row in enumerate(rows, start=1):
             timed = (row.validation_seconds_packed, row.validation_seconds_one_by_one)
-            lines[i] = (*lines[i], *("-" if t is None else _duration(t) for t in timed))
+            differs = row.validation_max_rel_diff
+            lines[i] = (
+                *lines[i],
+                *("-" if t is None else _duration(t) for t in timed),
+                "-" if differs is None else f"{differs:.1e}",
+            )
         header = lines[0]
     widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
     text = [
