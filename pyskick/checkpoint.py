@@ -21,6 +21,7 @@ import io
 import os
 import random
 import zipfile
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -97,6 +98,27 @@ POLICY_KEYS = ("model", "model_config")
 """What a checkpoint needs to rebuild its policy (:func:`policy_from_state`)."""
 RUN_KEYS = (*POLICY_KEYS, "config", "stage")
 """What every checkpoint of a training run holds (see :func:`training_state`)."""
+
+
+def check_one_view(path: str | os.PathLike[str], state: Mapping[str, Any], role: str) -> None:
+    """Refuse a checkpoint of a policy run where a one-view model is asked for (a run's
+    ``--init``, evaluate's ``--one-view``): a checkpoint that records its stage must be a
+    pretraining's (one that records none, e.g. a bare state dict's, passes).
+
+    Args:
+        path: the checkpoint (named in the error).
+        state: its state.
+        role: what asked for it, e.g. ``"init"`` or ``"--one-view"``.
+
+    Raises:
+        UserError: one line naming the checkpoint, its stage and the fix.
+    """
+    stage = state.get("stage")
+    if stage is not None and stage != "pretrain":
+        raise UserError(
+            f"{role} {path} is a checkpoint of a {stage!r} run, not a one-view model: give a "
+            "`pyskick pretrain` run (or a reproduce folder's one-view run)"
+        )
 
 
 def load_run(

@@ -440,11 +440,13 @@ def load_config(
     try:
         return base.replace(**values) if values else base
     except (ValueError, TypeError) as exc:
-        # Name the file when the overrides alone are fine: the file holds the bad value.
+        # Name the file when the overrides alone are fine: the file holds the bad value, or,
+        # where the file alone is fine too, the two contradict each other.
         alone = {**given, **({"sidekick_options": given_options} if given_options else {})}
         if path is None or not _valid(base, alone):
             raise
-        raise _from_file(path, exc) from None
+        both = bool(alone) and _valid(base, in_file)
+        raise _from_file(path, exc, with_overrides=both) from None
 
 
 def _preset_named(name: object, default: str) -> TrainConfig:
@@ -463,12 +465,16 @@ def _valid(base: TrainConfig, changes: Mapping[str, Any]) -> bool:
     return True
 
 
-def _from_file(path: str | os.PathLike[str] | None, exc: Exception) -> Exception:
-    """``exc`` (a ValueError or TypeError) with the config file's name in front."""
+def _from_file(
+    path: str | os.PathLike[str] | None, exc: Exception, *, with_overrides: bool = False
+) -> Exception:
+    """``exc`` (a ValueError or TypeError) with the config file's name in front, and
+    ``with_overrides``, that the command line's values contradict it."""
     if path is None:
         return exc
     kind = UserTypeError if isinstance(exc, TypeError) else UserError
-    return kind(f"config file {path}: {exc}")
+    together = " and the command line's options together" if with_overrides else ""
+    return kind(f"config file {path}{together}: {exc}")
 
 
 def config_sidekick_table(path: str | os.PathLike[str]) -> dict[str, Any]:

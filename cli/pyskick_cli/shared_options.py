@@ -83,6 +83,32 @@ def registered(kind: str, name: str, option: str) -> Any:
         raise click.BadParameter(str(exc), param_hint=option) from None
 
 
+def training_dataset(dataset: str | None, out_dir: Path, *, resume: bool) -> str:
+    """The dataset ``pretrain`` and ``train`` open: ``--dataset`` when given; else, resuming a
+    run that records its dataset, that one (so that a resume never generates the default
+    dataset only to refuse it), or the built-in dataset of that file's name where the file is
+    gone (a cache folder moved, a run folder copied to another machine; its digest is still
+    checked); else :data:`DEFAULT_DATASET`.
+
+    Raises:
+        click.BadParameter: the run's recorded data file is not here and is no built-in's
+            (``--dataset`` must be given).
+    """
+    from pyskick.data.builtin import builtin_of_cache_file
+    from pyskick.run_dir import RunDir
+
+    if dataset is not None:
+        return dataset
+    recorded = RunDir(out_dir).recorded_dataset() if resume else None
+    if recorded is None:
+        return DEFAULT_DATASET
+    if not recorded.is_file():
+        builtin = builtin_of_cache_file(recorded)
+        if builtin is not None:
+            return builtin
+    return str(run_dataset(out_dir))
+
+
 def run_dataset(run: Path) -> Path:
     """The data file a run or export folder was trained on (from ``RUN/dataset.json``).
 
@@ -217,8 +243,9 @@ def _view_size_ok(_ctx: click.Context, _param: click.Parameter, value: int | Non
     return value
 
 
+DEFAULT_DATASET = "synthetic-scenes"
 dataset_option = shared_option(
-    "--dataset", default="synthetic-scenes", show_default=True, help=DATASET_HELP
+    "--dataset", default=DEFAULT_DATASET, show_default=True, help=DATASET_HELP
 )
 preset_option = shared_option(
     "--preset",
@@ -343,12 +370,13 @@ glimpses_option = shared_option(
 split_option = shared_option(
     "--split", default="test", show_default=True, help="Split of the dataset file (a name)."
 )
+MAX_VIEW_SIZE = 1024  # a grid of 32 such views in 3 channels: 100 MB of uint8
 view_size_option = shared_option(
     "--view-size",
-    type=click.IntRange(min=16),
+    type=click.IntRange(min=16, max=MAX_VIEW_SIZE),
     callback=_view_size_ok,
     default=None,
-    help="Side of every view in pixels: a multiple of 8, at least 16 (synthetic-scenes only; "
+    help="Side of every view in pixels: a multiple of 8, 16 to 1024 (synthetic-scenes only; "
     "default 32, SUN360's).",
 )
 one_view_option = shared_option(
@@ -458,7 +486,12 @@ def resolve_loggers(given: tuple[str, ...], resume_dir: Path | None = None) -> l
 def training_options(f: F) -> F:
     """Options shared by `pretrain` and `train` (each overrides the preset/config value)."""
     options = [
-        dataset_option(),
+        dataset_option(
+            default=None,
+            show_default=False,
+            help=f"{DATASET_HELP} Default: {DEFAULT_DATASET}; with --resume, the dataset the run "
+            "was trained on.",
+        ),
         preset_option(),
         config_option(),
         epochs_option(),

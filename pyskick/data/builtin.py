@@ -16,6 +16,7 @@ stderr itself), and reports the work as the progress stage ``make NAME``.
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -49,6 +50,17 @@ def cache_file_name(name: str, generate: Generator, num: int, seed: int) -> str:
     """File name of a generated dataset: name, generator version, size and seed."""
     version = getattr(generate, "generator_version", "0")
     return f"{name}-v{version}-n{num}-s{seed}.h5"
+
+
+def builtin_of_cache_file(path: str | os.PathLike[str]) -> str | None:
+    """The built-in dataset whose file at its default size and seed has ``path``'s file name
+    (:func:`builtin_dataset`'s, in whatever data folder), or None: a run trained on the
+    default dataset finds it again by name where its recorded file is gone (another cache
+    folder, another machine)."""
+    for name, (generate, num, seed) in BUILTIN_DATASETS.items():
+        if Path(path).name == cache_file_name(name, generate, num, seed):
+            return name
+    return None
 
 
 def check_builtin_name(name: str) -> None:

@@ -242,7 +242,7 @@ def _prepare(
     from pyskick.plugins import get_registries
     from pyskick.training import load_config
     from pyskick.training.loggers import make_loggers
-    from pyskick.training.setup import MAX_SEED, check_policy_glimpses
+    from pyskick.training.setup import MAX_SEED, check_device_request, check_policy_glimpses
 
     if pack not in PACK_MODES:
         raise UserError(f"pack must be one of {', '.join(PACK_MODES)}, got {pack!r}")
@@ -308,6 +308,7 @@ def _prepare(
             f"seed index {indices[-1]} trains with seed {train_config.seed + indices[-1]}, out of "
             f"range (0 to {MAX_SEED}): use a smaller --seed-offset"
         )
+    check_device_request(train_config)  # the device, a graph's and compilation's needs
     if source.num_samples("train") < train_config.batch_size:
         raise UserError(
             f"batch_size {train_config.batch_size} exceeds the "

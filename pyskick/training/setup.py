@@ -19,7 +19,7 @@ import torch
 from torch import nn
 
 from pyskick.actors import Actor, LearnedActor, make_actor
-from pyskick.checkpoint import POLICY_KEYS, load_checkpoint, load_run
+from pyskick.checkpoint import POLICY_KEYS, check_one_view, load_checkpoint, load_run
 from pyskick.config import RUNTIME_FIELDS, TRAIN_ONLY_FIELDS, TrainConfig
 from pyskick.distributed import DistContext, init_distributed, is_main, resolve_device
 from pyskick.envs.rollout import make_env
@@ -457,13 +457,13 @@ def check_policy_glimpses(config: TrainConfig, source: object = None) -> None:
         )
 
 
-def check_request(config: TrainConfig, data: TrainData) -> None:
-    """The checks of a run that need no model, cheap enough to make before any other work:
-    the seed's range, the device (and what ``compile`` needs there), the batch size against the
-    training split.
+def check_device_request(config: TrainConfig) -> None:
+    """The checks of a run that need neither model nor data: the seed's range, the device, and
+    what ``cuda_graph`` and ``compile`` need there. ``pyskick reproduce`` makes them before it
+    writes its folder's settings.
 
     Raises:
-        ValueError: one line naming the value.
+        UserError: one line naming the value.
     """
     if not 0 <= config.seed <= MAX_SEED:
         raise UserError(f"seed {config.seed} is out of range (0 to {MAX_SEED})")
@@ -472,6 +472,16 @@ def check_request(config: TrainConfig, data: TrainData) -> None:
         raise UserError(f"cuda_graph needs a CUDA device; this run's device is {device.type}")
     if config.compile:
         check_compile(device)
+
+
+def check_request(config: TrainConfig, data: TrainData) -> None:
+    """The checks of a run that need no model, cheap enough to make before any other work:
+    :func:`check_device_request`'s, and the batch size against the training split.
+
+    Raises:
+        UserError: one line naming the value.
+    """
+    check_device_request(config)
     if data.train.shape[0] < config.batch_size:
         raise UserError(
             f"batch_size {config.batch_size} exceeds the {data.train.shape[0]} training viewgrids"
@@ -496,8 +506,10 @@ def init_state(
     model_config: ModelConfig,
     map_location: str | torch.device,
 ) -> dict[str, Any]:
-    """The checkpoint state of ``init``, checked against the run's model."""
+    """The checkpoint state of ``init``, checked to be a one-view model of the run's
+    architecture."""
     path, state = load_run(init, map_location=map_location, keys=POLICY_KEYS)
+    check_one_view(path, state, "init")
     saved = ModelConfig.from_dict(state["model_config"])
     if saved != model_config:
         fix = _init_fix(saved, data)

@@ -104,7 +104,7 @@ _CUDA_READY = torch.cuda.is_available() and has_cuda()
     [
         (["--ops", "nms_rewards,warp"], "'--ops': got 'nms_rewards,warp' (unknown op 'warp')"),
         (["--ops", ","], "'--ops': got ','; expected a comma-separated list of rotate_viewgrid"),
-        (["--repeats", "0"], "'--repeats': 0 is not in the range x>=1"),
+        (["--repeats", "0"], "'--repeats': 0 is not in the range 1<=x<=10000"),
         (["--device", "tpu"], "'--device': 'tpu' is not one of 'cpu', 'cuda', 'all'"),
         pytest.param(
             ["--device", "cuda"],
@@ -122,6 +122,25 @@ def test_bad_values_exit_2(
     assert err.count("\n") == 1
     assert err.startswith("Error: ")
     assert message in err
+
+
+@pytest.mark.parametrize(
+    ("option", "bound"),
+    [
+        ("--steps", "1<=x<=10000"),
+        ("--validation-grids", "0<=x<=1000000"),
+        ("--view-size", "16<=x<=1024"),
+    ],
+)
+def test_a_huge_training_count_is_a_usage_error(
+    capsys: pytest.CaptureFixture[str], option: str, bound: str
+) -> None:
+    # Not an overflow inside torch (exit 1 with C++ frames in its line).
+    code, out, err = _run(capsys, "--training", "--device", "cpu", option, "9" * 23)
+    assert code == 2
+    assert out == ""
+    assert err.count("\n") == 1
+    assert f"'{option}': {'9' * 23} is not in the range {bound}" in err
 
 
 def test_ops_default_lists_every_op() -> None:
@@ -414,3 +433,8 @@ def test_a_pack_larger_than_the_bench_builds_is_a_usage_error(
     code, _, err = _run(capsys, "--training", "--device", "cpu", "--runs", "1,100000")
     assert code == 2
     assert "'1,100000': at most 256" in err
+
+
+def test_pack_sizes_are_timed_once_each() -> None:
+    runs = next(p for p in bench.params if p.name == "runs")
+    assert runs.type.convert("4,1,4,,1", None, None) == (4, 1)

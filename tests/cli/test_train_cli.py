@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import click
 import pytest
 import torch
 import torch._dynamo
@@ -59,6 +60,22 @@ def test_pretrain_train_evaluate(
     assert report["split"] == "test"
     assert report["n_samples"] == 4
     assert {"mean_x1000", "std_x1000", "stderr_x1000", "improvement_pct"} <= set(report)
+    # A policy run where a one-view model is asked for: refused before any work.
+    policy = f"{ltla / 'best.pt'} is a checkpoint of a 'train' run, not a one-view model"
+    code, out, err = run(["evaluate", str(ltla), "--one-view", str(ltla)], capsys)
+    assert code == 2
+    assert out == ""
+    assert err.count("\n") == 1
+    assert f"--one-view {policy}" in err
+    again = tmp_path / "again"
+    code, _, err = run(
+        ["train", "--dataset", str(scenes), *FAST, "--init", str(ltla), "--out", str(again)],
+        capsys,
+    )
+    assert code == 2
+    assert err.count("\n") == 1
+    assert f"init {policy}" in err
+    assert not again.exists()
     # --resume with more epochs continues the same run, here with channels-last convolutions,
     # compiled networks, the glimpses decoded once and cuDNN's autotuner (where and how fast it
     # computes: a resumed run may change it).
@@ -142,11 +159,18 @@ def test_existing_run_is_refused_before_any_work(
     assert not (tmp_path / "cache").exists()  # no one-view model was pretrained first
 
 
-def test_evaluate_defaults_to_the_runs_dataset_and_resume_checks_it(
-    scenes: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+def test_evaluate_and_resume_default_to_the_runs_dataset_and_resume_checks_it(
+    scenes: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    data_dir = tmp_path / "data-dir"  # where the default dataset would be generated
+    monkeypatch.setenv("PYSKICK_DATA_DIR", str(data_dir))
+    copy = tmp_path / "copy.h5"
+    copy.write_bytes(scenes.read_bytes())
     one = tmp_path / "one"
-    assert run(["pretrain", "--dataset", str(scenes), *FAST, "--out", str(one)], capsys)[0] == 0
+    assert run(["pretrain", "--dataset", str(copy), *FAST, "--out", str(one)], capsys)[0] == 0
     code, out, err = run(["evaluate", str(one), "--json"], capsys)
     assert code == 0, err
     assert json.loads(out)["n_samples"] == 4
@@ -156,6 +180,61 @@ def test_evaluate_defaults_to_the_runs_dataset_and_resume_checks_it(
     )
     assert code == 2
     assert "has other contents" in err
+    # Without --dataset a resume continues on the run's own data: nothing is generated.
+    longer = [*FAST[:2], "--epochs", "2", *FAST[4:]]
+    code, _, err = run(["pretrain", *longer, "--out", str(one), "--resume"], capsys)
+    assert code == 0, err
+    assert load_checkpoint(one / "latest.pt")["epoch"] == 1
+    assert not data_dir.exists()
+    # Its data file gone, the resume names the fix, generating nothing and changing nothing.
+    copy.unlink()
+    before = sorted((p.name, p.stat().st_mtime_ns) for p in one.iterdir())
+    code, _, err = run(["pretrain", *longer, "--out", str(one), "--resume"], capsys)
+    assert code == 2
+    assert err.count("\n") == 1
+    assert f"was trained on {copy}, which is not here; pass --dataset" in err
+    assert sorted((p.name, p.stat().st_mtime_ns) for p in one.iterdir()) == before
+    assert not data_dir.exists()
+    # --resume of a folder that holds no run: refused before the default dataset is opened.
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    code, _, err = run(["pretrain", *longer, "--out", str(empty), "--resume"], capsys)
+    assert code == 2
+    assert "holds no run to resume" in err
+    assert not data_dir.exists()
+
+
+def test_a_resume_finds_the_default_dataset_by_name_where_its_file_is_gone(
+    scenes: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A run trained on the default dataset, its cache file since moved (another data folder,
+    # another machine): found again by the file's name, its contents still checked.
+    from pyskick.data.builtin import BUILTIN_DATASETS, builtin_of_cache_file, cache_file_name
+    from pyskick_cli.shared_options import DEFAULT_DATASET, training_dataset
+
+    generate, num, seed = BUILTIN_DATASETS[DEFAULT_DATASET]
+    name = cache_file_name(DEFAULT_DATASET, generate, num, seed)
+    assert builtin_of_cache_file(tmp_path / "old-cache" / name) == DEFAULT_DATASET
+    assert builtin_of_cache_file(scenes) is None
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    record = {"path": str(tmp_path / "old-cache" / name), "sha256": "0" * 64}
+    (run_dir / "dataset.json").write_text(json.dumps(record))
+    assert training_dataset(None, run_dir, resume=True) == DEFAULT_DATASET
+    assert training_dataset(None, run_dir, resume=False) == DEFAULT_DATASET
+    assert training_dataset(str(scenes), run_dir, resume=True) == str(scenes)
+    # Any other file that is gone is the user's to give.
+    record["path"] = str(tmp_path / "gone.h5")
+    (run_dir / "dataset.json").write_text(json.dumps(record))
+    with pytest.raises(click.BadParameter, match="which is not here; pass --dataset"):
+        training_dataset(None, run_dir, resume=True)
+    # Present, the recorded file is taken as it is.
+    record["path"] = str(scenes)
+    (run_dir / "dataset.json").write_text(json.dumps(record))
+    assert training_dataset(None, run_dir, resume=True) == str(scenes)
+    # A run that records no dataset resumes on the default, as before.
+    (run_dir / "dataset.json").unlink()
+    assert training_dataset(None, run_dir, resume=True) == DEFAULT_DATASET
 
 
 def test_preset_choices_match_the_library() -> None:

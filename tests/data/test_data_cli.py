@@ -51,7 +51,7 @@ def test_make_takes_a_view_size_for_scenes_only(
     bad = tmp_path / "bad.h5"
     for given, message in [
         (["synthetic-scenes", "--view-size", "20"], "20 is not a multiple of 8"),
-        (["synthetic-scenes", "--view-size", "8"], "8 is not in the range x>=16"),
+        (["synthetic-scenes", "--view-size", "8"], "8 is not in the range 16<=x<=1024"),
         (["synthetic-objects", "--view-size", "16"], "only synthetic-scenes takes a view size"),
     ]:
         code, _, err = _run(["data", "make", *given, "--out", str(bad), "--num", "5"], capsys)

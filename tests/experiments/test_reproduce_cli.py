@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+import torch
 
 from pyskick.experiments import method_names, select_methods
 from pyskick.plugins import get_host, make_plugin_host
@@ -62,6 +63,17 @@ def test_reproduce_prints_the_table(
     assert code == 2
     assert err.count("\n") == 1
     assert "batch_size 8, not 4" in err
+    # A device request refused leaves the folder's settings as they were (more epochs asked for
+    # would otherwise be recorded, and the folder's own call refused as shortening them).
+    settings = (out / "reproduce.json").read_bytes()
+    graph = tmp_path / "graph.toml"
+    graph.write_text("cuda_graph = true\n")
+    extended = [*args, "--methods", "ltla", "--no-report", "--epochs", "2", "--config", str(graph)]
+    code, _, err = run(extended, capsys)
+    assert code == 2
+    assert err.count("\n") == 1
+    assert "cuda_graph needs a CUDA device; this run's device is cpu" in err
+    assert (out / "reproduce.json").read_bytes() == settings
 
 
 @pytest.mark.parametrize(
@@ -81,6 +93,25 @@ def test_bad_input_exits_2_and_writes_nothing(
     assert code == 2
     assert message in err
     assert not out.exists()
+
+
+def test_a_device_request_is_refused_before_the_folder_is_made(
+    scenes: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "out"
+    graph = tmp_path / "graph.toml"
+    graph.write_text("cuda_graph = true\n")
+    args = ["reproduce", "--dataset", str(scenes), "--out", str(out), *FAST, "--methods", "ltla"]
+    code, _, err = run([*args, "--device", "cpu", "--config", str(graph)], capsys)
+    assert code == 2
+    assert err.count("\n") == 1
+    assert "cuda_graph needs a CUDA device; this run's device is cpu" in err
+    assert not out.exists()
+    if not torch.cuda.is_available():
+        code, _, err = run([*args, "--device", "cuda"], capsys)
+        assert code == 2
+        assert "device 'cuda' requested but no CUDA device is available" in err
+        assert not out.exists()
 
 
 def test_method_of_a_missing_plugin_is_an_error(

@@ -188,6 +188,16 @@ def test_config_errors_name_the_file_in_the_library(tmp_path: Path) -> None:
     good.write_bytes(b"epochs = 2\n")
     with pytest.raises(ValueError, match=r"^TrainConfig\.lr must be positive"):
         load_config(good, overrides={"lr": -1.0})
+    # Values that are fine each alone but contradict each other: both are named.
+    deterministic = tmp_path / "deterministic.toml"
+    deterministic.write_bytes(b"deterministic = true\n")
+    both = f"^config file {deterministic} and the command line's options together: TrainConfig"
+    with pytest.raises(ValueError, match=both):
+        load_config(deterministic, overrides={"cudnn_benchmark": True})
+    # In the file alone, the file is named alone.
+    deterministic.write_bytes(b"deterministic = true\ncudnn_benchmark = true\n")
+    with pytest.raises(ValueError, match=f"^config file {deterministic}: TrainConfig"):
+        load_config(deterministic, overrides={"epochs": 3})
 
 
 def test_utf8_byte_order_mark_is_accepted(tmp_path: Path) -> None:
@@ -208,7 +218,7 @@ OTHER_VALUES: list[tuple[list[str], tuple[str, ...]]] = [
     (["compare", "{work}", "{work}", "--metric", "best"], ("--metric", "'best'")),
     (["bench", "--quick", "--ops", "rotate,nms"], ("--ops", "'rotate,nms'")),
     (["bench", "--quick", "--ops", ","], ("--ops", "','")),
-    (["bench", "--quick", "--repeats", "0"], ("--repeats", "0 is not in the range x>=1")),
+    (["bench", "--quick", "--repeats", "0"], ("--repeats", "0 is not in the range 1<=x<=10000")),
     (["bench", "--quick", "--device", "tpu"], ("--device", "'tpu'")),
     (["visualize", "{work}", "--out", "{work}/v", "--examples", "0"], ("--examples", "0")),
     (["visualize", "{work}", "--out", "{data}"], ("--out", "{data}", "is a file")),

@@ -78,6 +78,12 @@ def test_bad_input_exits_2_and_writes_nothing(tiny_runs, tmp_path, capsys, write
             f"(split 'test') does not fit the one-view run {other_run}: grids must ",
         ),
         ([str(tmp_path / "missing")], "does not exist"),
+        # A policy run where the one-view run is asked for.
+        (
+            [str(tiny_runs.ltla), "--sidekick-maps", "--one-view", str(tiny_runs.ltla)],
+            f"--one-view {tiny_runs.ltla / 'best.pt'} is a checkpoint of a 'train' run, not a "
+            "one-view model",
+        ),
     ]
     for args, message in cases:
         code, _, err = run(["visualize", *args, "--out", str(out), "--device", "cpu"], capsys)

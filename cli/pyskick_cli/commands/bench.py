@@ -24,6 +24,9 @@ else:
 DEVICES = ("cpu", "cuda", "all")
 MAX_PACK = 256
 """The largest pack ``--training`` builds (each run of a pack holds its folder's lock file)."""
+# Bounds that keep a mistyped count a usage error (exit 2) rather than an overflow inside torch.
+MAX_TIMED_CALLS = 10_000
+MAX_VALIDATION_GRIDS = 1_000_000
 
 
 class OpList(_NamesType):
@@ -59,7 +62,7 @@ class OpList(_NamesType):
 
 
 class IntList(_IntsType):
-    """Comma-separated positive integers, at most :attr:`most`."""
+    """Comma-separated positive integers, at most :attr:`most`, each once."""
 
     name = "N,..."
 
@@ -79,7 +82,7 @@ class IntList(_IntsType):
             self.fail(f"{value!r}: give positive integers", param, ctx)
         if max(numbers) > self.most:
             self.fail(f"{value!r}: at most {self.most}", param, ctx)
-        return numbers
+        return tuple(dict.fromkeys(numbers))  # drop duplicates, keep order, as the names do
 
 
 class ChoiceList(_NamesType):
@@ -343,7 +346,7 @@ def _check_mode_options(training: bool) -> None:
 )
 @click.option(
     "--repeats",
-    type=click.IntRange(min=1),
+    type=click.IntRange(min=1, max=MAX_TIMED_CALLS),
     default=5,
     show_default=True,
     help="Timed calls per backend after one warm-up call, each waited for (the median is "
@@ -437,19 +440,19 @@ def _check_mode_options(training: bool) -> None:
 )
 @click.option(
     "--steps",
-    type=click.IntRange(min=1),
+    type=click.IntRange(min=1, max=MAX_TIMED_CALLS),
     default=5,
     show_default=True,
     help="--training: timed steps per variant (after 3 untimed ones, the first counting the "
     "step's FLOPs); the median is reported.",
 )
 @view_size_option(
-    help="--training: side of every view in pixels, a multiple of 8, at least 16 (default: the "
+    help="--training: side of every view in pixels, a multiple of 8, 16 to 1024 (default: the "
     "preset's data, 32; the demo's scenes: 16)."
 )
 @click.option(
     "--validation-grids",
-    type=click.IntRange(min=0),
+    type=click.IntRange(min=0, max=MAX_VALIDATION_GRIDS),
     default=0,
     show_default=True,
     help="--training: time each variant's validation too, on this many random viewgrids: a "

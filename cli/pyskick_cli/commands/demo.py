@@ -72,7 +72,7 @@ two sidekicks (docs/reproduce.md, "The demo")."""
 )  # fmt: skip
 @view_size_option(
     default=VIEW_SIZE, show_default=True,
-    help="Side of every view of the scenes in pixels (a multiple of 8, at least 16).",
+    help="Side of every view of the scenes in pixels (a multiple of 8, 16 to 1024).",
 )  # fmt: skip
 @pretrain_epochs_option(
     default=PRETRAIN_EPOCHS, show_default=True, help="Epochs of one-view pretraining."

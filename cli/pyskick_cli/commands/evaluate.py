@@ -77,7 +77,7 @@ def evaluate(
     folder, which is left as it is: use --save).
     """
     from pyskick._io import check_writable_folder
-    from pyskick.checkpoint import is_export
+    from pyskick.checkpoint import POLICY_KEYS, check_one_view, is_export, load_run
     from pyskick.data import ViewgridFile
     from pyskick.errors import GridShapeError, UserError
     from pyskick.evaluation import evaluate as run_evaluate
@@ -143,7 +143,9 @@ def evaluate(
             raise misfit(path, role, exc) from None
 
     if one_view:
-        # RUN's shape before the baseline's episodes: a refusal waits for no evaluation.
+        # A one-view model, and RUN's shape, before the baseline's episodes: a refusal waits
+        # for no evaluation.
+        check_one_view(*load_run(one_view, keys=POLICY_KEYS), "--one-view")
         try:
             load_model_config(run).check_grids(grids, empty_ok=False)
         except GridShapeError as exc:

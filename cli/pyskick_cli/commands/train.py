@@ -22,6 +22,7 @@ from pyskick_cli.shared_options import (
     resolve_sidekick,
     sidekick_name_option,
     sidekick_option_option,
+    training_dataset,
     training_options,
 )
 
@@ -71,16 +72,17 @@ def _claimed(out_dir: Path) -> Iterator[None]:
         yield
 
 
-def _prepare(dataset: str, out_dir: Path, resume: bool, stage: str) -> ViewgridFile:
+def _prepare(dataset: str | None, out_dir: Path, resume: bool, stage: str) -> ViewgridFile:
     """Open the dataset (once for the whole command: its spec and digest travel with it) and
     check --out/--resume before anything is trained or written."""
     from pyskick.data import ViewgridFile
     from pyskick.run_dir import RunDir
 
-    source = ViewgridFile(resolve_dataset_path(dataset))
-    check_run_dataset(out_dir, source, resume=resume)
-    if resume:
+    if resume:  # before the dataset, which may be generated on first use
         RunDir(out_dir).check_resumable(stage)
+    chosen = training_dataset(dataset, out_dir, resume=resume)
+    source = ViewgridFile(resolve_dataset_path(chosen))
+    check_run_dataset(out_dir, source, resume=resume)
     return source
 
 
@@ -137,7 +139,7 @@ def _report(result: Any) -> None:
 @click.command()
 @training_options
 def pretrain(
-    dataset: str,
+    dataset: str | None,
     preset: str | None,
     config_path: Path | None,
     epochs: int | None,
@@ -218,7 +220,7 @@ def pretrain(
     "data, model or options. Default: the score cache, computed on a miss.",
 )
 def train(
-    dataset: str,
+    dataset: str | None,
     preset: str | None,
     config_path: Path | None,
     epochs: int | None,

@@ -37,8 +37,11 @@ def _curve_runs(run: Path, curves: tuple[Path, ...]) -> dict[str, Path]:
 
 
 def _one_view_run(run: Path, one_view: Path | None, stage: str | None) -> Path:
-    """The one-view run the sidekick maps are scored with."""
+    """The one-view run the sidekick maps are scored with (one given is checked to be one)."""
     if one_view is not None:
+        from pyskick.checkpoint import POLICY_KEYS, check_one_view, load_run
+
+        check_one_view(*load_run(one_view, keys=POLICY_KEYS), "--one-view")
         return one_view
     if stage == "pretrain":
         return run
