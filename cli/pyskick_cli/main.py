@@ -162,6 +162,10 @@ def main(argv: list[str] | None = None) -> None:
     except click.Abort:
         click.echo("Aborted!", err=True)
         _exit(EXIT_FAILURE)
+    except click.exceptions.NoArgsIsHelpError as exc:
+        # `pyskick` or `pyskick data` alone: the help, whole, as Click itself shows it (exit 2).
+        click.echo(exc.ctx.get_help(), err=True)
+        _exit(exc.exit_code)
     except click.ClickException as exc:  # UsageError/BadParameter: 2, ClickException: 1
         # One line like every other error; the usage block is a pointer to --help.
         ctx = getattr(exc, "ctx", None)

@@ -72,6 +72,22 @@ def check_not_inputs(paths: Iterable[Path], inputs: Iterable[Path | None]) -> No
             raise UserError(f"{path} is one of this command's inputs; choose another file")
 
 
+def check_not_in_input_folder(paths: Iterable[Path], folder: Path) -> None:
+    """Refuse an existing output inside ``folder``, the tree of inputs a conversion reads
+    (``--overwrite`` or not): it may be one of them (a panorama, a mesh). A new file there is
+    taken.
+
+    Raises:
+        UserError: (exit 2) one line naming the output and the folder.
+    """
+    inside = folder.resolve()
+    for path in (Path(p) for p in paths):
+        if path.exists() and inside in path.resolve().parents:
+            raise UserError(
+                f"{path} is in {folder}, whose files this command reads; choose another file"
+            )
+
+
 def _is_input(path: Path, source: Path) -> bool:
     if not source.exists():
         return False

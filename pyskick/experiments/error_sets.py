@@ -79,6 +79,8 @@ def _load(path: Path) -> dict[str, np.ndarray]:
         why = "is empty"
     elif not np.isfinite(errors).all():
         why = f"holds {int((~np.isfinite(errors)).sum())} non-finite values (nan or inf)"
+    elif (errors < 0).any():  # reconstruction errors: means of squares or of distances
+        why = f"holds {int((errors < 0).sum())} negative errors"
     else:
         return arrays
     raise UserError(f"{path} is not an evaluation file: per_sample {why}")
@@ -133,9 +135,14 @@ def _from_run(label: str, run: Path, metric: str) -> list[ErrorSet]:
 
 
 def _from_reproduce(label: str, folder: Path, method: str, metric: str) -> ErrorSet:
-    paths: list[Path] = []
-    while (path := eval_path(folder, method, len(paths), metric).with_suffix(".npz")).is_file():
-        paths.append(path)
+    # Every seed evaluated, in seed order: a folder of --seed-offset K starts at seed K.
+    stem = re.compile(rf"{re.escape(method)}-seed(\d+)-{metric}")
+    seeds = sorted(
+        int(match.group(1))
+        for p in (folder / "eval").glob("*.npz")
+        if (match := stem.fullmatch(p.stem))
+    )
+    paths = [eval_path(folder, method, seed, metric).with_suffix(".npz") for seed in seeds]
     if not paths:
         names = sorted(
             {

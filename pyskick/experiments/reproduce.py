@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
@@ -475,18 +475,30 @@ def _step(label: str, worked: bool) -> str:
     return label if worked else f"{label} (done before)"
 
 
-def check_reproduce_out(out_dir: Path) -> None:
-    """Refuse an ``out_dir`` that is not a folder, or that holds a training run or an export
-    without being a reproduce folder (their files would mix).
+def check_reproduce_out(out_dir: Path, own: Collection[str] = ()) -> None:
+    """Refuse an ``out_dir`` that is not a folder, or that holds anything without being a
+    reproduce folder: a training run, an export, or any other file (a pooled table, a user's
+    notes: its files would mix with the study's, or be replaced by them).
+
+    Args:
+        out_dir: the folder.
+        own: names the calling command writes there before the settings record (the demo's
+            data file), which an interrupted first call may have left.
 
     Raises:
-        ValueError: one line naming the folder and what it holds.
+        UserError: one line naming the folder and what it holds, or the folder in the way of
+            writing it.
     """
+    from pyskick._io import check_writable_folder
     from pyskick.checkpoint import is_export
-    from pyskick.run_dir import RunDir
+    from pyskick.run_dir import LOCK, RunDir
 
     if out_dir.exists() and not out_dir.is_dir():
         raise UserError(f"--out {out_dir} exists and is not a folder")
+    try:
+        check_writable_folder(out_dir)
+    except UserError as exc:
+        raise UserError(f"--out {out_dir}: {exc}") from None
     if (out_dir / SETTINGS_FILE).is_file():
         return
     if is_export(out_dir) or RunDir(out_dir).holds_run():  # an export records a config too
@@ -494,6 +506,14 @@ def check_reproduce_out(out_dir: Path) -> None:
         raise UserError(
             f"--out {out_dir} holds {kind}, not a reproduce folder; choose another --out"
         )
+    if out_dir.is_dir():
+        others = sorted(p.name for p in out_dir.iterdir() if p.name not in {LOCK, *own})
+        if others:
+            raise UserError(
+                f"--out {out_dir} is not empty ({others[0]}"
+                f"{f' and {len(others) - 1} more' if len(others) > 1 else ''}) and is no "
+                f"reproduce folder (no {SETTINGS_FILE}); choose another --out"
+            )
 
 
 def check_settings(out_dir: Path, settings: dict[str, Any]) -> None:
@@ -504,7 +524,9 @@ def check_settings(out_dir: Path, settings: dict[str, Any]) -> None:
             ``reproduce.json`` is unreadable, or a recorded setting differs (fewer epochs than
             recorded included).
     """
-    check_reproduce_out(out_dir)
+    # A data file the folder holds is the study's own (the demo generates its data there).
+    data = Path(settings["dataset"])
+    check_reproduce_out(out_dir, own=[data.name] if data.parent == out_dir.resolve() else [])
     record = out_dir / SETTINGS_FILE
     if not record.is_file():
         return

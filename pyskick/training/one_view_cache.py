@@ -24,6 +24,7 @@ from pyskick.distributed import broadcast_from_main, init_distributed, is_main, 
 from pyskick.files import cache_root, file_lock
 from pyskick.run_dir import Dataset, RunDir, dataset_digest
 from pyskick.training.data import TrainData
+from pyskick.training.setup import check_request
 from pyskick.training.trainer import pretrain
 
 _LOG = logging.getLogger(__name__)
@@ -66,6 +67,8 @@ def cached_one_view(dataset: Dataset, config: TrainConfig, data: TrainData) -> P
     Returns:
         A run folder with ``best.pt``, to pass as ``init`` to :func:`pyskick.training.train`.
     """
+    # What would refuse the pretraining, before the cache's folder and lock are made for it.
+    check_request(pretrain_config(config), data)
     run = cache_folder(dataset, config)
     run.parent.mkdir(parents=True, exist_ok=True)
     # Under torchrun the process group first: every rank follows what rank 0 read under the

@@ -99,6 +99,19 @@ def test_bad_input_exits_2_with_one_line(
     assert "--debug" not in lines[0]
 
 
+@pytest.mark.parametrize("args", [[], ["data"]])
+def test_a_group_alone_shows_its_help_whole(
+    capsys: pytest.CaptureFixture[str], args: list[str]
+) -> None:
+    # Not Click's help flattened into one cut "Error: Usage: ..." line.
+    code, out, err = run_main(args, capsys)
+    assert code == 2
+    assert out == ""
+    assert err.startswith(f"Usage: {' '.join(['pyskick', *args])} [OPTIONS] COMMAND [ARGS]...\n")
+    assert "\nCommands:\n" in err
+    assert "Error:" not in err
+
+
 def test_user_errors_are_the_builtin_exceptions_library_callers_catch() -> None:
     assert issubclass(UserError, ValueError)
     assert issubclass(UserTypeError, TypeError)

@@ -150,6 +150,20 @@ def test_reproduce_methods_pair_seed_by_seed(
         f"{folder}:ltla"
     )
     assert entry["claim_verdict"] == "holds"
+    # A folder of --seed-offset 8 (seeds 8, 9, 10: in seed order, not the names' order).
+    offset = tmp_path / "offset"
+    offset.mkdir()
+    (offset / SETTINGS_FILE).write_text("{}")
+    for k in range(3):
+        _save(offset, "ltla", 8 + k, "adv", ltla[k])
+        _save(offset, "ours(rew)", 8 + k, "adv", ours[k])
+    code, out, err = run(
+        ["compare", f"{offset}:ltla", f"{offset}:ours(rew)", "--metric", "adv", "--json"], capsys
+    )
+    assert code == 0, err
+    shifted = json.loads(out)["metrics"]["adv"]
+    assert shifted["n_seeds"] == 3
+    assert shifted["seed_diffs_x1000"] == pytest.approx(list(expected.seed_diffs_x1000))
     code, _, err = run(["compare", f"{folder}:ltla", f"{folder}:two-seeds", "--metric", "avg"],
                        capsys)  # fmt: skip
     assert code == 2

@@ -155,6 +155,13 @@ def test_evaluate_export_gives_the_runs_errors(
     assert np.array_equal(results["run"][1], results["export"][1])
     # An export is shared as it is: evaluating it records nothing in it.
     assert tree(exported) == before
+    # Nor does --save write into it: not a new file, not over its model card.
+    for save, extra in ((exported / "e.npz", []), (exported / CARD, ["--overwrite"])):
+        code, _, err = run(["evaluate", str(exported), "--save", str(save), *extra], capsys)
+        assert code == 2
+        assert err.count("\n") == 1
+        assert f"{save} is in the export folder {exported}, which is shared as it is" in err
+    assert tree(exported) == before
 
 
 def test_export_as_init_and_one_view(

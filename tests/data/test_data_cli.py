@@ -212,3 +212,22 @@ def test_from_panoramas_reports_and_strict_fails(
     )
     assert code == 2
     assert "--split-fractions" in err
+    # An input (or any existing file under FOLDER) as --out: refused, --overwrite or not, the
+    # image kept. A new file there is taken.
+    image = folder / "p0.jpg"
+    before = image.read_bytes()
+    for extra in ([], ["--overwrite"]):
+        code, _, err = _run(
+            ["data", "from-panoramas", str(folder), "--out", str(image), *extra], capsys
+        )
+        assert code == 2
+        assert err.count("\n") == 1
+        assert f"{image} is in {folder}, whose files this command reads" in err
+        assert image.read_bytes() == before
+    inside = folder / "data.h5"
+    code, _, err = _run(
+        ["data", "from-panoramas", str(folder), "--out", str(inside), "--split-fractions", "1,1,1"],
+        capsys,
+    )
+    assert code == 0, err
+    assert inside.is_file()

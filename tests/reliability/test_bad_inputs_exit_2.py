@@ -32,6 +32,7 @@ def _with_per_sample(good: Path, bad: Path, per_sample: np.ndarray) -> Path:
         (np.array([[0.01, 0.02, 0.03]]), "must be a 1-D array of numbers, got float64 [1, 3]"),
         (np.array([0.01 + 0j, 0.02, 0.03]), "must be a 1-D array of numbers, got complex128 [3]"),
         (np.array([0.01, np.nan, np.inf]), "holds 2 non-finite values (nan or inf)"),
+        (np.array([0.01, -0.02, 0.03]), "holds 1 negative errors"),
         (np.array([], dtype=np.float64), "is empty"),
     ],
 )

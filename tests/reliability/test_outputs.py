@@ -153,6 +153,28 @@ def test_data_commands_refuse_an_existing_output(
     assert {p: p.readlink() for p in links} == links
 
 
+@pytest.mark.parametrize(
+    ("command", "inputs", "one"),
+    [
+        ("from-panoramas", _panoramas, Path("0.png")),
+        ("from-meshes", _meshes, Path("thing", "m1.obj")),
+    ],
+)
+def test_a_conversion_never_writes_over_its_inputs(
+    tmp_path: Path, refuse, command: str, inputs: Callable[[Path], Path], one: Path
+) -> None:
+    folder = inputs(tmp_path / "in")
+    target = folder / one
+    assert target.is_file()
+    for extra in ([], ["--overwrite"]):
+        refuse(
+            ["data", command, folder, "--out", target, *extra],
+            2,
+            f"{target} is in {folder}, whose files this command reads",
+            watch=[tmp_path],
+        )
+
+
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("case", list(DATA_CASES))
 def test_overwrite_replaces_the_output(

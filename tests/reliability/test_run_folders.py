@@ -297,6 +297,14 @@ CASES: dict[str, Case] = {
         lambda w: ["demo", "--out", w.rew, "--num", "40", "--seeds", "1", "--epochs", "1"],
         (lambda w: str(w.rew), "holds a training run, not a reproduce folder"),
     ),
+    "reproduce into a folder of other files": (
+        lambda w: reproduce(w, w.root),
+        (lambda w: str(w.root), "is not empty (", "and is no reproduce folder"),
+    ),
+    "demo into a folder of other files": (
+        lambda w: ["demo", "--out", w.root, "--num", "40", "--seeds", "1", "--epochs", "1"],
+        (lambda w: str(w.root), "is not empty (", "and is no reproduce folder"),
+    ),
     "reproduce into an export folder": (
         lambda w: reproduce(w, w.export),
         (lambda w: str(w.export), "holds an export, not a reproduce folder"),
@@ -569,6 +577,12 @@ READ_ONLY: dict[str, tuple[Callable[[World, Path], list[Any]], Callable[[Path], 
         lambda w, r: evaluate_save(w, r / "ro" / "e.npz"),
         lambda r: r / "ro",
         "--save",
+    ),
+    "reproduce --out": (lambda w, r: reproduce(w, r / "ro" / "t"), lambda r: r / "ro", "--out"),
+    "demo --out": (
+        lambda w, r: ["demo", "--out", r / "ro" / "d", "--num", "40", "--seeds", "1"],
+        lambda r: r / "ro",
+        "--out",
     ),
     "evaluate a read-only run folder": (
         lambda w, r: ["evaluate", r / "ro_run", "--dataset", w.base],

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from pyskick.errors import UserError
 from pyskick.testing import run_python
 from pyskick.training import TrainData, one_view_cache
 from pyskick.training.one_view_cache import cached_one_view
@@ -34,6 +35,20 @@ def test_a_finished_cached_model_is_reused_without_resuming(
     # A longer pretraining is another cache entry, trained from scratch.
     with pytest.raises(AssertionError, match="trained"):
         cached_one_view(tiny_scenes, config.replace(pretrain_epochs=2), data)
+
+
+def test_a_pretraining_that_would_be_refused_makes_no_cache_entry(
+    tiny_scenes: Path, tiny_config, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `pyskick score` without --model on data smaller than a batch left the cache's folder and
+    # an empty lock file behind.
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("PYSKICK_CACHE_DIR", str(cache))
+    data = TrainData.from_file(tiny_scenes)
+    too_big = tiny_config.replace(batch_size=data.train.shape[0] + 1)
+    with pytest.raises(UserError, match=r"^batch_size \d+ exceeds the \d+ training viewgrids"):
+        cached_one_view(tiny_scenes, too_big, data)
+    assert not cache.exists()
 
 
 RANK_SCRIPT = textwrap.dedent(

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from pyskick_cli.outputs import check_outputs, overwrite_option
+from pyskick_cli.outputs import check_not_in_input_folder, check_outputs, overwrite_option
 from pyskick_cli.shared_options import (
     json_option,
     resolve_dataset_path,
@@ -163,6 +163,7 @@ def from_panoramas(
     from pyskick.data.panoramas import DEFAULT_MAX_PIXELS, convert_panoramas, parse_split
 
     fractions = parse_split(split_text)
+    check_not_in_input_folder([out], folder)
     check_outputs([out], overwrite=overwrite)
     _report_written(
         convert_panoramas(
@@ -206,6 +207,7 @@ def from_meshes(
     from pyskick.data.panoramas import parse_split
 
     fractions = parse_split(split_text)
+    check_not_in_input_folder([out], folder)
     check_outputs([out], overwrite=overwrite)
     unseen = tuple(c.strip() for c in unseen_classes.split(",") if c.strip())
     _report_written(

@@ -183,7 +183,7 @@ def demo(
                 f"power plan {plan} was made for other settings ({', '.join(different)}); a "
                 "plan judges only tables of its pilot's design"
             )
-    check_reproduce_out(out)  # before the data are generated into it
+    check_reproduce_out(out, own=[data_path.name])  # before the data are generated into it
     if not data_path.exists():
         click.echo(f"demo: generating {num} synthetic scenes ({view_size}-pixel views)", err=True)
         out.mkdir(parents=True, exist_ok=True)

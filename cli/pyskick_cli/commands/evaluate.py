@@ -101,6 +101,12 @@ def evaluate(
             check_not_inputs([save], inputs)
         except ValueError as exc:
             raise click.BadParameter(str(exc), param_hint="--save") from None
+        if is_export(run) and save.resolve().parent == run.resolve():
+            raise click.BadParameter(
+                f"{save} is in the export folder {run}, which is shared as it is; choose "
+                "another folder",
+                param_hint="--save",
+            )
     # A run folder records its evaluations; an export folder is shared as it is.
     records = run.is_dir() and not is_export(run) and actor is None
     if records:
