@@ -144,6 +144,10 @@ def _exit(code: int) -> NoReturn:
     sys.exit(code)
 
 
+# Click 8.2 and later raise it for a group run without a command (8.1 shows the help, exit 0).
+_NO_ARGS_IS_HELP: type[Exception] | tuple[()] = getattr(click.exceptions, "NoArgsIsHelpError", ())
+
+
 def main(argv: list[str] | None = None) -> None:
     """Run the CLI and exit with its documented exit code.
 
@@ -162,11 +166,12 @@ def main(argv: list[str] | None = None) -> None:
     except click.Abort:
         click.echo("Aborted!", err=True)
         _exit(EXIT_FAILURE)
-    except click.exceptions.NoArgsIsHelpError as exc:
-        # `pyskick` or `pyskick data` alone: the help, whole, as Click itself shows it (exit 2).
-        click.echo(exc.ctx.get_help(), err=True)
-        _exit(exc.exit_code)
     except click.ClickException as exc:  # UsageError/BadParameter: 2, ClickException: 1
+        group = getattr(exc, "ctx", None) if isinstance(exc, _NO_ARGS_IS_HELP) else None
+        if group is not None:
+            # `pyskick` or `pyskick data` alone: the help, whole, as Click itself shows it.
+            click.echo(group.get_help(), err=True)
+            _exit(exc.exit_code)
         # One line like every other error; the usage block is a pointer to --help.
         ctx = getattr(exc, "ctx", None)
         hint = f" (see '{ctx.command_path} --help')" if ctx is not None else ""

@@ -73,16 +73,16 @@ def check_not_inputs(paths: Iterable[Path], inputs: Iterable[Path | None]) -> No
 
 
 def check_not_in_input_folder(paths: Iterable[Path], folder: Path) -> None:
-    """Refuse an existing output inside ``folder``, the tree of inputs a conversion reads
-    (``--overwrite`` or not): it may be one of them (a panorama, a mesh). A new file there is
-    taken.
+    """Refuse an output inside ``folder``, the tree of inputs a conversion reads (``--overwrite``
+    or not): it may be one of them (a panorama, a mesh), and a new file there would be one of
+    the next conversion's inputs.
 
     Raises:
         UserError: (exit 2) one line naming the output and the folder.
     """
     inside = folder.resolve()
     for path in (Path(p) for p in paths):
-        if path.exists() and inside in path.resolve().parents:
+        if inside in path.resolve().parents:
             raise UserError(
                 f"{path} is in {folder}, whose files this command reads; choose another file"
             )

@@ -14,6 +14,7 @@ different test sets are never paired.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import zipfile
@@ -25,7 +26,7 @@ import torch
 from torch import Tensor
 
 from pyskick.errors import UserError, UserFileNotFoundError
-from pyskick.experiments.layout import SETTINGS_FILE, eval_path
+from pyskick.experiments.layout import SETTINGS_FILE
 
 
 class MetricUnavailable(UserError):
@@ -43,12 +44,14 @@ class ErrorSet:
         metric: ``"avg"`` or ``"adv"``.
         errors: ``[K, n]`` float64 per-sample errors (row k: seed k).
         samples_sha256: digest of the evaluated test samples.
+        seeds: the seed of each row where known (a reproduce folder's method), else None.
     """
 
     label: str
     metric: str
     errors: Tensor
     samples_sha256: str
+    seeds: tuple[int, ...] | None = None
 
 
 def run_eval_file(run: Path, split: str, metric: str, samples_sha256: str) -> Path:
@@ -135,14 +138,15 @@ def _from_run(label: str, run: Path, metric: str) -> list[ErrorSet]:
 
 
 def _from_reproduce(label: str, folder: Path, method: str, metric: str) -> ErrorSet:
-    # Every seed evaluated, in seed order: a folder of --seed-offset K starts at seed K.
-    stem = re.compile(rf"{re.escape(method)}-seed(\d+)-{metric}")
-    seeds = sorted(
-        int(match.group(1))
+    # Every seed evaluated, in seed order: a folder of --seed-offset K starts at seed K. The
+    # seeds as eval_path writes them (no leading zeros, ASCII digits).
+    stem = re.compile(rf"{re.escape(method)}-seed(0|[1-9][0-9]*)-{re.escape(metric)}", re.ASCII)
+    found = sorted(
+        (int(match.group(1)), p)
         for p in (folder / "eval").glob("*.npz")
         if (match := stem.fullmatch(p.stem))
     )
-    paths = [eval_path(folder, method, seed, metric).with_suffix(".npz") for seed in seeds]
+    paths = [p for _, p in found]
     if not paths:
         names = sorted(
             {
@@ -155,7 +159,7 @@ def _from_reproduce(label: str, folder: Path, method: str, metric: str) -> Error
         raise MetricUnavailable(
             f"{folder} has no {metric} evaluation of {method} (methods: {listed})"
         )
-    return _stack(label, metric, paths)
+    return dataclasses.replace(_stack(label, metric, paths), seeds=tuple(seed for seed, _ in found))
 
 
 def load_errors(spec: str | os.PathLike[str], metric: str) -> list[ErrorSet]:
@@ -208,4 +212,25 @@ def paired_sets(a: list[ErrorSet], b: list[ErrorSet]) -> tuple[ErrorSet, ErrorSe
             f"{a[0].label} and {b[0].label} share several evaluated test sets; name the "
             "evaluation files (RUN/eval/*.npz) instead"
         )
-    return common[0]
+    x, y = common[0]
+    if (
+        x.seeds is not None
+        and y.seeds is not None
+        and len(x.seeds) == len(y.seeds)
+        and x.seeds != y.seeds
+    ):
+        # Seed k of every method shares its data order and starts: pairs are of one seed (other
+        # counts are compare_errors' to judge: one run against seeds, or a refusal).
+        raise MetricUnavailable(
+            f"{x.label} and {y.label} hold other seeds ({_seed_list(x.seeds)} and "
+            f"{_seed_list(y.seeds)}): paired seeds must be the same (train both on the same "
+            "--seeds and --seed-offset)"
+        )
+    return x, y
+
+
+def _seed_list(seeds: tuple[int, ...]) -> str:
+    """Seeds for a message: ``0-2`` where consecutive, else listed."""
+    if len(seeds) > 1 and seeds == tuple(range(seeds[0], seeds[-1] + 1)):
+        return f"{seeds[0]}-{seeds[-1]}"
+    return ", ".join(map(str, seeds))

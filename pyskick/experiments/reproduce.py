@@ -489,7 +489,7 @@ def check_reproduce_out(out_dir: Path, own: Collection[str] = ()) -> None:
         UserError: one line naming the folder and what it holds, or the folder in the way of
             writing it.
     """
-    from pyskick._io import check_writable_folder
+    from pyskick._io import check_writable_folder, temporaries
     from pyskick.checkpoint import is_export
     from pyskick.run_dir import LOCK, RunDir
 
@@ -507,7 +507,14 @@ def check_reproduce_out(out_dir: Path, own: Collection[str] = ()) -> None:
             f"--out {out_dir} holds {kind}, not a reproduce folder; choose another --out"
         )
     if out_dir.is_dir():
-        others = sorted(p.name for p in out_dir.iterdir() if p.name not in {LOCK, *own})
+        # What an interrupted call of the study may have left: its lock, and the temporaries
+        # of its settings record or data file (the next atomic write of each removes them).
+        ours = {LOCK, *own, SETTINGS_FILE}
+        ours |= {p.name for name in ours for p in temporaries(out_dir / name)}
+        try:
+            others = sorted(p.name for p in out_dir.iterdir() if p.name not in ours)
+        except OSError as exc:
+            raise UserError(f"--out {out_dir} cannot be listed ({exc.strerror})") from None
         if others:
             raise UserError(
                 f"--out {out_dir} is not empty ({others[0]}"

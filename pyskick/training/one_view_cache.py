@@ -67,9 +67,11 @@ def cached_one_view(dataset: Dataset, config: TrainConfig, data: TrainData) -> P
     Returns:
         A run folder with ``best.pt``, to pass as ``init`` to :func:`pyskick.training.train`.
     """
-    # What would refuse the pretraining, before the cache's folder and lock are made for it.
-    check_request(pretrain_config(config), data)
     run = cache_folder(dataset, config)
+    if RunDir(run).epochs_done() < config.pretrain_epochs:
+        # What would refuse the pretraining to come, before the cache's folder and lock are
+        # made for it (a finished model is reused whatever the runtime settings ask for).
+        check_request(pretrain_config(config), data)
     run.parent.mkdir(parents=True, exist_ok=True)
     # Under torchrun the process group first: every rank follows what rank 0 read under the
     # lock. A rank reading the folder itself could resume a pretraining that rank 0, after

@@ -164,6 +164,11 @@ def test_reproduce_methods_pair_seed_by_seed(
     shifted = json.loads(out)["metrics"]["adv"]
     assert shifted["n_seeds"] == 3
     assert shifted["seed_diffs_x1000"] == pytest.approx(list(expected.seed_diffs_x1000))
+    # Other seeds do not pair, however many there are.
+    code, _, err = run(["compare", f"{folder}:ltla", f"{offset}:ltla", "--metric", "adv"], capsys)
+    assert code == 2
+    assert err.count("\n") == 1
+    assert f"{folder}:ltla and {offset}:ltla hold other seeds (0-2 and 8-10)" in err
     code, _, err = run(["compare", f"{folder}:ltla", f"{folder}:two-seeds", "--metric", "avg"],
                        capsys)  # fmt: skip
     assert code == 2

@@ -156,7 +156,12 @@ def test_evaluate_export_gives_the_runs_errors(
     # An export is shared as it is: evaluating it records nothing in it.
     assert tree(exported) == before
     # Nor does --save write into it: not a new file, not over its model card.
-    for save, extra in ((exported / "e.npz", []), (exported / CARD, ["--overwrite"])):
+    saves = [
+        (exported / "e.npz", []),
+        (exported / "sub" / "e.npz", []),
+        (exported / CARD, ["--overwrite"]),
+    ]
+    for save, extra in saves:
         code, _, err = run(["evaluate", str(exported), "--save", str(save), *extra], capsys)
         assert code == 2
         assert err.count("\n") == 1

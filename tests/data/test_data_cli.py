@@ -212,8 +212,8 @@ def test_from_panoramas_reports_and_strict_fails(
     )
     assert code == 2
     assert "--split-fractions" in err
-    # An input (or any existing file under FOLDER) as --out: refused, --overwrite or not, the
-    # image kept. A new file there is taken.
+    # An input (or any file under FOLDER, new or not) as --out: refused, --overwrite or not,
+    # the image kept.
     image = folder / "p0.jpg"
     before = image.read_bytes()
     for extra in ([], ["--overwrite"]):
@@ -224,10 +224,8 @@ def test_from_panoramas_reports_and_strict_fails(
         assert err.count("\n") == 1
         assert f"{image} is in {folder}, whose files this command reads" in err
         assert image.read_bytes() == before
-    inside = folder / "data.h5"
-    code, _, err = _run(
-        ["data", "from-panoramas", str(folder), "--out", str(inside), "--split-fractions", "1,1,1"],
-        capsys,
-    )
-    assert code == 0, err
-    assert inside.is_file()
+    inside = folder / "sub" / "data.h5"
+    code, _, err = _run(["data", "from-panoramas", str(folder), "--out", str(inside)], capsys)
+    assert code == 2
+    assert f"{inside} is in {folder}, whose files this command reads" in err
+    assert not inside.parent.exists()

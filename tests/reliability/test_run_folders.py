@@ -26,7 +26,14 @@ import torch
 from pyskick._io import temporaries, temporary_path
 from pyskick.checkpoint import EXPORT_MARKER, load_checkpoint
 from pyskick.data.builtin import make_builtin
-from pyskick.run_dir import REPRODUCE_RECORD, RunDir, RunLockedError, load_policy, trim_log
+from pyskick.run_dir import (
+    LOCK,
+    REPRODUCE_RECORD,
+    RunDir,
+    RunLockedError,
+    load_policy,
+    trim_log,
+)
 from pyskick_cli.main import main
 
 FAST = ["--preset", "cpu-demo", "--device", "cpu"]
@@ -116,6 +123,17 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
             table=root / "table",
             export=root / "export",
         )
+
+
+def _leftovers(folder: Path, *others: str) -> Path:
+    """``folder`` holding what an interrupted first study call leaves (its lock, a temporary of
+    its settings record), and ``others``."""
+    folder.mkdir(exist_ok=True)
+    (folder / LOCK).write_text("")
+    temporary_path(folder / REPRODUCE_RECORD).write_text("{")
+    for name in others:
+        (folder / name).write_text("mine\n")
+    return folder
 
 
 def rew_args(data: Path, init: Path | None, out: Path, *, epochs: int) -> list[Any]:
@@ -296,6 +314,10 @@ CASES: dict[str, Case] = {
     "demo into a run folder": (
         lambda w: ["demo", "--out", w.rew, "--num", "40", "--seeds", "1", "--epochs", "1"],
         (lambda w: str(w.rew), "holds a training run, not a reproduce folder"),
+    ),
+    "reproduce into a folder of another call's leftovers": (
+        lambda w: reproduce(w, _leftovers(w.root / "leftovers", "notes.txt")),
+        (lambda w: str(w.root / "leftovers"), "is not empty (notes.txt) and is no reproduce"),
     ),
     "reproduce into a folder of other files": (
         lambda w: reproduce(w, w.root),
@@ -608,6 +630,22 @@ def test_a_read_only_output_folder_is_bad_input_named_before_any_work(
     for needle in (str(folder(read_only)), "permission denied", option):
         assert needle in lines[0]
     assert (_digests(world.root), _digests(read_only)) == before
+
+
+def test_a_study_folder_left_by_an_interrupted_first_call_is_taken_again(tmp_path: Path) -> None:
+    from pyskick.errors import UserError
+    from pyskick.experiments.reproduce import check_reproduce_out
+
+    # Killed while writing its settings record, or (the demo) while generating its data into
+    # the folder: the rerun goes on.
+    folder = _leftovers(tmp_path / "study")
+    data = folder / "scenes.h5"
+    temporary_path(data).write_bytes(b"half")
+    check_reproduce_out(folder, own=[data.name])
+    data.write_bytes(b"whole")
+    check_reproduce_out(folder, own=[data.name])
+    with pytest.raises(UserError, match=r"is not empty \(\.scenes\.h5\.tmp-"):
+        check_reproduce_out(folder)  # not the call's own data file
 
 
 # -------------------------------------------------------------------------- RunDir itself

@@ -32,6 +32,9 @@ def test_a_finished_cached_model_is_reused_without_resuming(
 
     monkeypatch.setattr(one_view_cache, "pretrain", no_training)
     assert cached_one_view(tiny_scenes, config, data) == run
+    # Whatever runtime settings ask for: a finished model is not pretrained, so not refused
+    # as a pretraining would be (a CUDA graph on the CPU).
+    assert cached_one_view(tiny_scenes, config.replace(cuda_graph=True, device="cpu"), data) == run
     # A longer pretraining is another cache entry, trained from scratch.
     with pytest.raises(AssertionError, match="trained"):
         cached_one_view(tiny_scenes, config.replace(pretrain_epochs=2), data)

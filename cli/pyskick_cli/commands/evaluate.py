@@ -101,9 +101,10 @@ def evaluate(
             check_not_inputs([save], inputs)
         except ValueError as exc:
             raise click.BadParameter(str(exc), param_hint="--save") from None
-        if is_export(run) and save.resolve().parent == run.resolve():
+        export = next((p for p in save.resolve().parents if is_export(p)), None)
+        if export is not None:
             raise click.BadParameter(
-                f"{save} is in the export folder {run}, which is shared as it is; choose "
+                f"{save} is in the export folder {export}, which is shared as it is; choose "
                 "another folder",
                 param_hint="--save",
             )
