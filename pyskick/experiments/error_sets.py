@@ -42,7 +42,7 @@ class ErrorSet:
     Attributes:
         label: what the user named (for messages and reports).
         metric: ``"avg"`` or ``"adv"``.
-        errors: ``[K, n]`` float64 per-sample errors (row k: seed k).
+        errors: ``[K, n]`` float64 per-sample errors (row k: the k-th seed, in seed order).
         samples_sha256: digest of the evaluated test samples.
         seeds: the seed of each row where known (a reproduce folder's method), else None.
     """
